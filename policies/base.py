@@ -1,0 +1,216 @@
+"""What a policy is: a frozen config, a pure decision, and a registry entry.
+
+A policy answers three questions, and nothing else:
+
+* :meth:`Policy.decide`: given the run's state, compact now or not, and how (a :class:`Plan`);
+* :meth:`Policy.bound_tool_result`: what a tool result looks like when it enters the log;
+* ``retry_on_overflow``: how many times to compact and retry when the provider says "too long".
+
+A plan names positions in the log: where the kept tail starts, up to where tool results are
+cleared, which earlier messages stay pinned, and whether the newly covered span is summarised. The
+engine carries the plan out (calling the mock summariser when asked), checks the result against
+the invariants, and records it; a policy never edits the log or the view itself.
+
+Write your own by subclassing :class:`Policy` with a nested frozen ``Config`` dataclass; the README
+shows a complete one. ``csim check --policy package.module:ClassName`` fuzzes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import json
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from sim.conversation import Part
+from sim.errors import InvalidConfig, UnknownName
+from sim.registry import Registry
+from sim.state import RunState
+from sim.view import DEFAULT_PLACEHOLDER
+
+Trigger = Literal["auto", "manual", "overflow"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A compaction the policy asks for.
+
+    Attributes:
+        start: first message index of the kept tail; messages before it leave the view (except
+            ``pinned``), summarised if ``summarize`` else dropped.
+        cleared_through: tool results in messages before this index show the placeholder.
+        summarize: summarise the newly covered span ``[view.start, start)`` together with the
+            previous summary (so summaries are incremental and the previous one is folded in).
+        pinned: earlier messages kept verbatim, e.g. the first user message.
+        mode: a label for reports (``prune``, ``summarize``, ``drop``...).
+        summary_system_prompt: the summariser's instructions.
+        summary_wrapper: how the summary text is placed in the user message (``{summary}`` marks it).
+        summary_input_max_chars: cap on the summariser's input (keeps the newest text).
+        summary_clip_chars: per-message clip of the summariser's input.
+        checkpoint: extra replay state to record with the compaction (name, value pairs).
+    """
+
+    start: int
+    cleared_through: int
+    summarize: bool = False
+    pinned: tuple[int, ...] = ()
+    mode: str = "summarize"
+    summary_system_prompt: str = "Summarise the conversation so far for the agent that continues it."
+    summary_wrapper: str = "{summary}"
+    summary_input_max_chars: int | None = None
+    summary_clip_chars: int | None = None
+    checkpoint: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class NoConfig:
+    """A policy without parameters."""
+
+
+class Policy:
+    """Base class of every policy. Subclasses set ``Config`` and override :meth:`decide`.
+
+    Class attributes:
+        Config: the frozen dataclass of parameters; validate in its ``__post_init__``.
+        known_deviations: invariants the modelled real system is documented to break; the property
+            suite expects them instead of failing on them, and a test shows each one happens.
+        run_status: whether the modelled system appends the run-status line to each request.
+        placeholder: the text that replaces a cleared tool result.
+    """
+
+    Config: ClassVar[type] = NoConfig
+    name: ClassVar[str] = ""
+    known_deviations: ClassVar[frozenset[str]] = frozenset()
+    run_status: ClassVar[bool] = False
+    placeholder: ClassVar[str] = DEFAULT_PLACEHOLDER
+
+    def __init__(self, config: Any = None) -> None:
+        self.config = config if config is not None else self.Config()
+        if not isinstance(self.config, self.Config):
+            raise InvalidConfig(f"{type(self).__name__} needs a {self.Config.__name__}, got {type(config).__name__}")
+
+    @property
+    def retry_on_overflow(self) -> int:
+        """Compact-and-retry attempts when the provider rejects a prompt as too long."""
+        return 0
+
+    def bound_tool_result(self, part: Part) -> Part:
+        """The tool result as it enters the log; unchanged by default."""
+        return part
+
+    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
+        """Compact now or not. ``trigger`` is ``auto`` before a request, ``manual`` after ``/compact``,
+        ``overflow`` after the provider rejected the prompt as too long."""
+        return None
+
+    # -- identity ------------------------------------------------------------------------------
+    def params(self) -> dict[str, Any]:
+        return dataclasses.asdict(self.config)
+
+    def spec(self) -> dict[str, Any]:
+        """A JSON-able recipe that rebuilds this policy: its name and full config."""
+        return {"policy": self.name or type(self).__name__, "params": self.params()}
+
+    def params_hash(self) -> str:
+        blob = json.dumps(self.spec(), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+POLICIES: Registry[type[Policy]] = Registry("policy")
+
+
+def register(name: str) -> Any:
+    """Class decorator: register a policy under ``name`` with its config's defaults listed."""
+
+    def deco(cls: type[Policy]) -> type[Policy]:
+        cls.name = name
+        doc = (cls.__doc__ or "").strip().splitlines()
+        defaults = ", ".join(f"{f.name}={_fmt(f.default)}" for f in dataclasses.fields(cls.Config))
+        POLICIES.add(name, cls, doc[0] if doc else "", defaults)
+        return cls
+
+    return deco
+
+
+def _fmt(v: Any) -> str:
+    return "unset" if v is None else str(v)
+
+
+# -- building policies from names and -P strings ----------------------------------------------------
+def _coerce(name: str, raw: Any, tp: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if raw.lower() in ("none", "null", "unset", ""):
+            if type(None) in args:
+                return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(name, raw, inner[0]) if len(inner) == 1 else raw
+    if origin is Literal:
+        if raw not in args:
+            raise InvalidConfig(f"parameter {name}={raw!r} must be one of {', '.join(map(repr, args))}")
+        return raw
+    try:
+        if tp is bool:
+            if raw.lower() in ("true", "1", "yes", "on"):
+                return True
+            if raw.lower() in ("false", "0", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if tp is int:
+            return int(raw.replace("_", ""))
+        if tp is float:
+            return float(raw)
+    except ValueError:
+        raise InvalidConfig(f"parameter {name}={raw!r} is not a valid {tp.__name__}") from None
+    return raw
+
+
+def make_config(cfg_cls: type, params: Mapping[str, Any]) -> Any:
+    """Build a frozen config from ``name -> value`` (strings are coerced by the field's type)."""
+    hints = typing.get_type_hints(cfg_cls)
+    known = {f.name for f in dataclasses.fields(cfg_cls)}
+    kwargs = {}
+    for k, v in params.items():
+        if k not in known:
+            raise UnknownName(f"parameter of {cfg_cls.__qualname__.split('.')[0]}", k, known)
+        kwargs[k] = _coerce(k, v, hints[k])
+    try:
+        return cfg_cls(**kwargs)
+    except TypeError as exc:
+        raise InvalidConfig(f"bad parameters {dict(params)!r}: {exc}") from None
+
+
+def load_policy_class(ref: str) -> type[Policy]:
+    """A registered name, or ``package.module:attr`` naming a user's Policy subclass."""
+    if ":" not in ref:
+        _load_builtin()
+        return POLICIES.get(ref)
+    module_name, _, attr = ref.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InvalidConfig(f"cannot import {module_name!r} for policy {ref!r}: {exc}. Is it on PYTHONPATH?") from None
+    obj = getattr(module, attr, None)
+    if not (isinstance(obj, type) and issubclass(obj, Policy)):
+        raise InvalidConfig(f"{ref!r} is not a subclass of policies.base.Policy (got {obj!r})")
+    if not obj.name:
+        obj.name = ref
+    return obj
+
+
+def make_policy(ref: str, params: Mapping[str, Any] | None = None) -> Policy:
+    """Build a policy from a registered name (or ``module:attr``) and parameters."""
+    cls = load_policy_class(ref)
+    return cls(make_config(cls.Config, params or {}))
+
+
+def _load_builtin() -> None:
+    import policies  # noqa: F401  (registers the bundled policies)

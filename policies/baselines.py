@@ -1,0 +1,85 @@
+"""Baselines: never compact, and drop the oldest whole units."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from policies._cuts import floor_index, keep_reverts
+from policies.base import Plan, Policy, Trigger, register
+from sim.errors import InvalidConfig
+from sim.state import RunState
+
+
+@register("none")
+class NoCompaction(Policy):
+    """Never compacts; the prompt grows until the provider rejects it, as an agent without compaction would.
+
+    The reference point every other policy is compared against: its cumulative input is the cost of
+    doing nothing, and its overflow is where the real agent would stop.
+    """
+
+
+@dataclass(frozen=True)
+class SlidingWindowConfig:
+    """Parameters of :class:`SlidingWindow`.
+
+    Defaults: ``trigger_ratio`` 0.85 (the same trigger as the cloudflare-os seed, so the two differ
+    only in what they do when triggered) and ``target_ratio`` 0.5 of the input budget (a project
+    choice: half the budget leaves room for many turns before the next drop).
+    """
+
+    trigger_ratio: float = 0.85
+    target_ratio: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 0 < self.target_ratio < self.trigger_ratio <= 1:
+            raise InvalidConfig(
+                f"need 0 < target_ratio ({self.target_ratio!r}) < trigger_ratio ({self.trigger_ratio!r}) <= 1"
+            )
+
+
+@register("sliding-window")
+class SlidingWindow(Policy):
+    """Drops the oldest whole units to fit a target; keeps the system prompt and the first user message.
+
+    Models the truncation baselines of LangChain ``trim_messages`` (strategy "last", include_system)
+    and AutoGen ``TokenLimitedChatCompletionContext``: no summary, whole units only (a call never
+    loses its result), the first user message pinned because it states the task (the fix in
+    langchain-ai/langmem #111 anchors the user message for the same reason). It also never drops
+    the live turn, a pending turn, or the change a kept revert needs.
+    """
+
+    Config = SlidingWindowConfig
+
+    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
+        cfg: SlidingWindowConfig = self.config
+        budget = state.model.input_budget
+        estimate = state.estimated_context_tokens()
+        if trigger == "auto" and estimate < cfg.trigger_ratio * budget:
+            return None
+        first_user = next((i for i, m in enumerate(state.messages) if m.role == "user" and m.command is None), None)
+        pinned = tuple(p for p in (first_user,) if p is not None and p >= floor_index(state))
+        pinned = pinned or state.view.pinned
+        view = state.view
+        n = len(state)
+        lu = state.last_user_index
+        # Keep the last user message; when it is pinned anyway, only the newest unit must stay.
+        ceiling = lu if lu >= 0 and lu not in pinned else state.unit_start(n - 1)
+        if state.protected_from is not None:
+            ceiling = min(ceiling, state.protected_from)
+        need = (estimate - cfg.target_ratio * budget) * 4  # characters to drop
+        cut = max(floor_index(state), (pinned[-1] + 1) if pinned else 0)
+        dropped = 0
+        i = cut
+        while i < ceiling and dropped < need:
+            j = i + 1
+            while j < n and not state.can_cut(j):
+                j += 1
+            if j > ceiling:
+                break
+            dropped += state.view_chars(i, j, view.cleared_through)
+            i = j
+        cut = keep_reverts(state, i)
+        if cut <= max(view.start, (pinned[-1] + 1) if pinned else 0):
+            return None
+        return Plan(start=cut, cleared_through=view.cleared_through, summarize=False, pinned=pinned, mode="drop")

@@ -1,0 +1,600 @@
+"""Replay a conversation through a policy, request by request, and record everything.
+
+The engine is the imperative shell around pure pieces: the policy decides, :mod:`sim.view` says
+what the model sees, :mod:`sim.model` renders and validates the request, :mod:`sim.summariser`
+answers summariser calls, :mod:`sim.invariants` checks each request. It touches no files, clocks or
+global random state; all randomness comes from ``numpy.random.SeedSequence([seed, ...])``.
+
+Replay: user and tool messages of the script are appended to the log (tool results bounded by the
+policy on entry). Every scripted ``assistant`` message is the reply to one agent request whose
+prompt is the view at that moment: before it, the policy may compact; if the provider rejects the
+prompt as too long, the policy may compact and retry (``retry_on_overflow`` times) before the run
+ends with a context overflow. A ``/compact`` user command asks the policy to compact at once, and
+that turn ends without a model call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from policies.base import Plan, Policy
+from sim import model as wire
+from sim.budgets import Budgets, BudgetTracker
+from sim.conversation import Conversation, Fact, Message, Part
+from sim.cost import Pricer
+from sim.errors import InvalidConfig, InvalidRequest, InvariantViolation, PromptTooLong
+from sim.invariants import Violation, check_plan_bounds, check_view
+from sim.log import (
+    BudgetWarned,
+    CompactionCreated,
+    CompactionFailed,
+    MessageAppended,
+    RequestSent,
+    RunFinished,
+    RunLog,
+)
+from sim.model import MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD, ModelConfig
+from sim.state import Ledger, RunState
+from sim.summariser import SummariserConfig, summarise
+from sim.tokenizers import CountingTokenizer, get_tokenizer
+from sim.view import Summary, View, fold
+
+FINISH_REASONS = ("completed", "budget-exhausted", "budget-failed", "context-overflow", "provider-error",
+                  "invariant-violation")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything about a run except the policy and the conversation."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    budgets: Budgets = field(default_factory=Budgets)
+    summariser: SummariserConfig = field(default_factory=SummariserConfig)
+    tokenizer: str = "cl100k_base"
+    run_status: Literal["auto", "appended", "off"] = "auto"
+    seed: int = 0
+    strict: bool = False
+    deep_checks: bool = False
+
+    def __post_init__(self) -> None:
+        if self.run_status not in ("auto", "appended", "off"):
+            raise InvalidConfig(f"run_status={self.run_status!r} must be 'auto', 'appended' or 'off'")
+        if not 0 <= self.seed < 2**63:
+            raise InvalidConfig(f"seed={self.seed!r} must be a non-negative integer below 2**63")
+
+
+@dataclass
+class RunResult:
+    """What one run produced: request rows, compactions, violations, the log, and the summary."""
+
+    run_id: str
+    policy: str
+    params: dict[str, Any]
+    params_hash: str
+    conversation_id: str
+    seed: int
+    rows: list[dict[str, Any]]
+    compactions: list[dict[str, Any]]
+    violations: list[Violation]
+    log: RunLog
+    summary: dict[str, Any]
+
+
+def run_id_for(policy: Policy, conversation: Conversation, config: RunConfig) -> str:
+    """A stable id from the policy spec, the conversation id and the seed: same inputs, same id."""
+    blob = json.dumps([policy.spec(), conversation.id, config.seed, _config_dict(config)], sort_keys=True,
+                      default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _config_dict(config: RunConfig) -> dict[str, Any]:
+    return asdict(config)
+
+
+class _Finished(Exception):
+    def __init__(self, reason: str, exhausted: str | None = None) -> None:
+        self.reason, self.exhausted = reason, exhausted
+
+
+class Engine:
+    """One run of one policy over one conversation. Use :func:`run` rather than this class."""
+
+    def __init__(self, policy: Policy, conversation: Conversation, config: RunConfig,
+                 tokenizer: CountingTokenizer | None = None) -> None:
+        self.policy, self.conv, self.config = policy, conversation, config
+        self.tok = tokenizer or get_tokenizer(config.tokenizer)
+        self.model = config.model
+        self.pricer = Pricer(config.model.name, config.model.price_provider)
+        self.ledger = Ledger()
+        self.state = RunState(self.ledger, config.model)
+        self.state.view = View(placeholder=policy.placeholder)
+        self.log = RunLog()
+        self.tracker = BudgetTracker(config.budgets)
+        self.violations: list[Violation] = []
+        self.rows: list[dict[str, Any]] = []
+        self.compactions: list[dict[str, Any]] = []
+        self.overflows = 0
+        self.run_id = run_id_for(policy, conversation, config)
+        self.status = policy.run_status if config.run_status == "auto" else config.run_status == "appended"
+        self.tools_tokens = sum(
+            self.tok.count(t.name) + self.tok.count(t.description) + self.tok.count(t.parameters) + PART_OVERHEAD
+            for t in conversation.tools
+        )
+        self.has_system = bool(conversation.messages) and conversation.messages[0].role == "system"
+        self._render_cache: dict[tuple[int, bool], Any] = {}
+        self._summary_tokens: dict[str, int] = {}
+        self._index: dict[str, int] = {}
+        self._facts_by_need: dict[str, list[Fact]] = {}
+        for f in conversation.facts:
+            for n in f.needed_at:
+                self._facts_by_need.setdefault(n, []).append(f)
+        self._facts_by_source: dict[str, list[Fact]] = {}
+        for f in conversation.facts:
+            self._facts_by_source.setdefault(f.source, []).append(f)
+        self._fact_in_result: dict[str, bool] = {}
+        self._lost_on_entry: set[str] = set()
+        self._due: list[Fact] = []
+        self._compaction_attempts = 0
+        self._last_auto_turn = -10
+        self.retained = {"needed": 0, "visible": 0}
+        self.retention_by_kind: dict[str, list[int]] = {}
+
+    # -- sizes ------------------------------------------------------------------------------------
+    def _part_tokens(self, p: Part, cleared: bool) -> int:
+        text = self.state.view.placeholder if cleared and p.kind == "tool_result" else p.text
+        n = self.tok.count(text)
+        if p.kind in ("tool_call", "tool_result"):
+            n += PART_OVERHEAD + self.tok.count(p.name or "") + self.tok.count(p.args or "")
+        elif p.kind in ("change", "revert", "command"):
+            n += PART_OVERHEAD
+        return n
+
+    def _message_tokens(self, m: Message, cleared: bool = False) -> int:
+        return MESSAGE_OVERHEAD + sum(self._part_tokens(p, cleared) for p in m.parts)
+
+    def _output_tokens(self, m: Message) -> int:
+        return sum(self._part_tokens(p, False) for p in m.parts)
+
+    def _summary_message_tokens(self, s: Summary | None) -> int:
+        if s is None:
+            return 0
+        n = self._summary_tokens.get(s.compaction_id)
+        if n is None:
+            n = self._summary_tokens[s.compaction_id] = MESSAGE_OVERHEAD + self.tok.count(s.text)
+        return n
+
+    def view_tokens(self, view: View) -> int:
+        """Exact prompt tokens of ``view`` without tools or the status line (O(pinned))."""
+        n = len(self.ledger.messages)
+        tp, cp = self.ledger.tokens_prefix, self.ledger.cleared_tokens_prefix
+        a = min(view.start, n)
+        c = min(max(view.cleared_through, a), n)
+        total = (cp[c] - cp[a]) + (tp[n] - tp[c])
+        if self.has_system and a > 0:
+            total += tp[1]
+        for p in view.pinned:
+            if p < n and not (self.has_system and p == 0):
+                total += (cp if p < view.cleared_through else tp)[p + 1] - (cp if p < view.cleared_through else tp)[p]
+        return total + self._summary_message_tokens(view.summary)
+
+    def messages_in_view(self, view: View) -> int:
+        n = len(self.ledger.messages)
+        k = max(0, n - view.start) + len([p for p in view.pinned if p < view.start])
+        if self.has_system and view.start > 0 and 0 not in view.pinned:
+            k += 1
+        return k + (1 if view.summary else 0)
+
+    # -- log ----------------------------------------------------------------------------------------
+    def _append(self, m: Message, synthetic: bool = False) -> int:
+        if m.role == "tool":
+            bounded = tuple(self.policy.bound_tool_result(p) for p in m.parts)
+            if bounded != m.parts:
+                m = Message(m.id, m.role, bounded, m.pending, m.resolves, m.usage, m.meta)
+        chars = m.chars
+        cleared_chars = chars
+        tokens = self._message_tokens(m)
+        cleared_tokens = tokens
+        if m.role == "tool":
+            ph = self.state.view.placeholder
+            cleared_chars = sum(len(ph) if p.kind == "tool_result" else p.chars for p in m.parts)
+            cleared_tokens = self._message_tokens(m, cleared=True)
+        i = self.ledger.append(m, chars, cleared_chars, tokens, cleared_tokens)
+        self._index[m.id] = i
+        self.log.append(MessageAppended(i, m, synthetic))
+        for f in self._facts_by_source.get(m.id, ()):
+            where = [p for p in m.parts if f.text in p.text]
+            self._fact_in_result[f.id] = bool(where) and all(p.kind == "tool_result" for p in where)
+            if not where:
+                self._lost_on_entry.add(f.id)  # bounded away on entry (or never present)
+        self._due.extend(self._facts_by_need.get(m.id, ()))
+        return i
+
+    def _violate(self, invariant: str, request_kind: str, detail: str) -> None:
+        v = Violation(invariant, self.state.turn, request_kind, detail)
+        self.violations.append(v)
+        if self.config.strict:
+            raise InvariantViolation(str(v))
+
+    # -- facts ----------------------------------------------------------------------------------------
+    def fact_visible(self, f: Fact, view: View) -> bool:
+        if view.summary is not None and f.id in view.summary.facts:
+            return True
+        src = self._index.get(f.source)
+        if src is None or f.id in self._lost_on_entry:
+            return False
+        shown = view.shows(src) or (src == 0 and self.has_system)
+        if shown and self._fact_in_result.get(f.id) and view.is_cleared(src):
+            return False
+        return shown
+
+    # -- compaction -------------------------------------------------------------------------------
+    def _flatten(self, i: int, cleared: bool, placeholder: str) -> str:
+        """A message as plain text for the summariser, tool calls and results inline, error flags kept."""
+        m = self.ledger.messages[i]
+        out = []
+        for p in m.parts:
+            if p.kind == "tool_result":
+                out.append(f"[{p.name or 'tool'} {'error' if p.is_error else 'result'} "
+                           f"{placeholder if cleared else p.text}]")
+            elif p.kind == "tool_call":
+                out.append(f"[{p.name} {p.args or '{}'}]")
+            elif p.kind in ("change", "revert"):
+                out.append(f"[{p.kind} {p.ref}] {p.text}")
+            elif p.kind == "command":
+                out.append(f"/{p.name} {p.text}")
+            elif p.text:
+                out.append(p.text)
+        return f"{'assistant' if m.role == 'assistant' else 'user'}: " + "\n".join(out)
+
+    def _compact(self, plan: Plan, trigger: str) -> bool:
+        """Carry out ``plan``; True when the view changed."""
+        before = self.state.view
+        bad = check_plan_bounds(self.state, before, plan.start, plan.cleared_through, plan.pinned)
+        if bad:
+            self._violate("plan-invalid", "agent", f"{type(self.policy).__name__}: {bad}")
+            return False
+        self._compaction_attempts += 1
+        cid = f"c{self._compaction_attempts}"
+        tokens_before = self.view_tokens(before)
+        summary = before.summary
+        summarised = (0, 0)
+        placeholder = before.placeholder
+        if plan.summarize:
+            outcome = self._summarise(plan, before, placeholder, cid, trigger)
+            if outcome is None:
+                if self.state.view is not before:
+                    self._violate("failed-summary-unchanged", "summariser", "the view changed although the summary failed")
+                return False
+            summary = outcome
+            summarised = (before.start, plan.start)
+        view = View(start=plan.start, cleared_through=plan.cleared_through, pinned=plan.pinned, summary=summary,
+                    placeholder=placeholder, checkpoint=plan.checkpoint)
+        tokens_after = self.view_tokens(view)
+        if tokens_after == tokens_before and view == before:
+            return False
+        self.state.view = view
+        self.state.compactions += 1
+        self.log.append(CompactionCreated(cid, self.state.turn, trigger, plan.mode, view, tokens_before, tokens_after,
+                                          summarised))
+        self.compactions.append({
+            "compaction_id": cid, "turn": self.state.turn, "trigger": trigger, "mode": plan.mode,
+            "tokens_before": tokens_before, "tokens_after": tokens_after, "start": plan.start,
+            "cleared_through": plan.cleared_through, "summary_facts": len(summary.facts) if summary else 0,
+        })
+        if tokens_after >= tokens_before:
+            self._violate("compaction-shrinks", "agent",
+                          f"compaction {cid} ({plan.mode}) went from {tokens_before} to {tokens_after} tokens")
+        if trigger == "auto" and self._last_auto_turn == self.state.turn - 1 and self.state.turn > 0:
+            self._violate("compaction-loop", "agent",
+                          f"compaction {cid} fires at turn {self.state.turn} right after the automatic compaction of "
+                          f"turn {self.state.turn - 1}: the previous one did not get the view under the trigger")
+        if trigger == "auto":
+            self._last_auto_turn = self.state.turn
+        return True
+
+    def _summarise(self, plan: Plan, before: View, placeholder: str, cid: str, trigger: str) -> Summary | None:
+        span = [i for i in range(before.start, plan.start) if i not in plan.pinned
+                and not (self.has_system and i == 0)]
+        clip = plan.summary_clip_chars
+        texts = []
+        candidates: list[Fact] = []
+        if before.summary is not None:
+            prev_ids = before.summary.facts
+            candidates.extend(f for f in self.conv.facts if f.id in prev_ids)
+        for i in span:
+            t = self._flatten(i, i < plan.cleared_through, placeholder)
+            if clip is not None and len(t) > clip:
+                t = t[:clip] + " …"
+            texts.append(t)
+            for f in self._facts_by_source.get(self.ledger.messages[i].id, ()):
+                if f.id not in self._lost_on_entry and f.text in t and (before.summary is None
+                                                                         or f.id not in before.summary.facts):
+                    candidates.append(f)
+        body = "\n\n".join(texts)
+        if plan.summary_input_max_chars is not None and len(body) > plan.summary_input_max_chars:
+            body = body[-plan.summary_input_max_chars:]
+            candidates = [f for f in candidates if (before.summary and f.id in before.summary.facts) or f.text in body]
+        prev_text = before.summary.text if before.summary else ""
+        input_tokens = (REQUEST_OVERHEAD + 3 * MESSAGE_OVERHEAD + self.tok.count(plan.summary_system_prompt)
+                        + self.tok.count(prev_text) + self.tok.count(body))
+        cfg = self.config.summariser
+        try:
+            wire.check_window(input_tokens, self.model, max_output=cfg.max_output_tokens)
+        except PromptTooLong as exc:
+            self.overflows += 1
+            self._record_request("summariser", input_tokens, 0, 0, error=f"prompt-too-long: {exc}",
+                                 compaction_id=cid)
+            self.log.append(CompactionFailed(self.state.turn, trigger, f"summariser overflow: {exc}"))
+            return None
+        goal_idx = next((i for i, m in enumerate(self.ledger.messages) if m.role == "user" and m.command is None), None)
+        goal = self.ledger.messages[goal_idx].text if goal_idx is not None else ""
+        calls = [p.name or "tool" for i in span for p in self.ledger.messages[i].parts if p.kind == "tool_call"]
+        rng = np.random.default_rng(np.random.SeedSequence([self.config.seed, 1, self._compaction_attempts]))
+        outcome = summarise(goal=goal, covered_messages=len(span), covered_calls=calls, candidates=candidates,
+                            config=cfg, rng=rng, count=self.tok.count)
+        out_tokens = self.tok.count(outcome.text)
+        self._record_request("summariser", input_tokens, out_tokens, 0, error=outcome.failed, compaction_id=cid,
+                             billed=outcome.failed != "summariser call failed")
+        if outcome.failed or not outcome.text.strip():
+            self.log.append(CompactionFailed(self.state.turn, trigger, outcome.failed or "empty summary"))
+            return None
+        return Summary(plan.summary_wrapper.replace("{summary}", outcome.text), outcome.facts, plan.start, cid)
+
+    # -- requests -----------------------------------------------------------------------------------
+    def _charge(self, input_tokens: int, output_tokens: int) -> float:
+        cost = self.pricer.cost(input_tokens, output_tokens)
+        self.tracker.tokens += input_tokens + output_tokens
+        self.tracker.cost += cost
+        return cost
+
+    def _record_request(self, kind: str, context: int, output: int, in_view: int, *, error: str | None = None,
+                        compaction_id: str | None = None, needed: int = 0, visible: int = 0,
+                        violations: Iterable[Violation] = (), billed: bool | None = None) -> None:
+        # A rejected request (400) is not billed; a call that answered, even with nothing, is.
+        billed = error is None if billed is None else billed
+        cost = self._charge(context, output) if billed else 0.0
+        self.log.append(RequestSent(self.state.turn, kind, context, output, in_view, error))
+        self.rows.append({
+            "turn": self.state.turn, "request_kind": kind, "context_tokens": context, "output_tokens": output,
+            "cost_usd": cost, "compaction_id": compaction_id or (self.state.view.summary.compaction_id
+                                                                  if self.state.view.summary else ""),
+            "compactions_so_far": self.state.compactions, "messages_in_view": in_view, "facts_needed": needed,
+            "facts_visible": visible, "violations": "; ".join(v.invariant for v in violations),
+            "error": error or "", "billed": billed,
+        })
+
+    def _render(self, view: View, with_status: str | None) -> list[dict[str, Any]]:
+        """The request body's messages in the configured wire format (system first for OpenAI)."""
+        order: list[int] = []
+        if self.has_system:
+            order.append(0)
+        order += [p for p in view.pinned if p < view.start and not (self.has_system and p == 0)]
+        tail_from = max(view.start, 1 if self.has_system else 0)
+        anthropic = self.model.provider == "anthropic"
+        out: list[dict[str, Any]] = []
+        msgs = self.ledger.messages
+
+        def add(i: int) -> None:
+            cleared = i < view.cleared_through and msgs[i].role == "tool"
+            key = (i, cleared)
+            r = self._render_cache.get(key)
+            if r is None:
+                r = (wire.render_message_anthropic(msgs[i], cleared, view.placeholder) if anthropic
+                     else wire.render_message_openai(msgs[i], cleared, view.placeholder))
+                self._render_cache[key] = r
+            if anthropic:
+                out.append(r)
+            else:
+                out.extend(r)
+
+        for i in order:
+            add(i)
+        if view.summary is not None:
+            out.append({"role": "user", "content": [{"type": "text", "text": view.summary.text}]} if anthropic
+                       else {"role": "user", "content": view.summary.text})
+        for i in range(tail_from, len(msgs)):
+            add(i)
+        if with_status:
+            out.append({"role": "user", "content": [{"type": "text", "text": with_status}]} if anthropic
+                       else {"role": "user", "content": with_status})
+        return out
+
+    def _validate_request(self, rendered: list[dict[str, Any]]) -> None:
+        if self.model.provider == "anthropic":
+            body = rendered[1:] if self.has_system else rendered
+            wire.validate_anthropic(wire.merge_anthropic(body))
+        else:
+            wire.validate_openai(rendered)
+
+    def _check_system(self, rendered: list[dict[str, Any]]) -> str | None:
+        if not self.has_system:
+            return None
+        first = rendered[0] if rendered else None
+        sys_msg = self.ledger.messages[0]
+        if first is None or first.get("role") != "system":
+            return "the first message of the request is not the system prompt"
+        sent = first["content"] if isinstance(first["content"], str) else "\n".join(
+            b.get("text", "") for b in first["content"])
+        if sent != sys_msg.text:
+            return "the system prompt sent differs from the recorded one"
+        return None
+
+    def _agent_request(self, reply: Message, grace: bool = False) -> None:
+        st = self.state
+        if not grace:
+            plan = self.policy.decide(st, "auto")
+            if plan is not None:
+                self._compact(plan, "auto")
+        attempts = 1 + max(0, self.policy.retry_on_overflow)
+        while True:
+            view = st.view
+            status = self.tracker.status_line() if self.status else None
+            tokens = (REQUEST_OVERHEAD + self.view_tokens(view) + (0 if grace else self.tools_tokens)
+                      + (MESSAGE_OVERHEAD + self.tok.count(status) if status else 0))
+            in_view = self.messages_in_view(view)
+            found = [Violation(name, st.turn, "agent", detail) for name, detail in check_view(st, view)]
+            rendered = self._render(view, status)
+            sys_problem = self._check_system(rendered)
+            if sys_problem:
+                found.append(Violation("system-first", st.turn, "agent", sys_problem))
+            try:
+                self._validate_request(rendered)
+            except InvalidRequest as exc:
+                found.append(Violation("tool-pairing", st.turn, "agent", str(exc)))
+                self._record_violations(found)
+                self._record_request("agent", tokens, 0, in_view, error=f"invalid-request: {exc}", violations=found)
+                raise _Finished("provider-error") from None
+            if self.config.deep_checks:
+                self._deep_check(found)
+            self._record_violations(found)
+            try:
+                wire.check_window(tokens, self.model)
+            except PromptTooLong as exc:
+                self.overflows += 1
+                self._record_request("agent", tokens, 0, in_view, error=f"prompt-too-long: {exc}", violations=found)
+                attempts -= 1
+                if attempts > 0:
+                    plan = self.policy.decide(st, "overflow")
+                    if plan is not None and self._compact(plan, "overflow"):
+                        continue
+                raise _Finished("context-overflow") from None
+            break
+        due, self._due = self._due, []
+        visible = 0
+        for f in due:
+            ok = self.fact_visible(f, view)
+            visible += ok
+            k = self.retention_by_kind.setdefault(f.kind, [0, 0])
+            k[0] += 1
+            k[1] += ok
+        self.retained["needed"] += len(due)
+        self.retained["visible"] += visible
+        out = self._output_tokens(reply)
+        self.tracker.turns += 1
+        self.tracker.tool_calls += len(reply.calls)
+        self.tracker.last_context = tokens
+        self._record_request("grace" if grace else "agent", tokens, out, in_view, needed=len(due), visible=visible,
+                             violations=found)
+        st.last_input_tokens = tokens
+        st.chars_at_last_request = self.ledger.chars_prefix[-1]
+        st.turn += 1
+        self._append(reply, synthetic=grace)
+        for dim, used, limit in self.tracker.new_warnings():
+            self.log.append(BudgetWarned(st.turn, dim, used, limit))
+
+    def _record_violations(self, found: list[Violation]) -> None:
+        for v in found:
+            self._violate(v.invariant, v.request_kind, v.detail)
+
+    def _deep_check(self, found: list[Violation]) -> None:
+        problem = self._log_problem()
+        if problem:
+            found.append(Violation("log-append-only", self.state.turn, "agent", problem))
+        if fold(self.log) != self.state.view:
+            found.append(Violation("log-append-only", self.state.turn, "agent",
+                                   "the view folded from the log differs from the engine's view"))
+
+    def _log_problem(self) -> str | None:
+        problem = self.log.verify()
+        if problem:
+            return problem
+        appended = [e for e in self.log if isinstance(e, MessageAppended)]
+        if len(appended) != len(self.ledger.messages):
+            return f"{len(self.ledger.messages)} messages in the log's list but {len(appended)} were appended"
+        for e in appended:
+            if self.ledger.messages[e.index] is not e.message:
+                return f"message {e.index} ({e.message.id!r}) was replaced after it was appended"
+        return None
+
+    def _exhaustion(self, reply: Message, upcoming: list[Message]) -> None:
+        dim = self.tracker.exhausted()
+        if dim is None:
+            return
+        if self.config.budgets.on_exhaustion == "fail" or dim == "cost":
+            raise _Finished("budget-failed", dim)
+        if reply.calls:
+            settled = Message(f"{reply.id}-settled", "tool", tuple(
+                Part("tool_result", "not executed: the run's budget is exhausted", call_id=p.call_id, name=p.name,
+                     is_error=True) for p in reply.calls))
+            self._append(settled, synthetic=True)
+            nxt = next((m for m in upcoming if m.role == "assistant" and m.text), None)
+            final = Message(f"{reply.id}-final", "assistant",
+                            (Part("text", nxt.text if nxt else "Final answer: the budget is exhausted."),))
+            self._agent_request(final, grace=True)
+        raise _Finished("budget-exhausted", dim)
+
+    # -- the loop -------------------------------------------------------------------------------------
+    def run(self) -> RunResult:
+        msgs = self.conv.messages
+        reason, exhausted = "completed", None
+        try:
+            for k, m in enumerate(msgs):
+                if m.role != "assistant":
+                    self._append(m)
+                    if m.role == "user" and m.command == "compact":
+                        self.state.compact_requested = True
+                        plan = self.policy.decide(self.state, "manual")
+                        if plan is not None:
+                            self._compact(plan, "manual")
+                        self.state.compact_requested = False
+                    continue
+                self._agent_request(m)
+                self._exhaustion(m, list(msgs[k + 1:k + 40]))
+        except _Finished as fin:
+            reason, exhausted = fin.reason, fin.exhausted
+        except InvariantViolation:
+            reason = "invariant-violation"
+        if not self.config.strict or reason != "invariant-violation":
+            problem = self._log_problem()
+            if problem:
+                try:
+                    self._violate("log-append-only", "agent", problem)
+                except InvariantViolation:
+                    reason = "invariant-violation"
+        self.log.append(RunFinished(reason, exhausted))
+        return self._result(reason, exhausted)
+
+    def _result(self, reason: str, exhausted: str | None) -> RunResult:
+        agent = [r for r in self.rows if r["request_kind"] != "summariser" and not r["error"]]
+        summary = {
+            "run_id": self.run_id, "policy": self.policy.name, "params": self.policy.params(),
+            "params_hash": self.policy.params_hash(), "conversation": self.conv.id, "seed": self.config.seed,
+            "requests": len(self.rows), "agent_requests": len(agent),
+            "peak_context_tokens": max((r["context_tokens"] for r in agent), default=0),
+            "cumulative_input_tokens": sum(r["context_tokens"] for r in self.rows if r["billed"]),
+            "cumulative_output_tokens": sum(r["output_tokens"] for r in self.rows),
+            "total_cost_usd": round(sum(r["cost_usd"] for r in self.rows), 10),
+            "compactions": self.compactions,
+            "compaction_count": len(self.compactions),
+            "overflows": self.overflows,
+            "facts_needed": self.retained["needed"], "facts_visible": self.retained["visible"],
+            "retention_recall": (self.retained["visible"] / self.retained["needed"]) if self.retained["needed"] else None,
+            "retention_by_kind": {k: {"needed": v[0], "visible": v[1], "recall": v[1] / v[0] if v[0] else None}
+                                  for k, v in sorted(self.retention_by_kind.items())},
+            "finish_reason": reason, "exhausted": exhausted,
+            "violation_count": len(self.violations),
+            "violations_by_invariant": _count(v.invariant for v in self.violations),
+            "messages_in_log": len(self.ledger.messages),
+        }
+        return RunResult(self.run_id, self.policy.name, self.policy.params(), self.policy.params_hash(),
+                         self.conv.id, self.config.seed, self.rows, self.compactions, self.violations, self.log,
+                         summary)
+
+
+def _count(items: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def run(policy: Policy, conversation: Conversation, config: RunConfig | None = None, *,
+        tokenizer: CountingTokenizer | None = None) -> RunResult:
+    """Replay ``conversation`` under ``policy``; deterministic in (policy, conversation, config)."""
+    return Engine(policy, conversation, config or RunConfig(), tokenizer).run()

@@ -1,0 +1,192 @@
+"""The canonical, append-only record of one run, and its JSONL form.
+
+Events are frozen dataclasses, one per kind, each with a ``kind`` tag and a past-tense name. The
+log is only ever appended to; :class:`RunLog` keeps a running digest of every event so that a
+rewrite of an earlier event (by a misbehaving policy holding a reference) is detected by
+:meth:`RunLog.verify`.
+
+On disk a log is JSONL: a header line ``{"format": "csim-log", "schema_version": 1, ...}`` with the
+run's config, seed, versions and tokenizer, then one line per event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, fields, is_dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from sim.conversation import Message
+from sim.errors import FormatError
+from sim.view import View
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class MessageAppended:
+    """A message entered the log (tool results already bounded, as the model will see them)."""
+
+    index: int
+    message: Message
+    synthetic: bool = False
+    kind: Literal["message"] = "message"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionCreated:
+    """A compaction changed the view; ``view`` is the whole new view, so this record is a checkpoint."""
+
+    id: str
+    turn: int
+    trigger: str
+    mode: str
+    view: View
+    tokens_before: int
+    tokens_after: int
+    summarised: tuple[int, int] = (0, 0)
+    kind: Literal["compaction"] = "compaction"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionFailed:
+    """A compaction was attempted and abandoned (summariser failed, overflowed or returned nothing)."""
+
+    turn: int
+    trigger: str
+    reason: str
+    kind: Literal["compaction_failed"] = "compaction_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSent:
+    """One model request, agent or summariser, and how the provider answered."""
+
+    turn: int
+    request_kind: str
+    context_tokens: int
+    output_tokens: int
+    messages_in_view: int
+    error: str | None = None
+    kind: Literal["request"] = "request"
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetWarned:
+    """A budget dimension crossed 80% of its limit (emitted once per dimension)."""
+
+    turn: int
+    dimension: str
+    used: float
+    limit: float
+    kind: Literal["budget_warning"] = "budget_warning"
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """The run ended: why, and which budget dimension was exhausted, if any."""
+
+    finish_reason: str
+    exhausted: str | None = None
+    kind: Literal["finished"] = "finished"
+
+
+Event = MessageAppended | CompactionCreated | CompactionFailed | RequestSent | BudgetWarned | RunFinished
+
+
+def _digest(prev: bytes, event: Event) -> bytes:
+    return hashlib.blake2b(prev + encode_event(event).encode(), digest_size=16).digest()
+
+
+class RunLog:
+    """An append-only list of events with a digest chain over them."""
+
+    def __init__(self) -> None:
+        self._events: list[Event] = []
+        self._chain: list[bytes] = []
+
+    def append(self, event: Event) -> None:
+        prev = self._chain[-1] if self._chain else b""
+        self._events.append(event)
+        self._chain.append(_digest(prev, event))
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._events)
+
+    def __getitem__(self, i: int) -> Event:
+        return self._events[i]
+
+    def verify(self) -> str | None:
+        """Recompute the digest chain; a description of the first rewritten event, or None."""
+        if len(self._events) != len(self._chain):
+            return f"log has {len(self._events)} events but {len(self._chain)} were appended"
+        prev = b""
+        for i, ev in enumerate(self._events):
+            d = _digest(prev, ev)
+            if d != self._chain[i]:
+                return f"event {i} ({ev.kind}) changed after it was appended"
+            prev = d
+        return None
+
+
+def _plain(obj: Any) -> Any:
+    if is_dataclass(obj) and not isinstance(obj, type):
+        out: dict[str, Any] = {}
+        for f in fields(obj):
+            if f.name == "meta":
+                continue
+            v = getattr(obj, f.name)
+            if v is None or v == () or v is False or (f.name == "text" and v == ""):
+                continue
+            out[f.name] = _plain(v)
+        return out
+    if isinstance(obj, (frozenset, set)):
+        return sorted(_plain(v) for v in obj)
+    if isinstance(obj, (tuple, list)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    return obj
+
+
+def encode_event(event: Event) -> str:
+    """One event as a canonical JSON line (sorted keys, no spaces), the same bytes in every process."""
+    return json.dumps(_plain(event), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def write_jsonl(path: Path, header: Mapping[str, Any], log: RunLog) -> None:
+    """Write the header and every event, one JSON object per line."""
+    head = {"format": "csim-log", "schema_version": SCHEMA_VERSION, **header}
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(json.dumps(head, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n")
+        for ev in log:
+            fh.write(encode_event(ev) + "\n")
+
+
+def read_header(path: Path) -> dict[str, Any]:
+    """The header of a run log; rejects other files and unknown schema versions."""
+    with open(path, encoding="utf-8") as fh:
+        first = fh.readline()
+    try:
+        head = json.loads(first)
+    except json.JSONDecodeError as exc:
+        raise FormatError(str(path), 1, f"not a JSON header line: {exc.msg}", "expected a csim run log") from None
+    if not isinstance(head, dict) or head.get("format") != "csim-log":
+        raise FormatError(str(path), 1, "not a csim run log (header has no format: csim-log)")
+    if head.get("schema_version") != SCHEMA_VERSION:
+        raise FormatError(
+            str(path), 1, f"schema_version {head.get('schema_version')!r} is not supported",
+            f"this csim reads version {SCHEMA_VERSION}",
+        )
+    return head
+
+
+__all__ = [
+    "BudgetWarned", "CompactionCreated", "CompactionFailed", "Event", "MessageAppended", "RequestSent",
+    "RunFinished", "RunLog", "encode_event", "read_header", "write_jsonl", "asdict",
+]

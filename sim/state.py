@@ -1,0 +1,159 @@
+"""The run's state as a policy sees it: the log's messages, the view, counts and limits.
+
+Everything a policy may read is here, and everything is O(1) to query: per-message sizes are kept
+as prefix sums, atomic units as the index of each message's unit start, so a policy decision or an
+invariant check costs nothing that grows with the conversation, and a turn costs O(new messages).
+
+Sizes come in two currencies, as in real systems. ``chars`` are what a client can measure itself
+(the seeds' chars/4 estimates use them). ``tokens`` are the provider's exact counts; a policy sees
+only the provider's reported total for the last request (``last_input_tokens``), never per-message
+exact counts, because real clients do not have them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sim.conversation import Message
+from sim.model import ModelConfig
+from sim.view import View
+
+
+@dataclass
+class Ledger:
+    """Per-message sizes and structure, appended to as messages enter the log."""
+
+    messages: list[Message] = field(default_factory=list)
+    # prefix sums: x_prefix[i] = sum of x over messages[:i]
+    chars_prefix: list[int] = field(default_factory=lambda: [0])
+    cleared_chars_prefix: list[int] = field(default_factory=lambda: [0])
+    tokens_prefix: list[int] = field(default_factory=lambda: [0])
+    cleared_tokens_prefix: list[int] = field(default_factory=lambda: [0])
+    unit_start: list[int] = field(default_factory=list)
+    last_user: int = -1
+    reverts: list[tuple[int, int]] = field(default_factory=list)  # (revert index, change index)
+    change_at: dict[str, int] = field(default_factory=dict)
+    pending: dict[str, int] = field(default_factory=dict)  # unresolved pending message id -> index
+    _loop_has_thinking: bool = False
+
+    def append(self, m: Message, chars: int, cleared_chars: int, tokens: int, cleared_tokens: int) -> int:
+        i = len(self.messages)
+        self.messages.append(m)
+        self.chars_prefix.append(self.chars_prefix[-1] + chars)
+        self.cleared_chars_prefix.append(self.cleared_chars_prefix[-1] + cleared_chars)
+        self.tokens_prefix.append(self.tokens_prefix[-1] + tokens)
+        self.cleared_tokens_prefix.append(self.cleared_tokens_prefix[-1] + cleared_tokens)
+        self.unit_start.append(self._unit_start_for(i, m))
+        if m.role == "user" and m.command is None:
+            self.last_user = i
+        for p in m.parts:
+            if p.kind == "change" and p.ref:
+                self.change_at.setdefault(p.ref, i)
+            elif p.kind == "revert" and p.ref in self.change_at:
+                self.reverts.append((i, self.change_at[p.ref]))
+        for rid in m.resolves:
+            self.pending.pop(rid, None)
+        if m.pending:
+            self.pending[m.id] = i
+        return i
+
+    def _unit_start_for(self, i: int, m: Message) -> int:
+        """Atomic units: a cut may fall only before a unit start.
+
+        An assistant message and the tool messages answering it are one unit (a parallel batch and
+        all its results included). When that assistant message carries thinking, the whole tool
+        loop up to the next user message is one unit, as Anthropic requires thinking blocks to stay
+        with the tool use they led to.
+        """
+        prev = self.messages[i - 1] if i else None
+        if m.role == "tool" and prev is not None:
+            return self.unit_start[i - 1]
+        if m.role == "assistant":
+            continues_loop = prev is not None and prev.role == "tool" and self._loop_has_thinking
+            if continues_loop:
+                return self.unit_start[i - 1]
+            self._loop_has_thinking = any(p.kind == "thinking" for p in m.parts)
+            return i
+        self._loop_has_thinking = False
+        return i
+
+
+class RunState:
+    """Read-only facade a policy receives. Indices are positions in the log's messages."""
+
+    def __init__(self, ledger: Ledger, model: ModelConfig) -> None:
+        self._l = ledger
+        self.model = model
+        self.view = View()
+        self.turn = 0
+        self.last_input_tokens: int | None = None
+        self.chars_at_last_request = 0
+        self.compact_requested = False
+        self.compactions = 0
+
+    # -- messages and structure -------------------------------------------------------------
+    @property
+    def messages(self) -> Sequence[Message]:
+        """Every message in the log, oldest first. Read-only by contract: the log is append-only."""
+        return self._l.messages
+
+    def __len__(self) -> int:
+        return len(self._l.messages)
+
+    def can_cut(self, i: int) -> bool:
+        """Whether a cut may fall right before message ``i`` (it starts an atomic unit)."""
+        return i >= len(self._l.messages) or self._l.unit_start[i] == i
+
+    def unit_start(self, i: int) -> int:
+        return self._l.unit_start[i]
+
+    @property
+    def last_user_index(self) -> int:
+        """Index of the newest real user message (commands excluded), -1 if none."""
+        return self._l.last_user
+
+    @property
+    def reverts(self) -> Sequence[tuple[int, int]]:
+        """(revert message index, index of the message holding the change it reverts)."""
+        return self._l.reverts
+
+    @property
+    def protected_from(self) -> int | None:
+        """Start of the turn that raised the oldest unresolved pending message; nothing from here on
+        may be compacted (the cloudflare-os seed's ``findProtectedFromSequence``)."""
+        if not self._l.pending:
+            return None
+        first = min(self._l.pending.values())
+        for i in range(first, -1, -1):
+            m = self._l.messages[i]
+            if m.role == "user" and m.command is None:
+                return i
+        return 0
+
+    # -- sizes ---------------------------------------------------------------------------------
+    def chars(self, a: int, b: int | None = None) -> int:
+        """Serialized characters of messages[a:b] as stored (results not cleared)."""
+        p = self._l.chars_prefix
+        return p[len(p) - 1 if b is None else b] - p[a]
+
+    def view_chars(self, a: int, b: int, cleared_through: int) -> int:
+        """Characters of messages[a:b] as the view shows them with results cleared before ``cleared_through``."""
+        c = min(max(cleared_through, a), b)
+        cp, p = self._l.cleared_chars_prefix, self._l.chars_prefix
+        return (cp[c] - cp[a]) + (p[b] - p[c])
+
+    @property
+    def chars_since_last_request(self) -> int:
+        """Characters appended since the last agent request: what the seeds estimate with chars/4."""
+        return self._l.chars_prefix[-1] - self.chars_at_last_request
+
+    def estimated_context_tokens(self) -> int:
+        """The seeds' estimate: last provider-reported prompt plus chars/4 of what came since.
+
+        Before the first request there is no report; the whole view's characters / 4 stand in.
+        """
+        if self.last_input_tokens is None:
+            v = self.view
+            return -(-self.view_chars(v.start, len(self), v.cleared_through) // 4)
+        return self.last_input_tokens + -(-self.chars_since_last_request // 4)
