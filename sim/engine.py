@@ -127,7 +127,10 @@ class Engine:
             for t in conversation.tools
         )
         self.has_system = bool(conversation.messages) and conversation.messages[0].role == "system"
-        self._render_cache: dict[tuple[int, bool], Any] = {}
+        self._render_cache: dict[tuple[int, bool], list[dict[str, Any]]] = {}
+        self._val_view: View | None = None
+        self._val: wire.AnthropicValidator | wire.OpenAIValidator = wire.AnthropicValidator()
+        self._val_upto = 0
         self._summary_tokens: dict[str, int] = {}
         self._index: dict[str, int] = {}
         self._facts_by_need: dict[str, list[Fact]] = {}
@@ -369,48 +372,69 @@ class Engine:
             "error": error or "", "billed": billed,
         })
 
-    def _render(self, view: View, with_status: str | None) -> list[dict[str, Any]]:
-        """The request body's messages in the configured wire format (system first for OpenAI)."""
-        order: list[int] = []
-        if self.has_system:
-            order.append(0)
-        order += [p for p in view.pinned if p < view.start and not (self.has_system and p == 0)]
-        tail_from = max(view.start, 1 if self.has_system else 0)
-        anthropic = self.model.provider == "anthropic"
-        out: list[dict[str, Any]] = []
+    def _rendered(self, i: int, view: View) -> list[dict[str, Any]]:
+        """Message ``i`` in the wire format, memoised (a message renders the same every request)."""
         msgs = self.ledger.messages
-
-        def add(i: int) -> None:
-            cleared = i < view.cleared_through and msgs[i].role == "tool"
-            key = (i, cleared)
-            r = self._render_cache.get(key)
-            if r is None:
-                r = (wire.render_message_anthropic(msgs[i], cleared, view.placeholder) if anthropic
-                     else wire.render_message_openai(msgs[i], cleared, view.placeholder))
-                self._render_cache[key] = r
-            if anthropic:
-                out.append(r)
+        cleared = i < view.cleared_through and msgs[i].role == "tool"
+        key = (i, cleared)
+        r = self._render_cache.get(key)
+        if r is None:
+            if self.model.provider == "anthropic":
+                r = [wire.render_message_anthropic(msgs[i], cleared, view.placeholder)]
             else:
-                out.extend(r)
+                r = wire.render_message_openai(msgs[i], cleared, view.placeholder)
+            self._render_cache[key] = r
+        return r
 
-        for i in order:
-            add(i)
+    def _text_message(self, role: str, text: str) -> dict[str, Any]:
+        if self.model.provider == "anthropic":
+            return {"role": role, "content": [{"type": "text", "text": text}]}
+        return {"role": role, "content": text}
+
+    def _head(self, view: View) -> list[dict[str, Any]]:
+        """System prompt, pinned messages and summary: the part of the request before the tail."""
+        out: list[dict[str, Any]] = []
+        if self.has_system:
+            out += self._rendered(0, view)
+        for p in view.pinned:
+            if p < view.start and not (self.has_system and p == 0):
+                out += self._rendered(p, view)
         if view.summary is not None:
-            out.append({"role": "user", "content": [{"type": "text", "text": view.summary.text}]} if anthropic
-                       else {"role": "user", "content": view.summary.text})
-        for i in range(tail_from, len(msgs)):
-            add(i)
-        if with_status:
-            out.append({"role": "user", "content": [{"type": "text", "text": with_status}]} if anthropic
-                       else {"role": "user", "content": with_status})
+            out.append(self._text_message("user", view.summary.text))
         return out
 
-    def _validate_request(self, rendered: list[dict[str, Any]]) -> None:
-        if self.model.provider == "anthropic":
-            body = rendered[1:] if self.has_system else rendered
-            wire.validate_anthropic(wire.merge_anthropic(body))
-        else:
-            wire.validate_openai(rendered)
+    def _tail_from(self, view: View) -> int:
+        return max(view.start, 1 if self.has_system else 0)
+
+    def render(self, view: View, status: str | None = None) -> list[dict[str, Any]]:
+        """The whole request's messages (system first) in the configured wire format."""
+        out = self._head(view)
+        for i in range(self._tail_from(view), len(self.ledger.messages)):
+            out += self._rendered(i, view)
+        if status:
+            out.append(self._text_message("user", status))
+        return out
+
+    def _validate_request(self, view: View, status: str | None) -> None:
+        """The provider's validation of the request, in O(new messages) while the view is unchanged.
+
+        The validator's state after the unchanged prefix is kept between requests; a compaction (a
+        new view object) starts it over.
+        """
+        n = len(self.ledger.messages)
+        if self._val_view is None or not _same_structure(self._val_view, view):
+            self._val = wire.AnthropicValidator() if self.model.provider == "anthropic" else wire.OpenAIValidator()
+            for m in self._head(view):
+                self._val.feed(m)
+            self._val_view, self._val_upto = view, self._tail_from(view)
+        for i in range(self._val_upto, n):
+            for m in self._rendered(i, view):
+                self._val.feed(m)
+        self._val_upto = n
+        final = self._val.copy()
+        if status:
+            final.feed(self._text_message("user", status))
+        final.finish()
 
     def _check_system(self, rendered: list[dict[str, Any]]) -> str | None:
         if not self.has_system:
@@ -439,13 +463,13 @@ class Engine:
                       + (MESSAGE_OVERHEAD + self.tok.count(status) if status else 0))
             in_view = self.messages_in_view(view)
             found = [Violation(name, st.turn, "agent", detail) for name, detail in check_view(st, view)]
-            rendered = self._render(view, status)
-            sys_problem = self._check_system(rendered)
+            sys_problem = self._check_system(self._head(view))
             if sys_problem:
                 found.append(Violation("system-first", st.turn, "agent", sys_problem))
             try:
-                self._validate_request(rendered)
+                self._validate_request(view, status)
             except InvalidRequest as exc:
+                self._val_view = None
                 found.append(Violation("tool-pairing", st.turn, "agent", str(exc)))
                 self._record_violations(found)
                 self._record_request("agent", tokens, 0, in_view, error=f"invalid-request: {exc}", violations=found)
@@ -499,6 +523,11 @@ class Engine:
         if fold(self.log) != self.state.view:
             found.append(Violation("log-append-only", self.state.turn, "agent",
                                    "the view folded from the log differs from the engine's view"))
+        full = self.render(self.state.view)
+        try:
+            (wire.validate_anthropic if self.model.provider == "anthropic" else wire.validate_openai)(full)
+        except InvalidRequest as exc:
+            found.append(Violation("tool-pairing", self.state.turn, "agent", f"full re-validation: {exc}"))
 
     def _log_problem(self) -> str | None:
         problem = self.log.verify()
@@ -585,6 +614,11 @@ class Engine:
         return RunResult(self.run_id, self.policy.name, self.policy.params(), self.policy.params_hash(),
                          self.conv.id, self.config.seed, self.rows, self.compactions, self.violations, self.log,
                          summary)
+
+
+def _same_structure(a: View, b: View) -> bool:
+    """Views that differ at most in which results are cleared send the same roles and ids."""
+    return a is b or (a.start == b.start and a.pinned == b.pinned and a.summary is b.summary)
 
 
 def _count(items: Iterable[str]) -> dict[str, int]:

@@ -11,10 +11,9 @@ run's config, seed, versions and tokenizer, then one line per event.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -96,8 +95,11 @@ class RunFinished:
 Event = MessageAppended | CompactionCreated | CompactionFailed | RequestSent | BudgetWarned | RunFinished
 
 
-def _digest(prev: bytes, event: Event) -> bytes:
-    return hashlib.blake2b(prev + encode_event(event).encode(), digest_size=16).digest()
+def _digest(prev: int, event: Event) -> int:
+    # Events are frozen dataclasses down to their strings, so hash() covers every field; str hashes
+    # are cached by Python, which makes this cheap. The chain is only compared within one process,
+    # where hash() is stable, so its per-process salt does not matter.
+    return hash((prev, event))
 
 
 class RunLog:
@@ -105,10 +107,10 @@ class RunLog:
 
     def __init__(self) -> None:
         self._events: list[Event] = []
-        self._chain: list[bytes] = []
+        self._chain: list[int] = []
 
     def append(self, event: Event) -> None:
-        prev = self._chain[-1] if self._chain else b""
+        prev = self._chain[-1] if self._chain else 0
         self._events.append(event)
         self._chain.append(_digest(prev, event))
 
@@ -125,7 +127,7 @@ class RunLog:
         """Recompute the digest chain; a description of the first rewritten event, or None."""
         if len(self._events) != len(self._chain):
             return f"log has {len(self._events)} events but {len(self._chain)} were appended"
-        prev = b""
+        prev = 0
         for i, ev in enumerate(self._events):
             d = _digest(prev, ev)
             if d != self._chain[i]:
@@ -134,7 +136,8 @@ class RunLog:
         return None
 
 
-def _plain(obj: Any) -> Any:
+def to_plain(obj: Any) -> Any:
+    """Dataclasses, sets and tuples as plain JSON values; defaults and ``meta`` left out."""
     if is_dataclass(obj) and not isinstance(obj, type):
         out: dict[str, Any] = {}
         for f in fields(obj):
@@ -143,20 +146,20 @@ def _plain(obj: Any) -> Any:
             v = getattr(obj, f.name)
             if v is None or v == () or v is False or (f.name == "text" and v == ""):
                 continue
-            out[f.name] = _plain(v)
+            out[f.name] = to_plain(v)
         return out
     if isinstance(obj, (frozenset, set)):
-        return sorted(_plain(v) for v in obj)
+        return sorted(to_plain(v) for v in obj)
     if isinstance(obj, (tuple, list)):
-        return [_plain(v) for v in obj]
+        return [to_plain(v) for v in obj]
     if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
+        return {str(k): to_plain(v) for k, v in obj.items()}
     return obj
 
 
 def encode_event(event: Event) -> str:
     """One event as a canonical JSON line (sorted keys, no spaces), the same bytes in every process."""
-    return json.dumps(_plain(event), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(to_plain(event), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def write_jsonl(path: Path, header: Mapping[str, Any], log: RunLog) -> None:
@@ -188,5 +191,5 @@ def read_header(path: Path) -> dict[str, Any]:
 
 __all__ = [
     "BudgetWarned", "CompactionCreated", "CompactionFailed", "Event", "MessageAppended", "RequestSent",
-    "RunFinished", "RunLog", "encode_event", "read_header", "write_jsonl", "asdict",
+    "RunFinished", "RunLog", "encode_event", "read_header", "to_plain", "write_jsonl",
 ]

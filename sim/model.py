@@ -105,72 +105,121 @@ def render_message_anthropic(m: Message, cleared: bool, placeholder: str) -> dic
     return {"role": "user" if m.role == "tool" else m.role, "content": blocks}
 
 
-def validate_openai(messages: Sequence[dict[str, Any]]) -> None:
-    """Raise InvalidRequest where OpenAI chat would: results must follow their calls, calls need results."""
-    expected: set[str] = set()
-    for i, msg in enumerate(messages):
+class OpenAIValidator:
+    """OpenAI chat's message rules, checked one message at a time so a request that only grew since the
+    last one is checked in O(new messages). ``copy`` forks the state to check a trailing extra."""
+
+    def __init__(self) -> None:
+        self.expected: set[str] = set()
+        self.i = 0
+
+    def copy(self) -> OpenAIValidator:
+        v = OpenAIValidator()
+        v.expected, v.i = set(self.expected), self.i
+        return v
+
+    def feed(self, msg: dict[str, Any]) -> None:
+        i, self.i = self.i, self.i + 1
         role = msg["role"]
         if role == "tool":
             cid = msg.get("tool_call_id")
-            if cid not in expected:
+            if cid not in self.expected:
                 raise InvalidRequest(
                     f"messages[{i}]: tool message with tool_call_id {cid!r} does not answer a tool call of the "
                     "preceding assistant message (OpenAI: 'messages with role tool must be a response to a "
                     "preceding message with tool_calls')"
                 )
-            expected.discard(cid)
-            continue
-        if expected:
+            self.expected.discard(cid)
+            return
+        if self.expected:
             raise InvalidRequest(
-                f"messages[{i}]: tool calls {sorted(expected)} have no tool message answering them "
+                f"messages[{i}]: tool calls {sorted(self.expected)} have no tool message answering them "
                 "(OpenAI: 'an assistant message with tool_calls must be followed by tool messages')"
             )
         if role == "system" and i != 0:
             raise InvalidRequest(f"messages[{i}]: a system message after the first position")
         for call in msg.get("tool_calls", ()):
-            expected.add(call["id"])
-    if expected:
-        raise InvalidRequest(f"the request ends with tool calls {sorted(expected)} that have no result")
+            self.expected.add(call["id"])
+
+    def finish(self) -> None:
+        if self.expected:
+            raise InvalidRequest(f"the request ends with tool calls {sorted(self.expected)} that have no result")
 
 
-def validate_anthropic(messages: Sequence[dict[str, Any]]) -> None:
-    """Raise InvalidRequest where Anthropic would: each tool_use answered in the very next user message."""
-    pending: set[str] = set()
-    for i, msg in enumerate(messages):
-        results = {b["tool_use_id"] for b in msg["content"] if b["type"] == "tool_result"}
-        if msg["role"] == "user":
-            stray = results - pending
+class AnthropicValidator:
+    """Anthropic's rules, streamed: consecutive same-role messages merge (as the API merges them), each
+    assistant ``tool_use`` must be answered by ``tool_result`` blocks in the very next user message."""
+
+    def __init__(self) -> None:
+        self.pending: set[str] = set()
+        self.role: str | None = None
+        self.results: set[str] = set()
+        self.uses: set[str] = set()
+        self.i = -1
+
+    def copy(self) -> AnthropicValidator:
+        v = AnthropicValidator()
+        v.pending, v.role, v.results, v.uses, v.i = set(self.pending), self.role, set(self.results), set(self.uses), self.i
+        return v
+
+    def feed(self, msg: dict[str, Any]) -> None:
+        if msg["role"] == "system":
+            return  # the system prompt travels apart from the messages
+        if msg["role"] != self.role:
+            self._close()
+            self.role, self.results, self.uses, self.i = msg["role"], set(), set(), self.i + 1
+        for b in msg["content"]:
+            if b["type"] == "tool_result":
+                self.results.add(b["tool_use_id"])
+            elif b["type"] == "tool_use":
+                self.uses.add(b["id"])
+
+    def _close(self) -> None:
+        if self.role is None:
+            return
+        i = self.i
+        if self.role == "user":
+            stray = self.results - self.pending
             if stray:
                 raise InvalidRequest(
                     f"messages[{i}]: tool_result blocks {sorted(stray)} have no corresponding tool_use block in "
                     "the previous message (Anthropic: 'unexpected tool_use_id found in tool_result blocks')"
                 )
-            if pending - results:
+            if self.pending - self.results:
                 raise InvalidRequest(
-                    f"messages[{i}]: tool_use ids {sorted(pending - results)} have no tool_result block "
+                    f"messages[{i}]: tool_use ids {sorted(self.pending - self.results)} have no tool_result block "
                     "immediately after them (Anthropic: 'tool_use ids were found without tool_result blocks')"
                 )
-            pending = set()
+            self.pending = set()
         else:
-            if pending:
+            if self.pending:
                 raise InvalidRequest(
-                    f"messages[{i}]: tool_use ids {sorted(pending)} are followed by another assistant message "
+                    f"messages[{i}]: tool_use ids {sorted(self.pending)} are followed by another assistant message "
                     "instead of their tool_result blocks"
                 )
-            pending = {b["id"] for b in msg["content"] if b["type"] == "tool_use"}
-    if pending:
-        raise InvalidRequest(f"the request ends with tool_use ids {sorted(pending)} that have no result")
+            self.pending = set(self.uses)
+
+    def finish(self) -> None:
+        self._close()
+        self.role = None
+        if self.pending:
+            raise InvalidRequest(f"the request ends with tool_use ids {sorted(self.pending)} that have no result")
 
 
-def merge_anthropic(rendered: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Merge consecutive same-role messages, as the Anthropic API does with consecutive user turns."""
-    out: list[dict[str, Any]] = []
-    for msg in rendered:
-        if out and out[-1]["role"] == msg["role"]:
-            out[-1] = {"role": msg["role"], "content": out[-1]["content"] + msg["content"]}
-        else:
-            out.append(msg)
-    return out
+def validate_openai(messages: Sequence[dict[str, Any]]) -> None:
+    """Raise InvalidRequest where OpenAI chat would: results must follow their calls, calls need results."""
+    v = OpenAIValidator()
+    for m in messages:
+        v.feed(m)
+    v.finish()
+
+
+def validate_anthropic(messages: Sequence[dict[str, Any]]) -> None:
+    """Raise InvalidRequest where Anthropic would: each tool_use answered in the very next user message."""
+    v = AnthropicValidator()
+    for m in messages:
+        v.feed(m)
+    v.finish()
 
 
 def check_window(prompt_tokens: int, config: ModelConfig, max_output: int | None = None) -> None:

@@ -1,0 +1,29 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both create .venv and install first.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/csim demo --out reports/demo
+
+test: install
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python benchmarks/bench_turns.py
+
+clean:
+	rm -rf $(VENV) reports/demo .pytest_cache .hypothesis

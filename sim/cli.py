@@ -1,0 +1,228 @@
+"""``csim``: the command line. It parses arguments and calls library functions; nothing else.
+
+Errors a user can cause (a misspelt policy, a bad parameter, a malformed recording) print one line
+saying what was wrong and what to do, and exit with status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from sim.errors import CsimError
+
+EPILOG = """examples:
+  csim run --policy cloudflare-os -P trigger_ratio=0.8 --scenario coding-agent --seed 3 --out runs/cf
+  csim run --policy effect-agent -P context_token_limit=150000 --conversation session.jsonl \\
+           --format claude-code --out runs/cc
+  csim list policies
+  csim check --policy sliding-window --examples 200
+  csim check --policy mypkg.mypolicies:KeepLastN -P n=8
+  csim demo --out reports/demo
+"""
+
+
+def _add_run_config(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model and run")
+    g.add_argument("--seed", type=int, default=0, help="the run's one integer seed (default 0)")
+    g.add_argument("--tokenizer", default="cl100k_base", help="cl100k_base (exact, offline) or chars4 (default cl100k_base)")
+    g.add_argument("--model", default="claude-sonnet-4-5", help="model name for pricing (genai-prices; default claude-sonnet-4-5)")
+    g.add_argument("--price-provider", default="anthropic", help="provider id in the price table (default anthropic)")
+    g.add_argument("--provider", choices=("anthropic", "openai"), default="anthropic",
+                   help="wire format the mock provider renders and validates (default anthropic)")
+    g.add_argument("--window", type=int, default=200_000, help="context window in tokens (default 200000)")
+    g.add_argument("--output-reserve", type=int, default=8_192, help="tokens reserved for output (default 8192)")
+    g.add_argument("--run-status", choices=("auto", "appended", "off"), default="auto",
+                   help="append the run-status line: auto = as the policy's system does (default)")
+    g.add_argument("--strict", action="store_true", help="stop at the first invariant violation")
+    b = p.add_argument_group("budgets (unset = unlimited)")
+    b.add_argument("--max-turns", type=int)
+    b.add_argument("--max-tool-calls", type=int)
+    b.add_argument("--token-budget", type=int, help="cumulative input + output tokens")
+    b.add_argument("--cost-budget", type=float, help="USD")
+    b.add_argument("--context-token-limit", type=int, help="warn at 80%% of this per-request context")
+    b.add_argument("--on-exhaustion", choices=("final-answer", "fail"), default="final-answer")
+    s = p.add_argument_group("mock summariser")
+    s.add_argument("--summariser", "-R", action="append", metavar="NAME=VALUE",
+                   help="retention model parameter, e.g. -R keep_recall=0.3 -R max_output_tokens=2048")
+
+
+def _run_config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from policies.base import make_config
+    from sim.budgets import Budgets
+    from sim.engine import RunConfig
+    from sim.model import ModelConfig
+    from sim.runner import parse_kv
+    from sim.summariser import SummariserConfig
+
+    return RunConfig(
+        model=ModelConfig(name=args.model, price_provider=args.price_provider, provider=args.provider,
+                          context_window=args.window, output_reserve=args.output_reserve),
+        budgets=Budgets(max_turns=args.max_turns, max_tool_calls=args.max_tool_calls, token_budget=args.token_budget,
+                        cost_budget=args.cost_budget, context_token_limit=args.context_token_limit,
+                        on_exhaustion=args.on_exhaustion),
+        summariser=make_config(SummariserConfig, parse_kv(args.summariser, "-R")),
+        tokenizer=args.tokenizer, run_status=args.run_status, seed=args.seed, strict=args.strict,
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from policies.base import make_policy
+    from sim.runner import execute, parse_kv, recorded_conversations, scenario_conversation, write_run
+
+    if bool(args.scenario) == bool(args.conversation):
+        raise _usage("give exactly one of --scenario NAME or --conversation PATH")
+    config = _run_config(args)
+    policy = make_policy(args.policy, parse_kv(args.param))
+    skipped: list[str] = []
+    if args.scenario:
+        convs = [scenario_conversation(args.scenario, args.seed, parse_kv(args.scenario_param, "-S"))]
+        source = {"scenario": args.scenario, "params": parse_kv(args.scenario_param, "-S")}
+    else:
+        convs, skipped = recorded_conversations(args.conversation, args.format, args.lenient)
+        source = {"conversation": str(args.conversation), "format": args.format, "lenient": args.lenient,
+                  "skipped": len(skipped)}
+    for line in skipped:
+        print(line, file=sys.stderr)
+    results = execute(policy, convs, config, progress=True)
+    out = Path(args.out)
+    write_run(out, results, config, policy, convs, source)
+    for r in results:
+        s = r.summary
+        recall = "n/a" if s["retention_recall"] is None else f"{s['retention_recall']:.3f}"
+        print(f"{r.conversation_id}: {s['finish_reason']}, {s['agent_requests']} agent requests, "
+              f"peak {s['peak_context_tokens']:,} tokens, cumulative input {s['cumulative_input_tokens']:,}, "
+              f"cost ${s['total_cost_usd']:.4f}, {s['compaction_count']} compactions, {s['overflows']} overflows, "
+              f"retention {recall}, {s['violation_count']} violations")
+    print(f"wrote {out / 'requests.parquet'}, {out / 'run.json'} and the run log")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    registry = _registry(args.what)
+    width = max((len(e.name) for e in registry), default=0)
+    for e in registry:
+        line = f"{e.name:<{width}}  {e.summary}"
+        if e.defaults:
+            line += f"  [{e.defaults}]"
+        print(line)
+    return 0
+
+
+def _registry(what: str):  # type: ignore[no-untyped-def]
+    if what == "policies":
+        from policies import POLICIES
+
+        return POLICIES
+    if what == "scenarios":
+        from sim.scenarios import SCENARIOS
+        from sim.scenarios import _load
+
+        _load()
+        return SCENARIOS
+    if what == "formats":
+        from sim.formats import FORMATS
+        from sim.formats import _load as load_formats
+
+        load_formats()
+        return FORMATS
+    from sim.tokenizers import TOKENIZERS
+
+    return TOKENIZERS
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from sim.checker import check_policy
+    from sim.runner import parse_kv
+
+    report = check_policy(args.policy, parse_kv(args.param), examples=args.examples, seed=args.seed,
+                          window=args.window)
+    print(report.render())
+    return 0 if report.passed else 1
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from sim.runner import demo
+
+    out = Path(args.out)
+    seeds = tuple(range(args.seeds))
+    table = demo(out, seeds=seeds)
+    with_pd = table.copy()
+    print(with_pd.to_string(index=False, float_format=lambda x: f"{x:,.3f}"))
+    print(f"\nwrote {out}/comparison.csv, runs.csv, runs.parquet and requests.parquet")
+    return 0
+
+
+class _UsageError(CsimError):
+    pass
+
+
+def _usage(msg: str) -> _UsageError:
+    return _UsageError(msg)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="csim", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        description="Deterministic simulator of LLM-agent context compaction: replay conversations through "
+                    "policies with a mock model; measure tokens, cost, retention and invariant violations.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("run", help="replay one scenario or recording under one policy",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                       description="Run one policy over a synthetic scenario or a recorded conversation and write "
+                                   "OUT/requests.parquet (a row per model request), OUT/run.json (summary, config, "
+                                   "seed, versions, tokenizer) and OUT/log.jsonl (the run log).")
+    p.add_argument("--policy", required=True, help="registered name (csim list policies) or package.module:Class")
+    p.add_argument("-P", "--param", action="append", metavar="NAME=VALUE", help="policy parameter, repeatable")
+    src = p.add_argument_group("conversation (one of)")
+    src.add_argument("--scenario", help="bundled synthetic scenario (csim list scenarios)")
+    src.add_argument("-S", "--scenario-param", action="append", metavar="NAME=VALUE", help="scenario parameter")
+    src.add_argument("--conversation", help="a recorded conversation file")
+    src.add_argument("--format", default="native", help="its format (csim list formats; default native)")
+    src.add_argument("--lenient", action="store_true", help="skip malformed records and report each one")
+    p.add_argument("--out", required=True, help="output directory")
+    _add_run_config(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("list", help="show what is registered, one line each with defaults")
+    p.add_argument("what", choices=("policies", "scenarios", "formats", "tokenizers"))
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("check", help="fuzz a policy's invariants with Hypothesis",
+                       description="Generate conversations (parallel calls, huge results, reverts, pending turns, "
+                                   "/compact) and replay them under the policy with every invariant checked on "
+                                   "every request. Prints a pass with the number of examples, or the shrunk "
+                                   "counterexample: the conversation, the request and the broken invariant.")
+    p.add_argument("--policy", required=True, help="registered name or package.module:Class (your own policy)")
+    p.add_argument("-P", "--param", action="append", metavar="NAME=VALUE", help="policy parameter, repeatable")
+    p.add_argument("--examples", type=int, default=200, help="generated conversations to try (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    p.add_argument("--window", type=int, default=8_000, help="context window of the small test model (default 8000)")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("demo", help="every bundled policy on every bundled scenario, with a comparison table")
+    p.add_argument("--out", default="reports/demo", help="output directory (default reports/demo)")
+    p.add_argument("--seeds", type=int, default=3, help="seeds per scenario (default 3)")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except CsimError as exc:
+        print(f"csim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("csim: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

