@@ -327,8 +327,9 @@ class Engine:
         input_tokens = (REQUEST_OVERHEAD + 3 * MESSAGE_OVERHEAD + self.tok.count(plan.summary_system_prompt)
                         + self.tok.count(prev_text) + self.tok.count(body))
         cfg = self.config.summariser
+        cap = cfg.max_output_tokens or self.model.output_reserve
         try:
-            wire.check_window(input_tokens, self.model, max_output=cfg.max_output_tokens)
+            wire.check_window(input_tokens, self.model, max_output=cap)
         except PromptTooLong as exc:
             self.overflows += 1
             self._record_request("summariser", input_tokens, 0, 0, error=f"prompt-too-long: {exc}",
@@ -340,7 +341,7 @@ class Engine:
         calls = [p.name or "tool" for i in span for p in self.ledger.messages[i].parts if p.kind == "tool_call"]
         rng = np.random.default_rng(np.random.SeedSequence([self.config.seed, 1, self._compaction_attempts]))
         outcome = summarise(goal=goal, covered_messages=len(span), covered_calls=calls, candidates=candidates,
-                            config=cfg, rng=rng, count=self.tok.count)
+                            config=cfg, max_output_tokens=cap, rng=rng, count=self.tok.count)
         out_tokens = self.tok.count(outcome.text)
         self._record_request("summariser", input_tokens, out_tokens, 0, error=outcome.failed, compaction_id=cid,
                              billed=outcome.failed != "summariser call failed")

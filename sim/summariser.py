@@ -15,8 +15,8 @@ Retention model (which facts survive), stated so results can be argued with:
    drawn from a generator seeded by the run seed and the compaction's number, so the same run keeps
    the same facts.
 3. Kept facts are written in priority order (constraints, decisions, continuations, artifacts,
-   recalls; oldest first within a kind) until the output budget ``max_output_tokens`` is full; the
-   rest are lost.
+   recalls; oldest first within a kind) until the output budget is full (``max_output_tokens``,
+   by default the model's output reserve, as both seeds call their run's own model); the rest are lost.
 4. With probability ``failure_rate`` the call fails, and with ``empty_rate`` it returns an empty
    text; either way the compaction is abandoned and the view stays as it was.
 """
@@ -55,7 +55,7 @@ class SummariserConfig:
     keep_continuation: float = 0.8
     keep_artifact: float = 0.7
     keep_recall: float = 0.5
-    max_output_tokens: int = 4_096
+    max_output_tokens: int | None = None
     failure_rate: float = 0.0
     empty_rate: float = 0.0
 
@@ -65,7 +65,7 @@ class SummariserConfig:
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
                 raise InvalidConfig(f"summariser {name}={v!r} must be a probability in [0, 1]")
-        if self.max_output_tokens < 64:
+        if self.max_output_tokens is not None and self.max_output_tokens < 64:
             raise InvalidConfig(f"summariser max_output_tokens={self.max_output_tokens!r} must be at least 64")
 
     def keep(self, kind: str) -> float:
@@ -88,6 +88,7 @@ def summarise(
     covered_calls: Sequence[str],
     candidates: Sequence[Fact],
     config: SummariserConfig,
+    max_output_tokens: int,
     rng: np.random.Generator,
     count: Callable[[str], int],
 ) -> SummaryOutcome:
@@ -105,7 +106,7 @@ def summarise(
         f"(covers {covered_messages} earlier messages and {len(covered_calls)} tool calls"
         + (f": {', '.join(tools[:8])}" if tools else "") + ")\n"
     )
-    budget = config.max_output_tokens - count(header)
+    budget = max_output_tokens - count(header)
     by_section: dict[str, list[str]] = {s: [] for s in SECTIONS.values()}
     kept: set[str] = set()
     for f in drawn:

@@ -114,7 +114,8 @@ def read_text(path: Path, issues: Issues, expected: str) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         if not issues.lenient:
-            raise issues.fatal(line, f"invalid UTF-8 at byte {exc.start} of the file", "the file must be UTF-8")
+            problem = f"invalid UTF-8 at byte {exc.start} of the file"
+            raise issues.fatal(line, problem, "the file must be UTF-8") from exc
         issues.skipped.append(Skipped(issues.path, line, "invalid UTF-8 bytes replaced by U+FFFD"))
         return data.decode("utf-8", errors="replace")
 
@@ -137,15 +138,24 @@ def read_jsonl(path: Path, issues: Issues, expected: str) -> Iterator[tuple[int,
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
-            issues.problem(number, f"invalid JSON: {exc.msg} at column {exc.colno}", "one JSON object per line")
+            issues.problem(
+                number, f"invalid JSON: {exc.msg} at column {exc.colno}", "one JSON object per line"
+            )
             continue
         yield number, value
 
 
 # --- shape checks ----------------------------------------------------------------------------
 
-_TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list", dict: "an object",
-               type(None): "null", float: "a number"}
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    bool: "a boolean",
+    list: "a list",
+    dict: "an object",
+    type(None): "null",
+    float: "a number",
+}
 
 
 def _type_name(kinds: type | tuple[type, ...]) -> str:
@@ -165,8 +175,9 @@ def check(value: Any, kinds: type | tuple[type, ...], what: str) -> Any:
     return value
 
 
-def get(obj: Mapping[str, Any], key: str, kinds: type | tuple[type, ...], what: str,
-        default: Any = _MISSING) -> Any:
+def get(
+    obj: Mapping[str, Any], key: str, kinds: type | tuple[type, ...], what: str, default: Any = _MISSING
+) -> Any:
     """``obj[key]`` checked against ``kinds``; absent or null gives ``default`` when one is given."""
     value = obj.get(key)
     if value is None:
@@ -246,20 +257,33 @@ def _answered(d: Draft, open_calls: dict[str, Part], issues: Issues) -> list[Par
             del open_calls[p.call_id or ""]
             kept.append(p)
         else:
-            issues.problem(d.line, f"{d.where}: tool result {p.call_id!r} answers no call of the assistant "
-                           "message before it", "results must follow the assistant message that made the call")
+            issues.problem(
+                d.line,
+                f"{d.where}: tool result {p.call_id!r} answers no call of the assistant message before it",
+                "results must follow the assistant message that made the call",
+            )
     return kept
 
 
-def _abort(owner: Draft, open_calls: dict[str, Part], nxt: Draft, issues: Issues,
-           unanswered: Unanswered) -> Draft:
+def _abort(
+    owner: Draft, open_calls: dict[str, Part], nxt: Draft, issues: Issues, unanswered: Unanswered
+) -> Draft:
     """A tool message closing ``owner``'s open calls with aborted results (after reporting them)."""
     ids = sorted(open_calls)
     what = f"calls {ids} of {owner.where} have no result before {nxt.where}"
     if unanswered == "report" and not issues.lenient:
         issues.problem(owner.line, what, "lenient mode adds an aborted result for each")
     issues.repaired(owner.line, f"{what}; added an aborted result for each")
-    parts = [Part("tool_result", ABORTED_TEXT, call_id=cid, name=open_calls[cid].name, is_error=True) for cid in ids]
+    parts = [
+        Part("tool_result", ABORTED_TEXT, call_id=cid, name=open_calls[cid].name, is_error=True)
+        for cid in ids
+    ]
     open_calls.clear()
-    return Draft(f"{owner.id}~aborted", "tool", parts, owner.line, f"aborted results of {owner.where}",
-                 meta={"synthetic": "aborted"})
+    return Draft(
+        f"{owner.id}~aborted",
+        "tool",
+        parts,
+        owner.line,
+        f"aborted results of {owner.where}",
+        meta={"synthetic": "aborted"},
+    )

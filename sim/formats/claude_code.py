@@ -60,8 +60,11 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
 
 def _is_subagent_file(records: list[tuple[int, Any]]) -> bool:
     """A file whose every message record is a sidechain is a subagent's own transcript."""
-    flags = [obj.get("isSidechain") is True for _, obj in records
-             if isinstance(obj, dict) and obj.get("type") in ("user", "assistant")]
+    flags = [
+        obj.get("isSidechain") is True
+        for _, obj in records
+        if isinstance(obj, dict) and obj.get("type") in ("user", "assistant")
+    ]
     return bool(flags) and all(flags)
 
 
@@ -176,8 +179,16 @@ class _Session:
         if obj.get("isCompactSummary") is True:
             meta["compact_summary"] = True
         if isinstance(content, str):
-            drafts = [Draft(uuid, "user", [_text_or_command(content)], line, f"user message {uuid} (line {line})",
-                            meta=meta)]
+            drafts = [
+                Draft(
+                    uuid,
+                    "user",
+                    [_text_or_command(content)],
+                    line,
+                    f"user message {uuid} (line {line})",
+                    meta=meta,
+                )
+            ]
         else:
             drafts = self._user_blocks(check(content, list, f"{what} content"), uuid, line, meta, what)
         self._note_source(obj)
@@ -186,8 +197,9 @@ class _Session:
             if d.role == "user":
                 self.open_assistant = None
 
-    def _user_blocks(self, blocks: list[Any], uuid: str, line: int, meta: dict[str, Any],
-                     what: str) -> list[Draft]:
+    def _user_blocks(
+        self, blocks: list[Any], uuid: str, line: int, meta: dict[str, Any], what: str
+    ) -> list[Draft]:
         """Tool results become one tool message; any other blocks a user message after it."""
         results: list[Part] = []
         others: list[Part] = []
@@ -200,7 +212,9 @@ class _Session:
                 others.append(Part("text", _block_text(block, bwhat)))
         drafts: list[Draft] = []
         if results:
-            drafts.append(Draft(uuid, "tool", results, line, f"tool results {uuid} (line {line})", meta=dict(meta)))
+            drafts.append(
+                Draft(uuid, "tool", results, line, f"tool results {uuid} (line {line})", meta=dict(meta))
+            )
         if others or not results:
             uid = f"{uuid}~text" if results else uuid
             drafts.append(Draft(uid, "user", others, line, f"user message {uuid} (line {line})", meta=meta))
@@ -212,7 +226,9 @@ class _Session:
         if content is None or isinstance(content, str):
             text = content or ""
         else:
-            text = "\n".join(_block_text(b, f"{what} content") for b in check(content, list, f"{what} content"))
+            text = "\n".join(
+                _block_text(b, f"{what} content") for b in check(content, list, f"{what} content")
+            )
         is_error = get(block, "is_error", bool, what, False)
         return Part("tool_result", text, call_id=cid, name=self.call_names.get(cid), is_error=is_error)
 
@@ -221,8 +237,11 @@ class _Session:
     def finish(self, issues: Issues) -> Conversation | None:
         """Repair open calls, locate the compactions, and build the conversation."""
         drafts = pair_calls(self.drafts, issues, "repair")
-        compactions = [{"index": i, **d.meta["compact_boundary"]}
-                       for i, d in enumerate(drafts) if "compact_boundary" in d.meta]
+        compactions = [
+            {"index": i, **d.meta["compact_boundary"]}
+            for i, d in enumerate(drafts)
+            if "compact_boundary" in d.meta
+        ]
         if self.boundary is not None:  # a compaction with nothing after it
             compactions.append({"index": len(drafts), **self.boundary})
         meta: dict[str, Any] = {
@@ -267,8 +286,14 @@ def _assistant_parts(content: Any, what: str) -> list[Part]:
             parts.append(Part("thinking", ""))
         elif kind == "tool_use":
             args = dumps_args(get(block, "input", dict, bwhat, {}))
-            parts.append(Part("tool_call", call_id=get(block, "id", str, bwhat), name=get(block, "name", str, bwhat),
-                              args=args))
+            parts.append(
+                Part(
+                    "tool_call",
+                    call_id=get(block, "id", str, bwhat),
+                    name=get(block, "name", str, bwhat),
+                    args=args,
+                )
+            )
         else:  # server tools and newer block kinds: kept as text so their size still counts
             parts.append(Part("text", dumps_args(block)))
     return parts

@@ -74,7 +74,9 @@ def dumps(conversation: Conversation) -> str:
         "format": FORMAT_NAME,
         "version": VERSION,
         "id": c.id,
-        "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in c.tools],
+        "tools": [
+            {"name": t.name, "description": t.description, "parameters": t.parameters} for t in c.tools
+        ],
         "meta": dict(c.meta),
     }
     lines = [_line(header)]
@@ -92,8 +94,18 @@ def dumps(conversation: Conversation) -> str:
             rec["usage"] = _usage_record(m.usage)
         lines.append(_line(rec))
     for f in c.facts:
-        lines.append(_line({"type": "fact", "id": f.id, "kind": f.kind, "text": f.text, "source": f.source,
-                            "needed_at": list(f.needed_at)}))
+        lines.append(
+            _line(
+                {
+                    "type": "fact",
+                    "id": f.id,
+                    "kind": f.kind,
+                    "text": f.text,
+                    "source": f.source,
+                    "needed_at": list(f.needed_at),
+                }
+            )
+        )
     return "".join(lines)
 
 
@@ -155,8 +167,17 @@ def _message(obj: Mapping[str, Any], line: int) -> Draft:
     resolves = tuple(check(r, str, f"{what} resolves entry") for r in get(obj, "resolves", list, what, []))
     usage = _usage(obj["usage"]) if obj.get("usage") is not None else None
     meta = dict(get(obj, "meta", dict, what, {}))
-    draft = Draft(mid, role, parts, line, f"{what} (line {line})", usage, meta,
-                  pending=get(obj, "pending", bool, what, False), resolves=resolves)
+    draft = Draft(
+        mid,
+        role,
+        parts,
+        line,
+        f"{what} (line {line})",
+        usage,
+        meta,
+        pending=get(obj, "pending", bool, what, False),
+        resolves=resolves,
+    )
     draft.build()  # checks the role/part rules now, so the error points at this line
     return draft
 
@@ -175,8 +196,11 @@ def _fact(obj: Mapping[str, Any]) -> Fact:
 def _tool(obj: Any, what: str) -> Tool:
     check(obj, dict, what)
     _no_extra(obj, _TOOL_KEYS, what)
-    return Tool(get(obj, "name", str, what), get(obj, "description", str, what, ""),
-                get(obj, "parameters", str, what, "{}"))
+    return Tool(
+        get(obj, "name", str, what),
+        get(obj, "description", str, what, ""),
+        get(obj, "parameters", str, what, "{}"),
+    )
 
 
 @dataclass
@@ -234,7 +258,9 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
     first = True
     for line, obj in read_jsonl(path, issues, _EXPECTED):
         if first and not (isinstance(obj, dict) and "format" in obj):
-            raise issues.fatal(line, "the first record is not a csim-conversation header", f"expected {_EXPECTED}")
+            raise issues.fatal(
+                line, "the first record is not a csim-conversation header", f"expected {_EXPECTED}"
+            )
         first = False
         if isinstance(obj, dict) and "format" in obj:
             if current is not None:
@@ -244,7 +270,9 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
                 current = _header(obj, line)
             continue
         if current is None:
-            issues.skipped.append(Skipped(issues.path, line, "record of a conversation whose header was skipped"))
+            issues.skipped.append(
+                Skipped(issues.path, line, "record of a conversation whose header was skipped")
+            )
             continue
         with issues.record(line, "record"):
             _add(current, obj, line)

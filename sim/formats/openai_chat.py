@@ -35,8 +35,10 @@ from sim.formats._common import (
     read_jsonl,
 )
 
-_EXPECTED = ("OpenAI chat messages: a JSON message list, an object with 'messages', a list of those, "
-             "tau-bench tasks with 'traj', or JSONL with one conversation per line")
+_EXPECTED = (
+    "OpenAI chat messages: a JSON message list, an object with 'messages', a list of those, "
+    "tau-bench tasks with 'traj', or JSONL with one conversation per line"
+)
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 _IMAGE_BLOCKS = frozenset({"image_url", "input_image", "image"})
 
@@ -61,7 +63,9 @@ class _State:
     legacy_open: list[tuple[str, str]] = field(default_factory=list)
 
 
-@FORMATS.register("openai-chat", "OpenAI chat messages (JSON or JSONL; tool_calls, legacy functions; tau-bench)")
+@FORMATS.register(
+    "openai-chat", "OpenAI chat messages (JSON or JSONL; tool_calls, legacy functions; tau-bench)"
+)
 def read(path: Path, *, lenient: bool = False) -> ImportResult:
     """Read every conversation in an OpenAI-chat JSON or JSONL file."""
     path = Path(path)
@@ -100,13 +104,16 @@ def _check_utf8(data: bytes, issues: Issues) -> None:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         if not issues.lenient:
-            raise issues.fatal(line, f"invalid UTF-8 at byte {exc.start} of the file", "the file must be UTF-8")
+            problem = f"invalid UTF-8 at byte {exc.start} of the file"
+            raise issues.fatal(line, problem, "the file must be UTF-8") from exc
         issues.repaired(line, "invalid UTF-8 bytes replaced by U+FFFD")
 
 
 def _jsonl_sources(path: Path, issues: Issues) -> list[_Source]:
-    return [_Source(value, line, f"line {line}", f"{path.stem}-{line}")
-            for line, value in read_jsonl(path, issues, _EXPECTED)]
+    return [
+        _Source(value, line, f"line {line}", f"{path.stem}-{line}")
+        for line, value in read_jsonl(path, issues, _EXPECTED)
+    ]
 
 
 def _doc_sources(doc: Any, text: str, path: Path, issues: Issues) -> list[_Source]:
@@ -120,8 +127,10 @@ def _doc_sources(doc: Any, text: str, path: Path, issues: Issues) -> list[_Sourc
     lines = _element_lines(text)
     if isinstance(doc[0], dict) and "role" in doc[0]:
         return [_Source(doc, 1, "the message list", path.stem, lines)]
-    return [_Source(value, lines[k] if k < len(lines) else None, f"conversation {k}", f"{path.stem}-{k}")
-            for k, value in enumerate(doc)]
+    return [
+        _Source(value, lines[k] if k < len(lines) else None, f"conversation {k}", f"{path.stem}-{k}")
+        for k, value in enumerate(doc)
+    ]
 
 
 def _element_lines(text: str) -> list[int]:
@@ -205,7 +214,9 @@ def _message(raw: Any, i: int, state: _State, what: str) -> Draft:
     if role in ("system", "developer"):
         if not state.drafts:
             return Draft(mid, "system", _text_parts(raw.get("content"), what), label=what)
-        return Draft(mid, "user", _text_parts(raw.get("content"), what), label=what, meta={"source_role": role})
+        return Draft(
+            mid, "user", _text_parts(raw.get("content"), what), label=what, meta={"source_role": role}
+        )
     if role == "user":
         return Draft(mid, "user", _text_parts(raw.get("content"), what), label=what)
     if role == "assistant":
@@ -236,7 +247,9 @@ def _assistant(raw: dict[str, Any], i: int, state: _State, what: str) -> Draft:
     if legacy is not None:
         name = get(legacy, "name", str, f"{what} function_call")
         cid = f"fc-{i}"
-        parts.append(Part("tool_call", call_id=cid, name=name, args=_arguments(legacy, f"{what} function_call")))
+        parts.append(
+            Part("tool_call", call_id=cid, name=name, args=_arguments(legacy, f"{what} function_call"))
+        )
         state.legacy_open.append((cid, name))
         state.call_names[cid] = name
     return Draft(f"m{i}", "assistant", parts, label=what)

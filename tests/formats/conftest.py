@@ -30,10 +30,3 @@ def recorded() -> Path:
     if not root.is_dir():
         pytest.skip(f"recorded sample not found at {root} (set CSIM_RECORDED to its folder)")
     return root
-
-
-def need(path: Path) -> Path:
-    """``path`` if that recording exists, else skip the test naming the missing file."""
-    if not path.exists():
-        pytest.skip(f"recording {path} is not present")
-    return path

@@ -13,24 +13,33 @@ from hypothesis import strategies as st
 
 from sim.conversation import Conversation, Fact, Message, Part, Tool, Usage
 from sim.errors import FormatError
-from sim.formats import FORMATS, read
-from sim.formats import native
+from sim.formats import FORMATS, native, read
 
 
 def _sample() -> Conversation:
     msgs = (
         Message("s", "system", (Part("text", "be brief"),)),
         Message("u", "user", (Part("text", "naïve → ok? 🚀\nline two"), Part("command", "", name="compact"))),
-        Message("a", "assistant", (Part("thinking", "hm"), Part("tool_call", call_id="c1", name="ls", args="{}"),
-                                   Part("tool_call", call_id="c2", name="cat", args='{"p": "x"}')),
-                usage=Usage(10, 2, 300, 4), meta=MappingProxyType({"k": (1, 2)})),
+        Message(
+            "a",
+            "assistant",
+            (
+                Part("thinking", "hm"),
+                Part("tool_call", call_id="c1", name="ls", args="{}"),
+                Part("tool_call", call_id="c2", name="cat", args='{"p": "x"}'),
+            ),
+            usage=Usage(10, 2, 300, 4),
+            meta=MappingProxyType({"k": (1, 2)}),
+        ),
         Message("t1", "tool", (Part("tool_result", "a\nb", call_id="c2", name="cat", original_bytes=9000),)),
         Message("t2", "tool", (Part("tool_result", "", call_id="c1", name="ls", is_error=True),)),
         Message("p", "assistant", (Part("change", "edit", ref="ch1"),), pending=True),
         Message("r", "user", (Part("revert", "undo", ref="ch1"),), resolves=("p",)),
     )
     facts = (Fact("f", "artifact", "x", "u", ("a", "r")),)
-    return Conversation("conv-1", msgs, facts, (Tool("ls", "list", '{"type": "object"}'),), {"source": "test"})
+    return Conversation(
+        "conv-1", msgs, facts, (Tool("ls", "list", '{"type": "object"}'),), {"source": "test"}
+    )
 
 
 def test_registered() -> None:
@@ -40,8 +49,9 @@ def test_registered() -> None:
 
 def test_round_trip_and_determinism(tmp_path: Path) -> None:
     conv = _sample()
-    path = native.write([conv, Conversation("conv-2", (Message("x", "user", (Part("text", "hi"),)),))],
-                        tmp_path / "c.jsonl")
+    path = native.write(
+        [conv, Conversation("conv-2", (Message("x", "user", (Part("text", "hi"),)),))], tmp_path / "c.jsonl"
+    )
     result = read(path, "native")
     assert result.skipped == []
     assert result.conversations[0] == conv
@@ -68,14 +78,18 @@ def test_dumps_is_canonical() -> None:
 
 def test_unknown_version_names_supported(tmp_path: Path) -> None:
     p = tmp_path / "v.jsonl"
-    p.write_text('{"format":"csim-conversation","version":7,"id":"x","tools":[],"meta":{}}\n', encoding="utf-8")
+    p.write_text(
+        '{"format":"csim-conversation","version":7,"id":"x","tools":[],"meta":{}}\n', encoding="utf-8"
+    )
     with pytest.raises(FormatError, match=r"v\.jsonl:1: .*version 7.*reads version 1"):
         read(p, "native")
 
 
 def test_first_line_must_be_header(tmp_path: Path) -> None:
     p = tmp_path / "h.jsonl"
-    p.write_text('{"type":"message","id":"m","role":"user","parts":[{"kind":"text","text":"x"}]}\n', encoding="utf-8")
+    p.write_text(
+        '{"type":"message","id":"m","role":"user","parts":[{"kind":"text","text":"x"}]}\n', encoding="utf-8"
+    )
     with pytest.raises(FormatError, match=r"h\.jsonl:1: the first record is not a csim-conversation header"):
         read(p, "native", lenient=True)
 
@@ -87,15 +101,20 @@ def test_first_line_must_be_header(tmp_path: Path) -> None:
         ('{"type":"message","id":"m","role":"user","parts":[{"kind":"text","colour":1}]}', "unknown keys"),
         ('{"type":"message","id":"m","role":"user","parts":[]}', "no parts"),
         ('{"type":"message","id":"m","role":"tool","parts":[{"kind":"text","text":"x"}]}', "cannot hold"),
-        ('{"type":"message","id":"m","role":"user","parts":[{"kind":"text","text":5}]}', "should be a string"),
+        (
+            '{"type":"message","id":"m","role":"user","parts":[{"kind":"text","text":5}]}',
+            "should be a string",
+        ),
         ('{"type":"note","id":"m"}', "neither 'message' nor 'fact'"),
         ('{"type":"fact","id":"f","kind":"rumour","text":"x","source":"m"}', "kind 'rumour'"),
     ],
 )
 def test_bad_records_name_line(tmp_path: Path, record: str, problem: str) -> None:
     p = tmp_path / "b.jsonl"
-    p.write_text('{"format":"csim-conversation","version":1,"id":"x","tools":[],"meta":{}}\n' + record + "\n",
-                 encoding="utf-8")
+    p.write_text(
+        '{"format":"csim-conversation","version":1,"id":"x","tools":[],"meta":{}}\n' + record + "\n",
+        encoding="utf-8",
+    )
     with pytest.raises(FormatError, match=r"b\.jsonl:2: ") as info:
         read(p, "native")
     assert problem in str(info.value)
@@ -148,22 +167,43 @@ def conversations(draw: st.DrawFn) -> Conversation:
         if draw(st.booleans()):
             user_parts.append(Part("command", draw(_text), name="compact"))
         messages.append(Message(f"u{turn}", "user", tuple(user_parts)))
-        calls = [Part("tool_call", call_id=f"c{turn}-{k}", name=draw(_ids), args=draw(_text))
-                 for k in range(draw(st.integers(0, 3)))]
+        calls = [
+            Part("tool_call", call_id=f"c{turn}-{k}", name=draw(_ids), args=draw(_text))
+            for k in range(draw(st.integers(0, 3)))
+        ]
         usage = draw(st.none() | st.builds(Usage, *(st.integers(0, 10**6) for _ in range(4))))
         parts = [Part("thinking", draw(_text))] if draw(st.booleans()) else []
         parts += [Part("text", draw(_text)), *calls]
         if draw(st.booleans()):
             parts.append(Part("change", draw(_text), ref=f"ch{turn}"))
-        messages.append(Message(f"a{turn}", "assistant", tuple(parts), usage=usage, pending=draw(st.booleans())))
+        messages.append(
+            Message(f"a{turn}", "assistant", tuple(parts), usage=usage, pending=draw(st.booleans()))
+        )
         for k, call in enumerate(calls):
-            result = Part("tool_result", draw(_text), call_id=call.call_id, name=call.name,
-                          is_error=draw(st.booleans()), original_bytes=draw(st.none() | st.integers(0, 10**9)))
+            result = Part(
+                "tool_result",
+                draw(_text),
+                call_id=call.call_id,
+                name=call.name,
+                is_error=draw(st.booleans()),
+                original_bytes=draw(st.none() | st.integers(0, 10**9)),
+            )
             messages.append(Message(f"t{turn}-{k}", "tool", (result,)))
     ids = [m.id for m in messages]
-    facts = tuple(Fact(f"f{k}", "recall", draw(_text), draw(st.sampled_from(ids)),
-                       tuple(draw(st.lists(st.sampled_from(ids), max_size=2))))
-                  for k in range(draw(st.integers(0, 2)))) if ids else ()
+    facts = (
+        tuple(
+            Fact(
+                f"f{k}",
+                "recall",
+                draw(_text),
+                draw(st.sampled_from(ids)),
+                tuple(draw(st.lists(st.sampled_from(ids), max_size=2))),
+            )
+            for k in range(draw(st.integers(0, 2)))
+        )
+        if ids
+        else ()
+    )
     return Conversation(draw(_ids), tuple(messages), facts, (Tool(draw(_ids), draw(_text), "{}"),))
 
 

@@ -49,7 +49,10 @@ def test_object_list_and_jsonl(tmp_path: Path) -> None:
 def test_roles_and_content_blocks(tmp_path: Path) -> None:
     msgs = [
         {"role": "developer", "content": [{"type": "text", "text": "rules"}]},
-        {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "x"}}]},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "x"}}],
+        },
         {"role": "developer", "content": "later rule"},
         {"role": "assistant", "content": "", "reasoning_content": "think"},
     ]
@@ -62,7 +65,9 @@ def test_roles_and_content_blocks(tmp_path: Path) -> None:
 
 def test_tools_and_legacy_functions(tmp_path: Path) -> None:
     value = {
-        "tools": [{"type": "function", "function": {"name": "f", "parameters": {"b": 1, "a": {"z": 0, "y": 1}}}}],
+        "tools": [
+            {"type": "function", "function": {"name": "f", "parameters": {"b": 1, "a": {"z": 0, "y": 1}}}}
+        ],
         "functions": [{"name": "g", "description": "legacy"}],
         "messages": [
             {"role": "user", "content": "go"},
@@ -71,7 +76,10 @@ def test_tools_and_legacy_functions(tmp_path: Path) -> None:
         ],
     }
     (conv,) = read(_write(tmp_path, value), "openai-chat").conversations
-    assert [(t.name, t.parameters) for t in conv.tools] == [("f", '{"a": {"y": 1, "z": 0}, "b": 1}'), ("g", "{}")]
+    assert [(t.name, t.parameters) for t in conv.tools] == [
+        ("f", '{"a": {"y": 1, "z": 0}, "b": 1}'),
+        ("g", "{}"),
+    ]
     call = conv.messages[1].calls[0]
     assert (call.call_id, call.args) == ("fc-1", '{"q": 1}')
     assert conv.messages[2].results[0].call_id == "fc-1"
@@ -108,9 +116,14 @@ def test_result_without_call(tmp_path: Path) -> None:
 
 def test_bad_message_names_its_line(tmp_path: Path) -> None:
     p = tmp_path / "pretty.json"
-    p.write_text('[\n  {"role": "user", "content": "a"},\n  {"role": 5, "content": "b"},\n'
-                 '  {"role": "assistant", "content": "c"}\n]\n', encoding="utf-8")
-    with pytest.raises(FormatError, match=r"pretty\.json:3: the message list, message 1: .*'role' should be a string"):
+    p.write_text(
+        '[\n  {"role": "user", "content": "a"},\n  {"role": 5, "content": "b"},\n'
+        '  {"role": "assistant", "content": "c"}\n]\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(
+        FormatError, match=r"pretty\.json:3: the message list, message 1: .*'role' should be a string"
+    ):
         read(p, "openai-chat")
     result = read(p, "openai-chat", lenient=True)
     assert [m.text for m in result.conversations[0].messages] == ["a", "c"]

@@ -1,0 +1,116 @@
+"""The engine on small hand-built scripts: replay, views as folds of the log, retention, budgets."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies import make_policy
+from sim.budgets import Budgets
+from sim.conversation import Conversation, Fact, Message, Part
+from sim.engine import RunConfig, run
+from sim.log import CompactionCreated, MessageAppended, RequestSent
+from sim.model import ModelConfig
+from sim.view import fold
+
+SMALL = ModelConfig(context_window=4_000, output_reserve=500)
+
+
+def agent_loop(turns: int, result_chars: int = 1_200, *, fact_needed_late: bool = True) -> Conversation:
+    msgs = [Message("s", "system", (Part("text", "You are a careful agent."),)),
+            Message("u0", "user", (Part("text", "Fix the failing test. Never edit vendor/."),))]
+    for t in range(turns):
+        msgs.append(Message(f"a{t}", "assistant", (Part("text", f"step {t}"),
+                                                  Part("tool_call", call_id=f"c{t}", name="read", args="{}"))))
+        body = f"file_{t}.py " + ("lorem ipsum dolor " * (result_chars // 18))
+        msgs.append(Message(f"t{t}", "tool", (Part("tool_result", body, call_id=f"c{t}", name="read"),)))
+    msgs.append(Message("u1", "user", (Part("text", "Which file did you read first?"),)))
+    msgs.append(Message("end", "assistant", (Part("text", "file_0.py"),)))
+    facts = (Fact("f-constraint", "constraint", "Never edit vendor/.", "u0", ("u1",) if fact_needed_late else ()),
+             Fact("f-first", "recall", "file_0.py", "t0", ("u1",)))
+    return Conversation("loop", tuple(msgs), facts)
+
+
+def test_none_replays_every_reply_and_overflows_where_the_window_ends() -> None:
+    short = run(make_policy("none"), agent_loop(3), RunConfig(model=SMALL))
+    assert short.summary["finish_reason"] == "completed"
+    assert short.summary["agent_requests"] == 4  # one per scripted assistant message
+    long = run(make_policy("none"), agent_loop(30), RunConfig(model=SMALL))
+    assert long.summary["finish_reason"] == "context-overflow"
+    last = long.rows[-1]
+    assert last["error"].startswith("prompt-too-long") and last["context_tokens"] + 500 > 4_000
+
+
+@pytest.mark.parametrize("name, params", [("sliding-window", {}), ("cloudflare-os", {}),
+                                          ("effect-agent", {"context_token_limit": "2500", "keep_recent_tokens": "800"})])
+def test_compacting_policies_finish_and_the_log_folds_to_the_view(name: str, params: dict) -> None:
+    res = run(make_policy(name, params), agent_loop(30), RunConfig(model=SMALL, deep_checks=True))
+    assert res.summary["finish_reason"] == "completed", res.summary
+    assert res.summary["compaction_count"] >= 1
+    unexpected = [v for v in res.violations if v.invariant not in type(make_policy(name, params)).known_deviations]
+    assert not unexpected, unexpected
+    compactions = [e for e in res.log if isinstance(e, CompactionCreated)]
+    assert fold(res.log) == compactions[-1].view
+    appended = [e for e in res.log if isinstance(e, MessageAppended)]
+    assert [e.index for e in appended] == list(range(len(appended)))
+    assert {e.message.id for e in appended} >= {m.id for m in agent_loop(30).messages}  # nothing dropped from the log
+    assert all(c["tokens_after"] < c["tokens_before"] for c in res.compactions)
+
+
+def test_retention_counts_a_fact_kept_only_in_the_summary() -> None:
+    from sim.summariser import SummariserConfig
+
+    keep_all = SummariserConfig(keep_constraint=1.0, keep_recall=1.0)
+    drop_all = SummariserConfig(keep_constraint=0.0, keep_recall=0.0, keep_decision=0.0, keep_artifact=0.0,
+                                keep_continuation=0.0)
+    conv = agent_loop(30)
+    kept = run(make_policy("cloudflare-os"), conv, RunConfig(model=SMALL, summariser=keep_all))
+    lost = run(make_policy("cloudflare-os"), conv, RunConfig(model=SMALL, summariser=drop_all))
+    assert kept.summary["retention_recall"] == 1.0
+    assert lost.summary["retention_recall"] == 0.0
+    assert lost.summary["retention_by_kind"]["constraint"] == {"needed": 1, "visible": 0, "recall": 0.0}
+
+
+def test_summariser_calls_are_requests_and_are_charged() -> None:
+    res = run(make_policy("cloudflare-os"), agent_loop(30), RunConfig(model=SMALL))
+    summ = [r for r in res.rows if r["request_kind"] == "summariser"]
+    assert summ and all(r["cost_usd"] > 0 and r["output_tokens"] > 0 for r in summ)
+    assert len([e for e in res.log if isinstance(e, RequestSent)]) == len(res.rows)
+    assert res.summary["total_cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in res.rows))
+
+
+def test_failed_summary_leaves_the_view_unchanged() -> None:
+    from sim.summariser import SummariserConfig
+
+    res = run(make_policy("cloudflare-os"), agent_loop(30),
+              RunConfig(model=SMALL, summariser=SummariserConfig(failure_rate=1.0)))
+    assert res.summary["compaction_count"] == 0
+    assert res.summary["finish_reason"] == "context-overflow"
+    assert not [v for v in res.violations if v.invariant == "failed-summary-unchanged"]
+
+
+def test_budget_final_answer_takes_one_grace_turn_without_tools() -> None:
+    res = run(make_policy("none"), agent_loop(10), RunConfig(budgets=Budgets(max_turns=3)))
+    assert res.summary["finish_reason"] == "budget-exhausted" and res.summary["exhausted"] == "turns"
+    kinds = [r["request_kind"] for r in res.rows]
+    assert kinds == ["agent", "agent", "agent", "grace"]
+
+
+def test_budget_fail_stops_at_once() -> None:
+    res = run(make_policy("none"), agent_loop(10), RunConfig(budgets=Budgets(max_tool_calls=2, on_exhaustion="fail")))
+    assert (res.summary["finish_reason"], res.summary["exhausted"]) == ("budget-failed", "tool-calls")
+    assert [r["request_kind"] for r in res.rows] == ["agent", "agent"]
+
+
+def test_same_inputs_same_results() -> None:
+    conv = agent_loop(30)
+    a = run(make_policy("cloudflare-os"), conv, RunConfig(model=SMALL, seed=7))
+    b = run(make_policy("cloudflare-os"), conv, RunConfig(model=SMALL, seed=7))
+    assert a.rows == b.rows and a.summary == b.summary
+    assert [e for e in a.log] == [e for e in b.log]
+
+
+def test_openai_wire_format_runs_too() -> None:
+    cfg = RunConfig(model=ModelConfig(context_window=4_000, output_reserve=500, provider="openai"), deep_checks=True)
+    res = run(make_policy("cloudflare-os"), agent_loop(30), cfg)
+    assert res.summary["finish_reason"] == "completed"
+    assert not [v for v in res.violations if v.invariant == "tool-pairing"]
