@@ -33,6 +33,10 @@ class BadRecord(ValueError):
     """A record has the wrong shape; the message says which field and what was expected."""
 
 
+class Fatal(FormatError):
+    """A problem that stops the import in lenient mode too: nothing after it could be read."""
+
+
 class Issues:
     """Where an importer sends problems: raised in strict mode, listed as skips in lenient mode.
 
@@ -53,9 +57,9 @@ class Issues:
             raise FormatError(self.path, line, problem, hint)
         self.skipped.append(Skipped(self.path, line, problem))
 
-    def fatal(self, line: int | None, problem: str, hint: str = "") -> FormatError:
-        """A problem that stops the import in both modes (an empty file, an unknown format)."""
-        return FormatError(self.path, line, problem, hint)
+    def fatal(self, line: int | None, problem: str, hint: str = "") -> Fatal:
+        """A problem that stops the import in both modes (an unknown format, an unparsable document)."""
+        return Fatal(self.path, line, problem, hint)
 
     def repaired(self, line: int | None, what: str) -> None:
         """Record a repair the importer made; repairs are listed in both modes."""
@@ -71,9 +75,9 @@ class Issues:
         try:
             yield
         except FormatError as exc:
-            if not self.lenient:
+            if not self.lenient or isinstance(exc, Fatal):
                 raise
-            self.skipped.append(Skipped(self.path, line, exc.problem))
+            self.skipped.append(Skipped(self.path, exc.line if exc.line is not None else line, exc.problem))
         except (BadRecord, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             problem = f"{what}: {describe(exc)}"
             if not self.lenient:
@@ -106,9 +110,8 @@ def read_bytes(path: Path, expected: str) -> bytes:
     return data
 
 
-def read_text(path: Path, issues: Issues, expected: str) -> str:
-    """The whole file as text. Invalid UTF-8 names its line; lenient mode replaces the bad bytes."""
-    data = read_bytes(path, expected)
+def decode_document(data: bytes, issues: Issues) -> str:
+    """A whole-file document as text. Invalid UTF-8 names its line; lenient mode replaces the bad bytes."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -116,7 +119,7 @@ def read_text(path: Path, issues: Issues, expected: str) -> str:
         if not issues.lenient:
             problem = f"invalid UTF-8 at byte {exc.start} of the file"
             raise issues.fatal(line, problem, "the file must be UTF-8") from exc
-        issues.skipped.append(Skipped(issues.path, line, "invalid UTF-8 bytes replaced by U+FFFD"))
+        issues.repaired(line, "invalid UTF-8 bytes replaced by U+FFFD")
         return data.decode("utf-8", errors="replace")
 
 
@@ -137,6 +140,9 @@ def read_jsonl(path: Path, issues: Issues, expected: str) -> Iterator[tuple[int,
     for number, text in read_lines(path, issues, expected):
         try:
             value = json.loads(text)
+        except RecursionError:
+            issues.problem(number, "JSON nested too deeply to read", "one JSON object per line")
+            continue
         except json.JSONDecodeError as exc:
             issues.problem(
                 number, f"invalid JSON: {exc.msg} at column {exc.colno}", "one JSON object per line"

@@ -81,6 +81,7 @@ class _Session:
     boundary: dict[str, Any] | None = None
     call_names: dict[str, str] = field(default_factory=dict)
     skipped_types: Counter[str] = field(default_factory=Counter)
+    unknown_types: set[str] = field(default_factory=set)
     sidechains: int = 0
     session_id: str | None = None
     agent_id: str | None = None
@@ -96,7 +97,9 @@ class _Session:
         if kind == "system":
             self._system(obj)
         elif kind not in ("user", "assistant"):
-            self.skipped_types[kind] += 1  # bookkeeping, or a record type newer than this importer
+            self.skipped_types[kind] += 1
+            if kind not in _BOOKKEEPING:  # newer than this importer: say so in meta, do not fail
+                self.unknown_types.add(kind)
         elif obj.get("isSidechain") is True and not self.subagent:
             self.sidechains += 1
         elif kind == "assistant":
@@ -256,6 +259,8 @@ class _Session:
         }
         if self.agent_id is not None:
             meta["agent_id"] = self.agent_id
+        if self.unknown_types:
+            meta["unknown_record_types"] = sorted(self.unknown_types)
         cid = self.session_id or self.path.stem
         if self.subagent and self.agent_id:
             cid = f"{cid}/agent-{self.agent_id}"

@@ -28,6 +28,7 @@ from sim.formats._common import (
     Draft,
     Issues,
     check,
+    decode_document,
     dumps_args,
     get,
     pair_calls,
@@ -86,27 +87,16 @@ def _sources(path: Path, issues: Issues) -> list[_Source]:
     data = read_bytes(path, _EXPECTED)
     if path.suffix == ".jsonl":
         return _jsonl_sources(path, issues)
-    text = data.decode("utf-8", errors="replace")
     try:
-        doc = json.loads(text)
+        doc = json.loads(data.decode("utf-8", errors="replace"))
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":  # a first value, then more: JSONL
             return _jsonl_sources(path, issues)
         raise issues.fatal(exc.lineno, f"invalid JSON: {exc.msg} at column {exc.colno}", _EXPECTED) from exc
-    _check_utf8(data, issues)
+    except RecursionError as exc:
+        raise issues.fatal(None, "JSON nested too deeply to read", _EXPECTED) from exc
+    text = decode_document(data, issues)  # strict: invalid UTF-8 stops here, naming its line
     return _doc_sources(doc, text, path, issues)
-
-
-def _check_utf8(data: bytes, issues: Issues) -> None:
-    """Invalid UTF-8 in a JSON document: strict stops at its line, lenient keeps U+FFFD in its place."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        if not issues.lenient:
-            problem = f"invalid UTF-8 at byte {exc.start} of the file"
-            raise issues.fatal(line, problem, "the file must be UTF-8") from exc
-        issues.repaired(line, "invalid UTF-8 bytes replaced by U+FFFD")
 
 
 def _jsonl_sources(path: Path, issues: Issues) -> list[_Source]:

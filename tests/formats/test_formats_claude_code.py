@@ -170,3 +170,14 @@ def test_bad_block_names_line_and_lenient_keeps_rest(tmp_path: Path) -> None:
     result = read(p, "claude-code", lenient=True)
     assert [m.id for m in result.conversations[0].messages] == ["u1", "a2"]
     assert [s.line for s in result.skipped] == [2]
+
+
+def test_unknown_record_types_are_named_not_fatal(tmp_path: Path) -> None:
+    recs = [
+        _rec("user", "u1", "hi"),
+        {"type": "attachment", "uuid": "x"},
+        {"type": "summary", "summary": "t"},
+    ]
+    (conv,) = read(_write(tmp_path, recs), "claude-code").conversations
+    assert conv.meta["unknown_record_types"] == ["attachment"]
+    assert conv.meta["skipped_records"] == {"attachment": 1, "summary": 1}

@@ -218,3 +218,22 @@ def test_round_trip_property(convs: list[Conversation]) -> None:
     assert back.skipped == []
     assert back.conversations == convs
     assert "".join(native.dumps(c) for c in back.conversations) == text
+
+
+def test_documented_example_is_canonical(tmp_path: Path) -> None:
+    """The example in datasets/FORMAT-native.md reads strictly and is exactly what csim writes."""
+    doc = Path(__file__).resolve().parents[2] / "datasets" / "FORMAT-native.md"
+    text = doc.read_text(encoding="utf-8")
+    example = text.split("```jsonl\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "example.jsonl"
+    path.write_text(example, encoding="utf-8")
+    (conv,) = read(path, "native").conversations
+    assert native.dumps(conv) == example
+    assert {p.kind for m in conv.messages for p in m.parts} == {
+        "text",
+        "thinking",
+        "tool_call",
+        "tool_result",
+        "change",
+        "command",
+    }

@@ -1,0 +1,216 @@
+"""``csim check``: fuzz a policy's invariants with Hypothesis and report the shrunk counterexample.
+
+The checker generates conversations with :func:`sim.strategies.conversations`, replays each under
+the policy with every invariant checked on every request (``deep_checks`` on, so the log's
+append-only digest and the view folded from the log are re-verified at each request too), and
+fails an example when the run records a violation the policy class does not declare in
+``known_deviations``, or when the policy raises. Everything else, including a context overflow,
+is a legitimate outcome: a policy may fail to fit, it may not send an invalid request.
+
+Hypothesis runs programmatically and derandomized, without its example database, so the same call
+gives the same report byte for byte (``csim check`` in CI must be repeatable). On failure,
+Hypothesis shrinks and replays the minimal failing example last; the inner test records every
+failing example in a closure, so what is left there after the run is the shrunk one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+from hypothesis import HealthCheck, Verbosity, given, settings
+
+from policies.base import Policy, load_policy_class, make_config
+from sim.conversation import Conversation
+from sim.engine import Engine, RunConfig
+from sim.invariants import Violation
+from sim.strategies import conversations, describe, small_model
+
+# Defaults applied to a policy whose configuration is sized for a 200K window and would never act
+# inside the checker's small one. Each is reported in CheckReport.notes when applied.
+CONTEXT_LIMIT_SHARE = 0.60  # context_token_limit left unset: the policy would never compact
+KEEP_RECENT_SHARE = 0.25  # keep_recent_tokens above the window: the summary cut could never move
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """The shrunk failing example: what was replayed, where it broke, and how."""
+
+    conversation: Conversation
+    violations: tuple[Violation, ...]
+    exception: str | None
+    turn: int
+    request_kind: str
+    finish_reason: str
+
+    def invariants(self) -> list[str]:
+        """Names of the unexpected invariants broken (``exception`` when the policy raised)."""
+        names = sorted({v.invariant for v in self.violations})
+        return names + (["exception"] if self.exception else [])
+
+    def request_line(self) -> str:
+        """Which request broke, located in the conversation: turn k is the request for the k-th reply."""
+        replies = [i for i, m in enumerate(self.conversation.messages) if m.role == "assistant"]
+        where = ""
+        if self.request_kind in ("agent", "summariser", "grace") and self.turn < len(replies):
+            i = replies[self.turn]
+            where = f", the request for message {i} ({self.conversation.messages[i].id})"
+        elif self.turn >= len(replies):
+            where = ", after the last reply"
+        return f"turn {self.turn} ({self.request_kind}){where}; run finished: {self.finish_reason}"
+
+
+@dataclass
+class CheckReport:
+    """What ``check_policy`` found.
+
+    Attributes:
+        policy: the policy reference checked (registered name or ``module:Class``).
+        params: the parameters the policy ran with (given ones plus any applied default, as strings).
+        passed: no example broke an undeclared invariant and the policy never raised.
+        examples: examples run, counted by the test itself (shrinking replays included).
+        deviations: known deviations seen, as the number of examples each occurred in.
+        notes: defaults the checker applied, said out loud.
+        counterexample: the shrunk failing example, when ``passed`` is false.
+    """
+
+    policy: str
+    params: dict[str, str]
+    passed: bool
+    examples: int
+    window: int
+    deviations: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    counterexample: Counterexample | None = None
+
+    def render(self) -> str:
+        """The CLI's text: one PASS line, or the counterexample block."""
+        seen = ", ".join(f"{k} x{v}" for k, v in sorted(self.deviations.items()))
+        lines = [f"note: {n}" for n in self.notes]
+        if self.passed:
+            lines.append(f"PASS {self.policy}: {self.examples} examples, no violation"
+                         + (f" (known deviations seen: {seen})" if seen else ""))
+            return "\n".join(lines)
+        ce = self.counterexample
+        assert ce is not None
+        lines.append(f"FAIL {self.policy}: {', '.join(ce.invariants())} after {self.examples} examples "
+                     f"(counterexample shrunk to {len(ce.conversation.messages)} messages)")
+        lines.append(f"params: {_params_text(self.params)}")
+        lines.append(f"request: {ce.request_line()}")
+        if ce.violations:
+            lines.append("violations:")
+            lines += [f"  {v}" for v in ce.violations]
+        if ce.exception:
+            lines.append("exception:")
+            lines += [f"  {line}" for line in ce.exception.rstrip().splitlines()]
+        lines.append(f"conversation ({len(ce.conversation.messages)} messages; window {self.window} tokens):")
+        lines.append(describe(ce.conversation))
+        if seen:
+            lines.append(f"known deviations seen before the failure: {seen}")
+        return "\n".join(lines)
+
+
+def _params_text(params: dict[str, str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(params.items())) or "(defaults)"
+
+
+def effective_params(cls: type[Policy], params: dict[str, str], window: int) -> tuple[dict[str, str], list[str]]:
+    """The parameters to check with, and a note for each default the checker applied.
+
+    A policy configured for a 200K window may never act inside the checker's small window, and a
+    check that never compacts proves nothing. So an unset ``context_token_limit`` (effect-agent:
+    unset means never compact) becomes 60% of the window, and a ``keep_recent_tokens`` larger than
+    the whole window becomes 25% of it, unless the user gave them.
+    """
+    out = dict(params)
+    notes: list[str] = []
+    fields = {f.name: f for f in dataclasses.fields(cls.Config)}
+    if "context_token_limit" in fields and "context_token_limit" not in out \
+            and fields["context_token_limit"].default is None:
+        out["context_token_limit"] = str(int(window * CONTEXT_LIMIT_SHARE))
+        notes.append(f"context_token_limit={out['context_token_limit']} ({CONTEXT_LIMIT_SHARE:.0%} of the "
+                     f"{window}-token window): it was not given, and unset means the policy never compacts")
+    keep = fields.get("keep_recent_tokens")
+    if keep is not None and "keep_recent_tokens" not in out and isinstance(keep.default, int) \
+            and keep.default >= window:
+        out["keep_recent_tokens"] = str(int(window * KEEP_RECENT_SHARE))
+        notes.append(f"keep_recent_tokens={out['keep_recent_tokens']} ({KEEP_RECENT_SHARE:.0%} of the window): "
+                     f"the default {keep.default} exceeds the {window}-token window, so no summary could ever cut")
+    return out, notes
+
+
+class _Failed(Exception):
+    """Raised from one place only, so Hypothesis sees every failure as the same bug and shrinks it."""
+
+
+def check_policy(policy_ref: str, params: dict[str, str], *, examples: int = 200, seed: int = 0,
+                 window: int = 8_000, max_turns: int = 40, tokenizer: str = "cl100k_base") -> CheckReport:
+    """Fuzz ``policy_ref`` over generated conversations; see the module docstring.
+
+    Args:
+        policy_ref: a registered policy name or ``package.module:Class``.
+        params: policy parameters as given on the command line (``-P name=value``).
+        examples: conversations to generate (Hypothesis ``max_examples``).
+        seed: the run seed (summariser draws); generation itself is derandomized.
+        window: context window of the small model the runs use.
+        max_turns: most turns per generated conversation.
+        tokenizer: the provider's tokenizer in the runs (``chars4`` is faster, ``cl100k_base`` exact).
+    """
+    cls = load_policy_class(policy_ref)
+    run_params, notes = effective_params(cls, params, window)
+    make_config(cls.Config, run_params)  # a bad parameter fails here, once, not inside every example
+    known = cls.known_deviations
+    config = RunConfig(model=small_model(window), deep_checks=True, seed=seed, tokenizer=tokenizer)
+    count = 0
+    deviations: Counter[str] = Counter()
+    failure: list[Counterexample] = []
+
+    @settings(max_examples=examples, derandomize=True, database=None, deadline=None, print_blob=False,
+              report_multiple_bugs=False, verbosity=Verbosity.quiet,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                     HealthCheck.large_base_example])
+    @given(conversations(window=window, max_turns=max_turns))
+    def inner(conv: Conversation) -> None:
+        nonlocal count
+        count += 1
+        found = _replay(cls, run_params, conv, config, known, deviations)
+        if found is None:
+            return
+        failure.append(found)
+        raise _Failed(", ".join(found.invariants()))
+
+    passed = True
+    try:
+        inner()
+    except _Failed:
+        passed = False
+    return CheckReport(policy_ref, run_params, passed, count, window, dict(sorted(deviations.items())), notes,
+                       failure[-1] if not passed else None)
+
+
+def _replay(cls: type[Policy], params: dict[str, str], conv: Conversation, config: RunConfig,
+            known: frozenset[str], deviations: Counter[str]) -> Counterexample | None:
+    """One example: run, sort violations into known and unexpected; a Counterexample when it fails."""
+    policy = cls(make_config(cls.Config, params))  # a fresh policy per example: no state leaks between runs
+    engine = Engine(policy, conv, config)
+    try:
+        result = engine.run()
+    except Exception as exc:  # the policy (or the engine under it) raised: always a failure
+        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        text = "".join(tb[-4:]) if len(tb) > 4 else "".join(tb)
+        return Counterexample(conv, (), text, engine.state.turn, "agent", "exception")
+    unexpected = tuple(v for v in result.violations if v.invariant not in known)
+    for name in sorted({v.invariant for v in result.violations if v.invariant in known}):
+        deviations[name] += 1
+    if not unexpected:
+        return None
+    first = unexpected[0]
+    return Counterexample(conv, unexpected, None, first.turn, first.request_kind, result.summary["finish_reason"])
+
+
+
+
+__all__ = ["CheckReport", "Counterexample", "check_policy", "effective_params"]

@@ -1,0 +1,237 @@
+"""Terse builders for test conversations, and small seams for looking inside a run.
+
+Build messages with :func:`sys`, :func:`user`, :func:`asst`, :func:`tool` and :func:`compact_cmd`, then
+turn them into a :class:`~sim.conversation.Conversation` with :func:`conv`, which gives every message
+an id (``m0``, ``m1``, ... unless one was set with ``id=``)::
+
+    c = conv(
+        sys("You are a coding agent."),
+        user("Fix the failing test", change("ch1", "edit a.py")),
+        asst("Looking.", calls=["c1"]),
+        tool("c1", "FAILED test_x"),
+        asst("Done."),
+    )
+
+``calls`` takes call ids (the tool is then called ``grep``) or parts made by :func:`call`.
+:func:`change` and :func:`revert` make the change / revert parts a user or assistant message carries.
+
+:func:`state_of` builds the :class:`~sim.state.RunState` a policy would see after the whole script was
+appended, with the context estimate set exactly, so a policy's ``decide`` can be driven at a boundary.
+:func:`run_capture` runs the engine and also returns every request body it rendered.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from policies.base import Policy
+from sim import model as wire
+from sim.conversation import Conversation, Fact, Message, Part, Tool
+from sim.engine import Engine, RunConfig, RunResult
+from sim.log import CompactionCreated, MessageAppended
+from sim.model import ModelConfig
+from sim.state import RunState
+from sim.view import View
+
+__all__ = [
+    "Captured", "Draft", "asst", "call", "change", "compact_cmd", "command", "conv", "fact", "log_messages",
+    "revert", "run_capture", "state_of", "sys", "system", "text_of", "tool", "tool_contents", "tools", "user",
+    "compaction_records",
+]
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A message before :func:`conv` gives it an id."""
+
+    role: str
+    parts: tuple[Part, ...]
+    id: str | None = None
+    pending: bool = False
+    resolves: tuple[str, ...] = ()
+
+
+def _extra(parts: Iterable[Part | str]) -> tuple[Part, ...]:
+    return tuple(Part("text", p) if isinstance(p, str) else p for p in parts)
+
+
+def sys(text: str, *, id: str | None = None) -> Draft:  # noqa: A001 - the brief's name
+    """The system prompt."""
+    return Draft("system", (Part("text", text),), id)
+
+
+system = sys
+
+
+def user(text: str, *extra: Part | str, id: str | None = None, pending: bool = False,
+         resolves: Sequence[str] = ()) -> Draft:
+    """A user message; ``extra`` parts (a :func:`change`, a :func:`revert`) follow the text."""
+    parts = ((Part("text", text),) if text else ()) + _extra(extra)
+    return Draft("user", parts, id, pending, tuple(resolves))
+
+
+def call(call_id: str, name: str = "grep", args: str = "{}") -> Part:
+    """One tool call part."""
+    return Part("tool_call", call_id=call_id, name=name, args=args)
+
+
+def asst(text: str = "", calls: Sequence[str | Part] = (), *, thinking: str | None = None,
+         parts: Sequence[Part] = (), id: str | None = None, pending: bool = False,
+         resolves: Sequence[str] = ()) -> Draft:
+    """An assistant reply: optional thinking, text, extra parts, then its tool calls."""
+    out: list[Part] = []
+    if thinking is not None:
+        out.append(Part("thinking", thinking))
+    if text:
+        out.append(Part("text", text))
+    out.extend(parts)
+    out.extend(call(c) if isinstance(c, str) else c for c in calls)
+    return Draft("assistant", tuple(out), id, pending, tuple(resolves))
+
+
+def tool(call_id: str, text: str, *, name: str = "grep", is_error: bool = False, id: str | None = None) -> Draft:
+    """A tool message holding one result."""
+    return Draft("tool", (Part("tool_result", text, call_id=call_id, name=name, is_error=is_error),), id)
+
+
+def tools(results: dict[str, str], *, name: str = "grep", id: str | None = None) -> Draft:
+    """One tool message holding the results of a parallel batch, ``{call_id: text}``."""
+    return Draft("tool", tuple(Part("tool_result", t, call_id=c, name=name) for c, t in results.items()), id)
+
+
+def change(ref: str, text: str = "") -> Part:
+    """A change part (proposed edit ``ref``)."""
+    return Part("change", text, ref=ref)
+
+
+def revert(ref: str, text: str = "") -> Part:
+    """A revert part undoing change ``ref``."""
+    return Part("revert", text, ref=ref)
+
+
+def command(name: str, text: str = "", *, id: str | None = None) -> Draft:
+    """A user message carrying slash command ``/name``."""
+    return Draft("user", (Part("command", text, name=name),), id)
+
+
+def compact_cmd(*, id: str | None = None) -> Draft:
+    """The ``/compact`` command."""
+    return command("compact", id=id)
+
+
+def fact(id: str, kind: str, text: str, source: str, needed_at: Sequence[str] = ()) -> Fact:
+    return Fact(id, kind, text, source, tuple(needed_at))  # type: ignore[arg-type]
+
+
+def conv(*drafts: Draft | Message, id: str = "t", facts: Sequence[Fact] = (), tools: Sequence[Tool] = ()) -> Conversation:
+    """A conversation from drafts; drafts without an id get ``m<position>``."""
+    msgs = []
+    for i, d in enumerate(drafts):
+        if isinstance(d, Message):
+            msgs.append(d)
+        else:
+            msgs.append(Message(d.id or f"m{i}", d.role, d.parts, d.pending, d.resolves))  # type: ignore[arg-type]
+    return Conversation(id, tuple(msgs), tuple(facts), tuple(tools))
+
+
+# -- looking inside a run ---------------------------------------------------------------------------
+def state_of(policy: Policy, conversation: Conversation, model: ModelConfig | None = None, *,
+             context: int | None = None, view: View | None = None, tokenizer: str = "chars4") -> RunState:
+    """The state a policy sees once every message of ``conversation`` is in the log.
+
+    With ``context`` the estimate is exactly that number: the last provider report is ``context`` and
+    nothing was appended since. Without it no request was made yet, so the estimate is chars/4 of the view.
+    Messages are appended through the engine, so tool results are bounded as in a run.
+    """
+    eng = Engine(policy, conversation, RunConfig(model=model or ModelConfig(), tokenizer=tokenizer))
+    for m in conversation.messages:
+        eng._append(m)
+    st = eng.state
+    if view is not None:
+        st.view = view
+    if context is not None:
+        st.last_input_tokens = context
+        st.chars_at_last_request = eng.ledger.chars_prefix[-1]
+        assert st.estimated_context_tokens() == context
+    return st
+
+
+@dataclass
+class Captured:
+    """One agent (or grace) request as the engine rendered it."""
+
+    view: View
+    status: str | None
+    rendered: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _CapturingEngine(Engine):
+    def __init__(self, *a: Any, **k: Any) -> None:
+        super().__init__(*a, **k)
+        self.captured: list[Captured] = []
+
+    def _render(self, view: View, with_status: str | None) -> list[dict[str, Any]]:
+        out = super()._render(view, with_status)
+        self.captured.append(Captured(view, with_status, out))
+        return out
+
+
+def run_capture(policy: Policy, conversation: Conversation, config: RunConfig) -> tuple[RunResult, list[Captured], Engine]:
+    """Run the engine; also return every rendered request (in order, rejected ones included) and the engine."""
+    eng = _CapturingEngine(policy, conversation, config)
+    res = eng.run()
+    return res, eng.captured, eng
+
+
+def text_of(content: Any) -> str:
+    """The text of a rendered message's content, in either wire format."""
+    if isinstance(content, str):
+        return content
+    out = []
+    for b in content:
+        if b.get("type") == "text":
+            out.append(b["text"])
+        elif b.get("type") == "tool_result":
+            out.append(b["content"])
+    return "\n".join(out)
+
+
+def tool_contents(rendered: list[dict[str, Any]]) -> dict[str, str]:
+    """``{call_id: content}`` of every tool result in a rendered request, in either wire format."""
+    out: dict[str, str] = {}
+    for msg in rendered:
+        if msg["role"] == "tool":
+            out[msg["tool_call_id"]] = msg["content"]
+        elif isinstance(msg.get("content"), list):
+            for b in msg["content"]:
+                if b.get("type") == "tool_result":
+                    out[b["tool_use_id"]] = b["content"]
+    return out
+
+
+def render(m: Message, provider: str = "anthropic", cleared: bool = False, placeholder: str = "") -> list[dict[str, Any]]:
+    """How the engine renders one log message, as a list of wire messages."""
+    if provider == "anthropic":
+        return [wire.render_message_anthropic(m, cleared, placeholder)]
+    return wire.render_message_openai(m, cleared, placeholder)
+
+
+def log_messages(result: RunResult) -> list[Message]:
+    """The messages of a run's log, in append order."""
+    return [e.message for e in result.log if isinstance(e, MessageAppended)]
+
+
+def compaction_records(result: RunResult) -> list[CompactionCreated]:
+    return [e for e in result.log if isinstance(e, CompactionCreated)]
+
+
+def envelope(text: str) -> dict[str, Any] | None:
+    """The tool-result envelope ``text`` holds, or None when it is not one."""
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return None
+    return v if isinstance(v, dict) and v.get("truncatedToolResult") is True else None
