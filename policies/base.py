@@ -173,14 +173,14 @@ def _coerce(name: str, raw: Any, tp: Any) -> Any:
     return raw
 
 
-def make_config(cfg_cls: type, params: Mapping[str, Any]) -> Any:
+def make_config(cfg_cls: type, params: Mapping[str, Any], owner: str = "") -> Any:
     """Build a frozen config from ``name -> value`` (strings are coerced by the field's type)."""
     hints = typing.get_type_hints(cfg_cls)
     known = {f.name for f in dataclasses.fields(cfg_cls)}
     kwargs = {}
     for k, v in params.items():
         if k not in known:
-            raise UnknownName(f"parameter of {cfg_cls.__qualname__.split('.')[0]}", k, known)
+            raise UnknownName(f"parameter of {owner or cfg_cls.__name__}", k, known)
         kwargs[k] = _coerce(k, v, hints[k])
     try:
         return cfg_cls(**kwargs)
@@ -209,7 +209,7 @@ def load_policy_class(ref: str) -> type[Policy]:
 def make_policy(ref: str, params: Mapping[str, Any] | None = None) -> Policy:
     """Build a policy from a registered name (or ``module:attr``) and parameters."""
     cls = load_policy_class(ref)
-    return cls(make_config(cls.Config, params or {}))
+    return cls(make_config(cls.Config, params or {}, f"policy {cls.name or ref!r}"))
 
 
 def _load_builtin() -> None:

@@ -63,7 +63,7 @@ def _run_config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         budgets=Budgets(max_turns=args.max_turns, max_tool_calls=args.max_tool_calls, token_budget=args.token_budget,
                         cost_budget=args.cost_budget, context_token_limit=args.context_token_limit,
                         on_exhaustion=args.on_exhaustion),
-        summariser=make_config(SummariserConfig, parse_kv(args.summariser, "-R")),
+        summariser=make_config(SummariserConfig, parse_kv(args.summariser, "-R"), "the summariser (-R)"),
         tokenizer=args.tokenizer, run_status=args.run_status, seed=args.seed, strict=args.strict,
     )
 

@@ -40,6 +40,7 @@ from sim.log import (
     RunLog,
 )
 from sim.model import MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD, ModelConfig
+from sim.request import RequestBuilder, flatten_message
 from sim.state import Ledger, RunState
 from sim.summariser import SummariserConfig, summarise
 from sim.tokenizers import CountingTokenizer, get_tokenizer
@@ -127,10 +128,7 @@ class Engine:
             for t in conversation.tools
         )
         self.has_system = bool(conversation.messages) and conversation.messages[0].role == "system"
-        self._render_cache: dict[tuple[int, bool], list[dict[str, Any]]] = {}
-        self._val_view: View | None = None
-        self._val: wire.AnthropicValidator | wire.OpenAIValidator = wire.AnthropicValidator()
-        self._val_upto = 0
+        self.requests = RequestBuilder(self.ledger, config.model, self.has_system)
         self._summary_tokens: dict[str, int] = {}
         self._index: dict[str, int] = {}
         self._facts_by_need: dict[str, list[Fact]] = {}
@@ -237,24 +235,6 @@ class Engine:
         return shown
 
     # -- compaction -------------------------------------------------------------------------------
-    def _flatten(self, i: int, cleared: bool, placeholder: str) -> str:
-        """A message as plain text for the summariser, tool calls and results inline, error flags kept."""
-        m = self.ledger.messages[i]
-        out = []
-        for p in m.parts:
-            if p.kind == "tool_result":
-                out.append(f"[{p.name or 'tool'} {'error' if p.is_error else 'result'} "
-                           f"{placeholder if cleared else p.text}]")
-            elif p.kind == "tool_call":
-                out.append(f"[{p.name} {p.args or '{}'}]")
-            elif p.kind in ("change", "revert"):
-                out.append(f"[{p.kind} {p.ref}] {p.text}")
-            elif p.kind == "command":
-                out.append(f"/{p.name} {p.text}")
-            elif p.text:
-                out.append(p.text)
-        return f"{'assistant' if m.role == 'assistant' else 'user'}: " + "\n".join(out)
-
     def _compact(self, plan: Plan, trigger: str) -> bool:
         """Carry out ``plan``; True when the view changed."""
         before = self.state.view
@@ -311,7 +291,7 @@ class Engine:
             prev_ids = before.summary.facts
             candidates.extend(f for f in self.conv.facts if f.id in prev_ids)
         for i in span:
-            t = self._flatten(i, i < plan.cleared_through, placeholder)
+            t = flatten_message(self.ledger.messages[i], i < plan.cleared_through, placeholder)
             if clip is not None and len(t) > clip:
                 t = t[:clip] + " …"
             texts.append(t)
@@ -373,83 +353,6 @@ class Engine:
             "error": error or "", "billed": billed,
         })
 
-    def _rendered(self, i: int, view: View) -> list[dict[str, Any]]:
-        """Message ``i`` in the wire format, memoised (a message renders the same every request)."""
-        msgs = self.ledger.messages
-        cleared = i < view.cleared_through and msgs[i].role == "tool"
-        key = (i, cleared)
-        r = self._render_cache.get(key)
-        if r is None:
-            if self.model.provider == "anthropic":
-                r = [wire.render_message_anthropic(msgs[i], cleared, view.placeholder)]
-            else:
-                r = wire.render_message_openai(msgs[i], cleared, view.placeholder)
-            self._render_cache[key] = r
-        return r
-
-    def _text_message(self, role: str, text: str) -> dict[str, Any]:
-        if self.model.provider == "anthropic":
-            return {"role": role, "content": [{"type": "text", "text": text}]}
-        return {"role": role, "content": text}
-
-    def _head(self, view: View) -> list[dict[str, Any]]:
-        """System prompt, pinned messages and summary: the part of the request before the tail."""
-        out: list[dict[str, Any]] = []
-        if self.has_system:
-            out += self._rendered(0, view)
-        for p in view.pinned:
-            if p < view.start and not (self.has_system and p == 0):
-                out += self._rendered(p, view)
-        if view.summary is not None:
-            out.append(self._text_message("user", view.summary.text))
-        return out
-
-    def _tail_from(self, view: View) -> int:
-        return max(view.start, 1 if self.has_system else 0)
-
-    def render(self, view: View, status: str | None = None) -> list[dict[str, Any]]:
-        """The whole request's messages (system first) in the configured wire format."""
-        out = self._head(view)
-        for i in range(self._tail_from(view), len(self.ledger.messages)):
-            out += self._rendered(i, view)
-        if status:
-            out.append(self._text_message("user", status))
-        return out
-
-    def _validate_request(self, view: View, status: str | None) -> None:
-        """The provider's validation of the request, in O(new messages) while the view is unchanged.
-
-        The validator's state after the unchanged prefix is kept between requests; a compaction (a
-        new view object) starts it over.
-        """
-        n = len(self.ledger.messages)
-        if self._val_view is None or not _same_structure(self._val_view, view):
-            self._val = wire.AnthropicValidator() if self.model.provider == "anthropic" else wire.OpenAIValidator()
-            for m in self._head(view):
-                self._val.feed(m)
-            self._val_view, self._val_upto = view, self._tail_from(view)
-        for i in range(self._val_upto, n):
-            for m in self._rendered(i, view):
-                self._val.feed(m)
-        self._val_upto = n
-        final = self._val.copy()
-        if status:
-            final.feed(self._text_message("user", status))
-        final.finish()
-
-    def _check_system(self, rendered: list[dict[str, Any]]) -> str | None:
-        if not self.has_system:
-            return None
-        first = rendered[0] if rendered else None
-        sys_msg = self.ledger.messages[0]
-        if first is None or first.get("role") != "system":
-            return "the first message of the request is not the system prompt"
-        sent = first["content"] if isinstance(first["content"], str) else "\n".join(
-            b.get("text", "") for b in first["content"])
-        if sent != sys_msg.text:
-            return "the system prompt sent differs from the recorded one"
-        return None
-
     def _agent_request(self, reply: Message, grace: bool = False) -> None:
         st = self.state
         if not grace:
@@ -464,13 +367,13 @@ class Engine:
                       + (MESSAGE_OVERHEAD + self.tok.count(status) if status else 0))
             in_view = self.messages_in_view(view)
             found = [Violation(name, st.turn, "agent", detail) for name, detail in check_view(st, view)]
-            sys_problem = self._check_system(self._head(view))
+            sys_problem = self.requests.system_problem(view)
             if sys_problem:
                 found.append(Violation("system-first", st.turn, "agent", sys_problem))
             try:
-                self._validate_request(view, status)
+                self.requests.validate(view, status)
             except InvalidRequest as exc:
-                self._val_view = None
+                self.requests.reset()
                 found.append(Violation("tool-pairing", st.turn, "agent", str(exc)))
                 self._record_violations(found)
                 self._record_request("agent", tokens, 0, in_view, error=f"invalid-request: {exc}", violations=found)
@@ -524,7 +427,7 @@ class Engine:
         if fold(self.log) != self.state.view:
             found.append(Violation("log-append-only", self.state.turn, "agent",
                                    "the view folded from the log differs from the engine's view"))
-        full = self.render(self.state.view)
+        full = self.requests.render(self.state.view)
         try:
             (wire.validate_anthropic if self.model.provider == "anthropic" else wire.validate_openai)(full)
         except InvalidRequest as exc:
@@ -615,11 +518,6 @@ class Engine:
         return RunResult(self.run_id, self.policy.name, self.policy.params(), self.policy.params_hash(),
                          self.conv.id, self.config.seed, self.rows, self.compactions, self.violations, self.log,
                          summary)
-
-
-def _same_structure(a: View, b: View) -> bool:
-    """Views that differ at most in which results are cleared send the same roles and ids."""
-    return a is b or (a.start == b.start and a.pinned == b.pinned and a.summary is b.summary)
 
 
 def _count(items: Iterable[str]) -> dict[str, int]:

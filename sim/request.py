@@ -1,0 +1,135 @@
+"""Requests as the provider receives them: rendering the view, and the provider's validation.
+
+Rendering memoises each message's wire form (a message renders the same on every request), and
+validation keeps the validator's state between requests while the view keeps its structure, so a
+request that only grew costs O(new messages). A compaction starts the validation over.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sim import model as wire
+from sim.conversation import Message
+from sim.model import ModelConfig
+from sim.state import Ledger
+from sim.view import View
+
+
+def flatten_message(m: Message, cleared: bool, placeholder: str) -> str:
+    """A message as plain text for the summariser: tool calls and results inline, error flags kept
+    (without the flag a summariser could describe a failed operation as a success)."""
+    out = []
+    for p in m.parts:
+        if p.kind == "tool_result":
+            out.append(f"[{p.name or 'tool'} {'error' if p.is_error else 'result'} {placeholder if cleared else p.text}]")
+        elif p.kind == "tool_call":
+            out.append(f"[{p.name} {p.args or '{}'}]")
+        elif p.kind in ("change", "revert"):
+            out.append(f"[{p.kind} {p.ref}] {p.text}")
+        elif p.kind == "command":
+            out.append(f"/{p.name} {p.text}")
+        elif p.text:
+            out.append(p.text)
+    return f"{'assistant' if m.role == 'assistant' else 'user'}: " + "\n".join(out)
+
+
+def _same_structure(a: View, b: View) -> bool:
+    """Views that differ at most in which results are cleared send the same roles and ids."""
+    return a is b or (a.start == b.start and a.pinned == b.pinned and a.summary is b.summary)
+
+
+class RequestBuilder:
+    """Renders views of one run's log and validates them as the configured provider would."""
+
+    def __init__(self, ledger: Ledger, model: ModelConfig, has_system: bool) -> None:
+        self.ledger, self.model, self.has_system = ledger, model, has_system
+        self._cache: dict[tuple[int, bool], list[dict[str, Any]]] = {}
+        self._val_view: View | None = None
+        self._val: wire.AnthropicValidator | wire.OpenAIValidator = self._new_validator()
+        self._val_upto = 0
+
+    def _new_validator(self) -> wire.AnthropicValidator | wire.OpenAIValidator:
+        return wire.AnthropicValidator() if self.model.provider == "anthropic" else wire.OpenAIValidator()
+
+    def reset(self) -> None:
+        """Forget the validation state (after a rejected request)."""
+        self._val_view = None
+
+    def _rendered(self, i: int, view: View) -> list[dict[str, Any]]:
+        """Message ``i`` in the wire format, memoised (a message renders the same every request)."""
+        msgs = self.ledger.messages
+        cleared = i < view.cleared_through and msgs[i].role == "tool"
+        key = (i, cleared)
+        r = self._cache.get(key)
+        if r is None:
+            if self.model.provider == "anthropic":
+                r = [wire.render_message_anthropic(msgs[i], cleared, view.placeholder)]
+            else:
+                r = wire.render_message_openai(msgs[i], cleared, view.placeholder)
+            self._cache[key] = r
+        return r
+
+    def _text_message(self, role: str, text: str) -> dict[str, Any]:
+        if self.model.provider == "anthropic":
+            return {"role": role, "content": [{"type": "text", "text": text}]}
+        return {"role": role, "content": text}
+
+    def _head(self, view: View) -> list[dict[str, Any]]:
+        """System prompt, pinned messages and summary: the part of the request before the tail."""
+        out: list[dict[str, Any]] = []
+        if self.has_system:
+            out += self._rendered(0, view)
+        for p in view.pinned:
+            if p < view.start and not (self.has_system and p == 0):
+                out += self._rendered(p, view)
+        if view.summary is not None:
+            out.append(self._text_message("user", view.summary.text))
+        return out
+
+    def _tail_from(self, view: View) -> int:
+        return max(view.start, 1 if self.has_system else 0)
+
+    def render(self, view: View, status: str | None = None) -> list[dict[str, Any]]:
+        """The whole request's messages (system first) in the configured wire format."""
+        out = self._head(view)
+        for i in range(self._tail_from(view), len(self.ledger.messages)):
+            out += self._rendered(i, view)
+        if status:
+            out.append(self._text_message("user", status))
+        return out
+
+    def validate(self, view: View, status: str | None) -> None:
+        """The provider's validation of the request, in O(new messages) while the view is unchanged.
+
+        The validator's state after the unchanged prefix is kept between requests; a compaction (a
+        new view object) starts it over.
+        """
+        n = len(self.ledger.messages)
+        if self._val_view is None or not _same_structure(self._val_view, view):
+            self._val = self._new_validator()
+            for m in self._head(view):
+                self._val.feed(m)
+            self._val_view, self._val_upto = view, self._tail_from(view)
+        for i in range(self._val_upto, n):
+            for m in self._rendered(i, view):
+                self._val.feed(m)
+        self._val_upto = n
+        final = self._val.copy()
+        if status:
+            final.feed(self._text_message("user", status))
+        final.finish()
+
+    def system_problem(self, view: View) -> str | None:
+        """Why the request's first message is not the byte-identical system prompt, or None."""
+        if not self.has_system:
+            return None
+        head = self._head(view)
+        first = head[0] if head else None
+        if first is None or first.get("role") != "system":
+            return "the first message of the request is not the system prompt"
+        content = first["content"]
+        sent = content if isinstance(content, str) else "\n".join(b.get("text", "") for b in content)
+        if sent != self.ledger.messages[0].text:
+            return "the system prompt sent differs from the recorded one"
+        return None
