@@ -107,7 +107,9 @@ class EffectAgent(Policy):
     placeholder = PLACEHOLDER
     # The kept tail is sized in tokens only, so a long live turn can lose its user message to the
     # summary, and the framework has no notion of reverts to keep with their changes.
-    known_deviations = frozenset({"live-turn", "revert-resolution"})
+    # Pruning stops as soon as the estimate is under the limit, so the next turn's appends can cross
+    # it again and prune again: consecutive compactions, which the compaction-loop invariant flags.
+    known_deviations = frozenset({"live-turn", "revert-resolution", "compaction-loop"})
 
     @property
     def retry_on_overflow(self) -> int:
@@ -133,7 +135,7 @@ class EffectAgent(Policy):
             cleared = max(cleared, min(self._prune_bound(state, cfg.keep_recent_tokens), ceiling))
             freed = (state.view_chars(view.start, n, view.cleared_through)
                      - state.view_chars(view.start, n, cleared)) // 4
-            if cfg.mode == "prune" or (estimate - freed < limit and trigger == "auto"):
+            if cfg.mode == "prune" or (estimate - freed <= limit and trigger == "auto"):
                 if cleared == view.cleared_through:
                     return None
                 return Plan(start=view.start, cleared_through=cleared, mode="prune")
@@ -172,15 +174,13 @@ class EffectAgent(Policy):
 
     @staticmethod
     def _summary_cut(state: RunState, keep_tokens: int, cleared_through: int) -> int:
-        """Oldest index such that messages from it on sum to at most ``keep_tokens`` (chars/4)."""
-        n = len(state)
+        """Where the kept tail starts: add messages from the newest back until they reach
+        ``keep_tokens`` (chars/4), the message that reaches it included, so the tail is never empty
+        and holds at least ``keep_recent_tokens`` when the conversation has that much."""
         lo = floor_index(state)
-        kept = 0
-        i = n
-        while i > lo:
-            size = state.view_chars(i - 1, i, cleared_through) / 4
-            if kept + size > keep_tokens:
-                break
-            kept += size
+        kept = 0.0
+        i = len(state)
+        while i > lo and kept < keep_tokens:
             i -= 1
+            kept += state.view_chars(i, i + 1, cleared_through) / 4
         return i

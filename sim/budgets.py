@@ -77,7 +77,9 @@ class BudgetTracker:
             return "cost"
         if b.max_turns is not None and self.turns >= b.max_turns:
             return "turns"
-        if b.max_tool_calls is not None and self.tool_calls >= b.max_tool_calls:
+        # A batch that reaches the tool-call limit exactly is within budget; the one that goes over
+        # is "the over-budget batch" the seed settles synthetically.
+        if b.max_tool_calls is not None and self.tool_calls > b.max_tool_calls:
             return "tool-calls"
         if b.token_budget is not None and self.tokens >= b.token_budget:
             return "tokens"

@@ -37,9 +37,29 @@ from sim.state import RunState
 from sim.view import View
 
 __all__ = [
-    "Captured", "Draft", "asst", "call", "change", "compact_cmd", "command", "conv", "fact", "log_messages",
-    "revert", "run_capture", "state_of", "sys", "system", "text_of", "tool", "tool_contents", "tools", "user",
+    "Captured",
+    "Draft",
+    "asst",
+    "call",
+    "change",
+    "command",
+    "compact_cmd",
     "compaction_records",
+    "conv",
+    "envelope",
+    "fact",
+    "log_messages",
+    "render",
+    "revert",
+    "run_capture",
+    "state_of",
+    "sys",
+    "system",
+    "text_of",
+    "tool",
+    "tool_contents",
+    "tools",
+    "user",
 ]
 
 
@@ -58,7 +78,7 @@ def _extra(parts: Iterable[Part | str]) -> tuple[Part, ...]:
     return tuple(Part("text", p) if isinstance(p, str) else p for p in parts)
 
 
-def sys(text: str, *, id: str | None = None) -> Draft:  # noqa: A001 - the brief's name
+def sys(text: str, *, id: str | None = None) -> Draft:
     """The system prompt."""
     return Draft("system", (Part("text", text),), id)
 
@@ -66,8 +86,9 @@ def sys(text: str, *, id: str | None = None) -> Draft:  # noqa: A001 - the brief
 system = sys
 
 
-def user(text: str, *extra: Part | str, id: str | None = None, pending: bool = False,
-         resolves: Sequence[str] = ()) -> Draft:
+def user(
+    text: str, *extra: Part | str, id: str | None = None, pending: bool = False, resolves: Sequence[str] = ()
+) -> Draft:
     """A user message; ``extra`` parts (a :func:`change`, a :func:`revert`) follow the text."""
     parts = ((Part("text", text),) if text else ()) + _extra(extra)
     return Draft("user", parts, id, pending, tuple(resolves))
@@ -78,9 +99,16 @@ def call(call_id: str, name: str = "grep", args: str = "{}") -> Part:
     return Part("tool_call", call_id=call_id, name=name, args=args)
 
 
-def asst(text: str = "", calls: Sequence[str | Part] = (), *, thinking: str | None = None,
-         parts: Sequence[Part] = (), id: str | None = None, pending: bool = False,
-         resolves: Sequence[str] = ()) -> Draft:
+def asst(
+    text: str = "",
+    calls: Sequence[str | Part] = (),
+    *,
+    thinking: str | None = None,
+    parts: Sequence[Part] = (),
+    id: str | None = None,
+    pending: bool = False,
+    resolves: Sequence[str] = (),
+) -> Draft:
     """An assistant reply: optional thinking, text, extra parts, then its tool calls."""
     out: list[Part] = []
     if thinking is not None:
@@ -92,7 +120,9 @@ def asst(text: str = "", calls: Sequence[str | Part] = (), *, thinking: str | No
     return Draft("assistant", tuple(out), id, pending, tuple(resolves))
 
 
-def tool(call_id: str, text: str, *, name: str = "grep", is_error: bool = False, id: str | None = None) -> Draft:
+def tool(
+    call_id: str, text: str, *, name: str = "grep", is_error: bool = False, id: str | None = None
+) -> Draft:
     """A tool message holding one result."""
     return Draft("tool", (Part("tool_result", text, call_id=call_id, name=name, is_error=is_error),), id)
 
@@ -126,20 +156,30 @@ def fact(id: str, kind: str, text: str, source: str, needed_at: Sequence[str] = 
     return Fact(id, kind, text, source, tuple(needed_at))  # type: ignore[arg-type]
 
 
-def conv(*drafts: Draft | Message, id: str = "t", facts: Sequence[Fact] = (), tools: Sequence[Tool] = ()) -> Conversation:
+def conv(
+    *drafts: Draft | Message, id: str = "t", facts: Sequence[Fact] = (), tools: Sequence[Tool] = ()
+) -> Conversation:
     """A conversation from drafts; drafts without an id get ``m<position>``."""
     msgs = []
     for i, d in enumerate(drafts):
         if isinstance(d, Message):
             msgs.append(d)
         else:
-            msgs.append(Message(d.id or f"m{i}", d.role, d.parts, d.pending, d.resolves))  # type: ignore[arg-type]
+            role: Any = d.role
+            msgs.append(Message(d.id or f"m{i}", role, d.parts, d.pending, d.resolves))
     return Conversation(id, tuple(msgs), tuple(facts), tuple(tools))
 
 
 # -- looking inside a run ---------------------------------------------------------------------------
-def state_of(policy: Policy, conversation: Conversation, model: ModelConfig | None = None, *,
-             context: int | None = None, view: View | None = None, tokenizer: str = "chars4") -> RunState:
+def state_of(
+    policy: Policy,
+    conversation: Conversation,
+    model: ModelConfig | None = None,
+    *,
+    context: int | None = None,
+    view: View | None = None,
+    tokenizer: str = "chars4",
+) -> RunState:
     """The state a policy sees once every message of ``conversation`` is in the log.
 
     With ``context`` the estimate is exactly that number: the last provider report is ``context`` and
@@ -169,18 +209,27 @@ class Captured:
 
 
 class _CapturingEngine(Engine):
+    """Records each request at the provider-validation seam: every agent and grace request (each attempt,
+    rejected ones included) is validated exactly once, just before it is sent."""
+
     def __init__(self, *a: Any, **k: Any) -> None:
         super().__init__(*a, **k)
         self.captured: list[Captured] = []
+        builder = self.requests
+        inner = builder.validate
 
-    def _render(self, view: View, with_status: str | None) -> list[dict[str, Any]]:
-        out = super()._render(view, with_status)
-        self.captured.append(Captured(view, with_status, out))
-        return out
+        def validate(view: View, status: str | None) -> None:
+            self.captured.append(Captured(view, status, builder.render(view, status)))
+            inner(view, status)
+
+        builder.validate = validate  # type: ignore[method-assign]
 
 
-def run_capture(policy: Policy, conversation: Conversation, config: RunConfig) -> tuple[RunResult, list[Captured], Engine]:
-    """Run the engine; also return every rendered request (in order, rejected ones included) and the engine."""
+def run_capture(
+    policy: Policy, conversation: Conversation, config: RunConfig
+) -> tuple[RunResult, list[Captured], Engine]:
+    """Run the engine; also return every rendered request (in order, rejected ones included) and the
+    engine."""
     eng = _CapturingEngine(policy, conversation, config)
     res = eng.run()
     return res, eng.captured, eng
@@ -212,7 +261,9 @@ def tool_contents(rendered: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def render(m: Message, provider: str = "anthropic", cleared: bool = False, placeholder: str = "") -> list[dict[str, Any]]:
+def render(
+    m: Message, provider: str = "anthropic", cleared: bool = False, placeholder: str = ""
+) -> list[dict[str, Any]]:
     """How the engine renders one log message, as a list of wire messages."""
     if provider == "anthropic":
         return [wire.render_message_anthropic(m, cleared, placeholder)]
