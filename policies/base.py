@@ -31,7 +31,7 @@ from sim.conversation import Part
 from sim.errors import InvalidConfig, UnknownName
 from sim.registry import Registry
 from sim.state import RunState
-from sim.view import DEFAULT_PLACEHOLDER
+from sim.view import DEFAULT_PLACEHOLDER, View
 
 Trigger = Literal["auto", "manual", "overflow"]
 
@@ -53,6 +53,8 @@ class Plan:
         summary_input_max_chars: cap on the summariser's input (keeps the newest text).
         summary_clip_chars: per-message clip of the summariser's input.
         checkpoint: extra replay state to record with the compaction (name, value pairs).
+        restore: roll back to this earlier view, one of ``state.checkpoints``; every other field is
+            then ignored. A rollback is the one way a view may grow again (mode ``rollback``).
     """
 
     start: int
@@ -65,6 +67,7 @@ class Plan:
     summary_input_max_chars: int | None = None
     summary_clip_chars: int | None = None
     checkpoint: tuple[tuple[str, str], ...] = ()
+    restore: View | None = None
 
 
 @dataclass(frozen=True)

@@ -66,13 +66,17 @@ class CloudflareOS(Policy):
       summarises all but the last record). Never past ``findProtectedFromSequence`` (an unresolved
       pending request pins the cut at the start of its turn). No cut past ``compactedTo``: no
       compaction.
-    * ``protectRetainedReverts``: lower the cut so a kept revert keeps the change it reverts.
+    * ``protectRetainedReverts``: lower the cut so a kept revert keeps the change it reverts; and
+      ``rollbackChatCompaction``: a revert of a change that is already compacted rolls the view back to
+      the newest checkpoint that still shows the change (the initial view if none does).
     * ``buildSummaryPrompt``: the covered span flattened to text plus the previous summary (folded in,
       so summaries are iterative); an empty or failed summary leaves the chat uncompacted.
     * The summary is placed as a ``user`` message wrapped in ``<prior_conversation ...>``; the
       checkpoint records ``compactedTo`` and the proposed changes still live before it.
 
-    Not modelled: provider-overflow handling (the module has none, so an overflow ends the run);
+    Not modelled: eliding the messages of a reverted range from replay (Workshop marks them
+    reverted; here they stay in the view, so a revert of an early change pins the cut at that change);
+    provider-overflow handling (the module has none, so an overflow ends the run);
     bindings, pins and epochs of the checkpoint (Workshop state with no counterpart in a transcript).
     Where a change rides inside an assistant message here (a record of its own in Workshop), the
     revert-protected cut moves to the start of that message's unit.
@@ -87,6 +91,9 @@ class CloudflareOS(Policy):
         cfg: CloudflareOSConfig = self.config
         if trigger == "overflow":
             return None
+        rollback = self._rollback(state)
+        if rollback is not None:
+            return rollback
         budget = state.model.input_budget
         context = state.estimated_context_tokens()
         if trigger == "auto" and context < budget * cfg.trigger_ratio:
@@ -129,3 +136,16 @@ class CloudflareOS(Policy):
             summary_system_prompt=SUMMARY_PROMPT, summary_wrapper=SUMMARY_WRAPPER,
             checkpoint=(("compacted_to", str(cut)), ("proposed_changes", changes)),
         )
+
+    @staticmethod
+    def _rollback(state: RunState) -> Plan | None:
+        """``rollbackChatCompaction``: a kept revert whose change is already compacted rolls the chat back
+        to the newest checkpoint that still shows the change, so every revert in the tail can resolve."""
+        view = state.view
+        lowest = min((c for r, c in state.reverts if view.shows(r) and not view.shows(c)), default=None)
+        if lowest is None:
+            return None
+        target = next((cp for cp in reversed(state.checkpoints) if cp.shows(lowest) or cp.start <= lowest), None)
+        if target is None:
+            return None
+        return Plan(start=target.start, cleared_through=target.cleared_through, mode="rollback", restore=target)

@@ -115,6 +115,7 @@ class Engine:
         self.ledger = Ledger()
         self.state = RunState(self.ledger, config.model)
         self.state.view = View(placeholder=policy.placeholder)
+        self.state.checkpoints.append(self.state.view)
         self.log = RunLog()
         self.tracker = BudgetTracker(config.budgets)
         self.violations: list[Violation] = []
@@ -238,6 +239,8 @@ class Engine:
     def _compact(self, plan: Plan, trigger: str) -> bool:
         """Carry out ``plan``; True when the view changed."""
         before = self.state.view
+        if plan.restore is not None:
+            return self._restore(plan.restore, trigger)
         bad = check_plan_bounds(self.state, before, plan.start, plan.cleared_through, plan.pinned)
         if bad:
             self._violate("plan-invalid", "agent", f"{type(self.policy).__name__}: {bad}")
@@ -263,6 +266,7 @@ class Engine:
             return False
         self.state.view = view
         self.state.compactions += 1
+        self.state.checkpoints.append(view)
         self.log.append(CompactionCreated(cid, self.state.turn, trigger, plan.mode, view, tokens_before, tokens_after,
                                           summarised))
         self.compactions.append({
@@ -279,6 +283,27 @@ class Engine:
                           f"turn {self.state.turn - 1}: the previous one did not get the view under the trigger")
         if trigger == "auto":
             self._last_auto_turn = self.state.turn
+        return True
+
+    def _restore(self, view: View, trigger: str) -> bool:
+        """Roll the view back to an earlier checkpoint (the view of an earlier compaction, or the start)."""
+        if not any(view is c for c in self.state.checkpoints):
+            self._violate("plan-invalid", "agent", f"{type(self.policy).__name__}: restore names a view that is not "
+                          "an earlier checkpoint of this run")
+            return False
+        before = self.state.view
+        if view is before:
+            return False
+        self._compaction_attempts += 1
+        cid = f"c{self._compaction_attempts}"
+        tokens_before, tokens_after = self.view_tokens(before), self.view_tokens(view)
+        self.state.view = view
+        self.log.append(CompactionCreated(cid, self.state.turn, trigger, "rollback", view, tokens_before, tokens_after))
+        self.compactions.append({
+            "compaction_id": cid, "turn": self.state.turn, "trigger": trigger, "mode": "rollback",
+            "tokens_before": tokens_before, "tokens_after": tokens_after, "start": view.start,
+            "cleared_through": view.cleared_through, "summary_facts": len(view.summary.facts) if view.summary else 0,
+        })
         return True
 
     def _summarise(self, plan: Plan, before: View, placeholder: str, cid: str, trigger: str) -> Summary | None:
@@ -357,8 +382,11 @@ class Engine:
         st = self.state
         if not grace:
             plan = self.policy.decide(st, "auto")
-            if plan is not None:
-                self._compact(plan, "auto")
+            if plan is not None and self._compact(plan, "auto") and plan.restore is not None:
+                # A rollback restores an earlier, larger view; the policy may compact it before sending.
+                plan = self.policy.decide(st, "auto")
+                if plan is not None and plan.restore is None:
+                    self._compact(plan, "auto")
         attempts = 1 + max(0, self.policy.retry_on_overflow)
         while True:
             view = st.view
@@ -410,6 +438,7 @@ class Engine:
         self._record_request("grace" if grace else "agent", tokens, out, in_view, needed=len(due), visible=visible,
                              violations=found)
         st.last_input_tokens = tokens
+        st.view_at_last_request = view
         st.chars_at_last_request = self.ledger.chars_prefix[-1]
         st.turn += 1
         self._append(reply, synthetic=grace)

@@ -88,9 +88,13 @@ class RunState:
         self.view = View()
         self.turn = 0
         self.last_input_tokens: int | None = None
+        self.view_at_last_request: View | None = None
         self.chars_at_last_request = 0
         self.compact_requested = False
         self.compactions = 0
+        # The view at the start and after each compaction, oldest first: the checkpoints a policy may
+        # roll back to (Plan.restore).
+        self.checkpoints: list[View] = []
 
     # -- messages and structure -------------------------------------------------------------
     @property
@@ -151,9 +155,18 @@ class RunState:
     def estimated_context_tokens(self) -> int:
         """The seeds' estimate: last provider-reported prompt plus chars/4 of what came since.
 
-        Before the first request there is no report; the whole view's characters / 4 stand in.
+        Before the first request, and after the view changed since the last report, the whole view's
+        characters / 4 stand in.
         """
-        if self.last_input_tokens is None:
+        changed = self.view_at_last_request is not None and self.view is not self.view_at_last_request
+        if self.last_input_tokens is None or changed:
+            # No report yet, or the view changed since the report (a compaction or a rollback): the
+            # seeds' fallback, chars/4 of everything in the view.
             v = self.view
-            return -(-self.view_chars(v.start, len(self), v.cleared_through) // 4)
+            chars = self.view_chars(v.start, len(self), v.cleared_through)
+            chars += sum(self.chars(p, p + 1) for p in v.pinned if p < v.start)
+            chars += len(v.summary.text) if v.summary else 0
+            if v.start > 0 and self._l.messages[0].role == "system" and 0 not in v.pinned:
+                chars += self.chars(0, 1)
+            return -(-chars // 4)
         return self.last_input_tokens + -(-self.chars_since_last_request // 4)

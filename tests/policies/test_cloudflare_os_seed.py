@@ -704,3 +704,26 @@ def test_threshold_leaves_headroom_so_long_chats_never_overflow():
     assert res.summary["finish_reason"] == "completed"
     assert res.summary["overflows"] == 0
     assert res.summary["peak_context_tokens"] <= CHAT_MODEL.input_budget
+
+
+def test_a_revert_of_a_compacted_change_rolls_back_to_a_checkpoint_that_shows_it():
+    """Reference 0(a): "reverts roll back to the newest surviving checkpoint" (``rollbackChatCompaction``
+    guarantees "every revert in a tail has `revertFrom >= compactedTo`").
+
+    The change is summarised by the first compaction; a later revert of it must not stay unresolved: the
+    view returns to a checkpoint that still shows the change, and no revert-resolution violation is left.
+    """
+    drafts = [sys("You are a coding agent."), user("start", id="u0"),
+              user("", change("ch1", "edit a.py"), id="chg")]
+    for i in range(20):
+        drafts += [asst(f"step {i} " + "x" * 600, calls=[f"c{i}"]), tool(f"c{i}", "r" * 600)]
+    drafts += [user("", revert("ch1", "undo the edit to a.py"), id="rev"), asst("reverted", id="after")]
+    for i in range(20, 24):
+        drafts += [asst(f"step {i} " + "x" * 600, calls=[f"c{i}"]), tool(f"c{i}", "r" * 600)]
+    drafts.append(asst("done", id="end"))
+    c = conv(*drafts)
+    res = run(CloudflareOS(), c, RunConfig(tokenizer="chars4", model=ModelConfig(context_window=6_000,
+                                                                                output_reserve=500)))
+    modes = [x["mode"] for x in res.compactions]
+    assert "rollback" in modes and modes.index("rollback") > 0
+    assert not [v for v in res.violations if v.invariant == "revert-resolution"]
