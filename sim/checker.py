@@ -4,8 +4,9 @@ The checker generates conversations with :func:`sim.strategies.conversations`, r
 the policy with every invariant checked on every request (``deep_checks`` on, so the log's
 append-only digest and the view folded from the log are re-verified at each request too), and
 fails an example when the run records a violation the policy class does not declare in
-``known_deviations``, or when the policy raises. Everything else, including a context overflow,
-is a legitimate outcome: a policy may fail to fit, it may not send an invalid request.
+``known_deviations`` (nor the caller in ``allow``), or when the policy raises. Everything else,
+including a context overflow, is a legitimate outcome: a policy may fail to fit, it may not send an
+invalid request.
 
 Hypothesis runs programmatically and derandomized, without its example database, so the same call
 gives the same report byte for byte (``csim check`` in CI must be repeatable). On failure,
@@ -18,10 +19,10 @@ from __future__ import annotations
 import dataclasses
 import traceback
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-
-from hypothesis import HealthCheck, Verbosity, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 
 from policies.base import Policy, load_policy_class, make_config
 from sim.conversation import Conversation
@@ -40,6 +41,7 @@ class Counterexample:
     """The shrunk failing example: what was replayed, where it broke, and how."""
 
     conversation: Conversation
+    listing: str
     violations: tuple[Violation, ...]
     exception: str | None
     turn: int
@@ -73,6 +75,7 @@ class CheckReport:
         passed: no example broke an undeclared invariant and the policy never raised.
         examples: examples run, counted by the test itself (shrinking replays included).
         deviations: known deviations seen, as the number of examples each occurred in.
+        allowed: invariants tolerated on request (``allow``) that were seen, counted the same way.
         notes: defaults the checker applied, said out loud.
         counterexample: the shrunk failing example, when ``passed`` is false.
     """
@@ -83,16 +86,19 @@ class CheckReport:
     examples: int
     window: int
     deviations: dict[str, int] = field(default_factory=dict)
+    allowed: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     counterexample: Counterexample | None = None
 
     def render(self) -> str:
         """The CLI's text: one PASS line, or the counterexample block."""
-        seen = ", ".join(f"{k} x{v}" for k, v in sorted(self.deviations.items()))
+        seen = "; ".join(f"{label}: " + ", ".join(f"{k} x{v}" for k, v in sorted(counts.items()))
+                         for label, counts in (("known deviations seen", self.deviations),
+                                               ("allowed by request", self.allowed)) if counts)
         lines = [f"note: {n}" for n in self.notes]
         if self.passed:
             lines.append(f"PASS {self.policy}: {self.examples} examples, no violation"
-                         + (f" (known deviations seen: {seen})" if seen else ""))
+                         + (f" ({seen})" if seen else ""))
             return "\n".join(lines)
         ce = self.counterexample
         assert ce is not None
@@ -107,9 +113,9 @@ class CheckReport:
             lines.append("exception:")
             lines += [f"  {line}" for line in ce.exception.rstrip().splitlines()]
         lines.append(f"conversation ({len(ce.conversation.messages)} messages; window {self.window} tokens):")
-        lines.append(describe(ce.conversation))
+        lines.append(ce.listing)
         if seen:
-            lines.append(f"known deviations seen before the failure: {seen}")
+            lines.append(f"before the failure, {seen}")
         return "\n".join(lines)
 
 
@@ -117,7 +123,8 @@ def _params_text(params: dict[str, str]) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(params.items())) or "(defaults)"
 
 
-def effective_params(cls: type[Policy], params: dict[str, str], window: int) -> tuple[dict[str, str], list[str]]:
+def effective_params(cls: type[Policy], params: dict[str, str],
+                     window: int) -> tuple[dict[str, str], list[str]]:
     """The parameters to check with, and a note for each default the checker applied.
 
     A policy configured for a 200K window may never act inside the checker's small window, and a
@@ -137,9 +144,23 @@ def effective_params(cls: type[Policy], params: dict[str, str], window: int) -> 
     if keep is not None and "keep_recent_tokens" not in out and isinstance(keep.default, int) \
             and keep.default >= window:
         out["keep_recent_tokens"] = str(int(window * KEEP_RECENT_SHARE))
-        notes.append(f"keep_recent_tokens={out['keep_recent_tokens']} ({KEEP_RECENT_SHARE:.0%} of the window): "
-                     f"the default {keep.default} exceeds the {window}-token window, so no summary could ever cut")
+        notes.append(f"keep_recent_tokens={out['keep_recent_tokens']} ({KEEP_RECENT_SHARE:.0%} of the "
+                     f"window): the default {keep.default} exceeds the {window}-token window, so no summary "
+                     "could ever cut")
     return out, notes
+
+
+class _Shown:
+    """A generated conversation with a one-line repr: Hypothesis builds the repr of the failing
+    example (and warns past 30 kB), while the report prints its own compact description."""
+
+    __slots__ = ("conversation",)
+
+    def __init__(self, conversation: Conversation) -> None:
+        self.conversation = conversation
+
+    def __repr__(self) -> str:
+        return f"<conversation of {len(self.conversation.messages)} messages>"
 
 
 class _Failed(Exception):
@@ -147,7 +168,8 @@ class _Failed(Exception):
 
 
 def check_policy(policy_ref: str, params: dict[str, str], *, examples: int = 200, seed: int = 0,
-                 window: int = 8_000, max_turns: int = 40, tokenizer: str = "cl100k_base") -> CheckReport:
+                 window: int = 8_000, max_turns: int = 40, tokenizer: str = "cl100k_base",
+                 allow: Iterable[str] = ()) -> CheckReport:
     """Fuzz ``policy_ref`` over generated conversations; see the module docstring.
 
     Args:
@@ -157,12 +179,16 @@ def check_policy(policy_ref: str, params: dict[str, str], *, examples: int = 200
         seed: the run seed (summariser draws); generation itself is derandomized.
         window: context window of the small model the runs use.
         max_turns: most turns per generated conversation.
-        tokenizer: the provider's tokenizer in the runs (``chars4`` is faster, ``cl100k_base`` exact).
+        tokenizer: the provider's tokenizer in the runs (``cl100k_base`` exact, ``chars4`` the estimate).
+        allow: further invariants to tolerate besides the class's ``known_deviations``, e.g. one with
+            an open bug report, so the rest of the search is not cut short by it. They are counted
+            and reported apart from the known deviations, never silently.
     """
     cls = load_policy_class(policy_ref)
     run_params, notes = effective_params(cls, params, window)
     make_config(cls.Config, run_params)  # a bad parameter fails here, once, not inside every example
     known = cls.known_deviations
+    allowed = frozenset(allow) - known
     config = RunConfig(model=small_model(window), deep_checks=True, seed=seed, tokenizer=tokenizer)
     count = 0
     deviations: Counter[str] = Counter()
@@ -170,13 +196,16 @@ def check_policy(policy_ref: str, params: dict[str, str], *, examples: int = 200
 
     @settings(max_examples=examples, derandomize=True, database=None, deadline=None, print_blob=False,
               report_multiple_bugs=False, verbosity=Verbosity.quiet,
+              # No explain phase: it replays the shrunk example hundreds of times to say which parts
+              # could vary, which costs more than the search and the shrink together.
+              phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                      HealthCheck.large_base_example])
-    @given(conversations(window=window, max_turns=max_turns))
-    def inner(conv: Conversation) -> None:
+    @given(conversations(window=window, max_turns=max_turns).map(_Shown))
+    def inner(shown: _Shown) -> None:
         nonlocal count
         count += 1
-        found = _replay(cls, run_params, conv, config, known, deviations)
+        found = _replay(cls, run_params, shown.conversation, config, known | allowed, deviations)
         if found is None:
             return
         failure.append(found)
@@ -187,7 +216,9 @@ def check_policy(policy_ref: str, params: dict[str, str], *, examples: int = 200
         inner()
     except _Failed:
         passed = False
-    return CheckReport(policy_ref, run_params, passed, count, window, dict(sorted(deviations.items())), notes,
+    return CheckReport(policy_ref, run_params, passed, count, window,
+                       {k: v for k, v in sorted(deviations.items()) if k in known},
+                       {k: v for k, v in sorted(deviations.items()) if k in allowed}, notes,
                        failure[-1] if not passed else None)
 
 
@@ -195,22 +226,21 @@ def _replay(cls: type[Policy], params: dict[str, str], conv: Conversation, confi
             known: frozenset[str], deviations: Counter[str]) -> Counterexample | None:
     """One example: run, sort violations into known and unexpected; a Counterexample when it fails."""
     policy = cls(make_config(cls.Config, params))  # a fresh policy per example: no state leaks between runs
+    listing = describe(conv)  # before the run: a policy that edits messages in place must not hide it
     engine = Engine(policy, conv, config)
     try:
         result = engine.run()
     except Exception as exc:  # the policy (or the engine under it) raised: always a failure
-        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        text = "".join(tb[-4:]) if len(tb) > 4 else "".join(tb)
-        return Counterexample(conv, (), text, engine.state.turn, "agent", "exception")
+        text = "".join(traceback.format_exception(exc, limit=-3))  # the innermost frames say where
+        return Counterexample(conv, listing, (), text, engine.state.turn, "agent", "exception")
     unexpected = tuple(v for v in result.violations if v.invariant not in known)
     for name in sorted({v.invariant for v in result.violations if v.invariant in known}):
         deviations[name] += 1
     if not unexpected:
         return None
     first = unexpected[0]
-    return Counterexample(conv, unexpected, None, first.turn, first.request_kind, result.summary["finish_reason"])
-
-
+    return Counterexample(conv, listing, unexpected, None, first.turn, first.request_kind,
+                          result.summary["finish_reason"])
 
 
 __all__ = ["CheckReport", "Counterexample", "check_policy", "effective_params"]

@@ -10,12 +10,13 @@ commands, and facts needed again later.
 
 How it is built, and why:
 
-* Hypothesis draws a list of plain turn *specs* (sizes, flags, small integers), and
-  :func:`build_conversation` turns the list into messages deterministically. Shrinking then works
-  on the list: a failing example loses whole turns, calls and sizes until what is left reads as a
-  handful of short messages. References (the change a revert undoes, the pending message a user
-  answers, the message where a fact is needed) are stored as small integers resolved at build time,
-  so deleting a turn never leaves a dangling reference, it only re-targets or drops one.
+* Hypothesis draws lists of turn *specs*, each call, step and turn packed into one or two bounded
+  integers, and :func:`build_conversation` turns them into messages deterministically. Shrinking
+  then works on the lists and the integers: a failing example loses whole turns, calls and sizes
+  until what is left reads as a handful of short messages. References (the change a revert
+  undoes, the pending message a user answers, the message where a fact is needed) are stored as
+  small integers resolved at build time, so deleting a turn never leaves a dangling reference, it
+  only re-targets or drops one.
 * Text is a drawn word repeated to a drawn length: cheap to make and to tokenize (a repeated
   word is one cached BPE piece), and sizes stay readable in a counterexample.
 * Every atomic unit is kept below :data:`UNIT_SHARE` of the window (and every turn below
@@ -53,24 +54,29 @@ def small_model(window: int = 8_000) -> ModelConfig:
 
 
 # -- specs: what Hypothesis draws --------------------------------------------------------------------
+# A draw costs far more than building text, so each call, step and turn is packed into one or two
+# bounded integers (each below 2**24, where Hypothesis draws uniformly) and decoded here. Every
+# field decodes so that 0 means "less": no thinking, no edit, no fact, the shortest text. Shrinking
+# an integer towards 0 therefore simplifies the message it describes, and deleting list elements
+# removes whole turns, steps and calls.
+
 @dataclass(frozen=True)
 class CallSpec:
+    """One tool call and its result."""
+
     tool: int
-    args_size: int
     result_size: int
     is_error: bool
 
 
 @dataclass(frozen=True)
 class StepSpec:
-    """One assistant message of a tool loop with its calls (results follow right after)."""
+    """One assistant message of a tool loop with its calls (their results follow right after)."""
 
     thinking: int  # 0: no thinking part, else its size
-    text: int
     calls: tuple[CallSpec, ...]
     split_results: bool  # one tool message per result, or one message holding the whole batch
-    change: bool
-    revert: int | None  # which earlier change to revert (index modulo the changes so far)
+    edit: int  # 0: none, 1: a change part, 2 and up: a revert of the (edit - 1)-th newest change
 
 
 @dataclass(frozen=True)
@@ -78,66 +84,58 @@ class TurnSpec:
     """A user turn (or a ``/compact`` command) and the agent's work on it."""
 
     compact: bool
-    word: int
     user_text: int
-    user_change: bool
-    user_revert: int | None
-    resolve: bool
+    edit: int  # as StepSpec.edit, on the user message
+    resolve: bool  # the user message answers the oldest pending approval, if any
     steps: tuple[StepSpec, ...]
-    reply: int  # 0: no final text reply
+    reply: int  # size of the final text reply; 0: the turn ends on tool results
     pending: bool  # the final reply asks for an approval
-    fact: tuple[int, int, int] | None  # (kind, where: 0 user / 1 result / 2 reply, messages until needed)
+    # (kind, where: 0 user text / 1 first result / 2 reply, messages from the source until it is needed)
+    fact: tuple[int, int, int] | None
 
 
-def _sizes(window: int, scale: float) -> st.SearchStrategy[int]:
-    """Heavy-tailed character counts: mostly short, sometimes a large share of the window.
+def _log_size(top: int, x: int) -> int:
+    """Map 0..1000 to 1..top, heavy-tailed: log-uniform warped upwards (median about top**0.78),
+    so most texts are short, many are hundreds of characters, and some take most of a unit."""
+    return max(1, round(max(top, 2) ** ((x / 1000) ** 0.35)))
 
-    Four tiers drawn with equal weight (so a quarter of draws are "huge" before clamping); the
-    first tier is the shrink target, so a counterexample's texts end up a few characters long.
-    """
-    top = max(int(window * 4 * UNIT_SHARE * scale), 64)
-    return st.one_of(
-        st.integers(1, 60),
-        st.integers(60, min(600, top)),
-        st.integers(min(600, top), max(min(600, top), top // 3)),
-        st.integers(max(min(600, top), top // 3), top),
+
+def _edit(x: int) -> int:
+    """0..11 to an edit code: mostly nothing; sometimes a change; sometimes a revert."""
+    return 0 if x < 7 else x - 6
+
+
+def _decode_call(x: int, top: int) -> CallSpec:
+    return CallSpec(tool=x % 4, is_error=bool((x // 4) % 2), result_size=_log_size(top, x // 8))
+
+
+def _decode_step(raw: tuple[int, list[int]], top: int) -> StepSpec:
+    x, calls = raw
+    think = x // 24  # 0..600: a third of steps think
+    return StepSpec(thinking=0 if think < 400 else think - 399, split_results=bool((x // 12) % 2),
+                    edit=_edit(x % 12), calls=tuple(_decode_call(c, top) for c in calls))
+
+
+def _decode_turn(raw: tuple[int, list[tuple[int, list[int]]], int], window: int) -> TurnSpec:
+    a, steps, b = raw
+    unit_chars = int(window * 4 * UNIT_SHARE)  # before clamping to the room left in the unit and turn
+    f = b % 900  # below 450: no fact
+    fact = None if f < 450 else ((f - 450) % 5, ((f - 450) // 5) % 3, (f - 450) // 15 + 1)
+    return TurnSpec(
+        compact=a % 8 == 7,  # one turn in eight is a /compact
+        resolve=bool((a // 8) % 2),
+        edit=_edit((a // 16) % 12),
+        user_text=_log_size(int(unit_chars * 0.3), a // 192),
+        steps=tuple(_decode_step(s, unit_chars) for s in steps),
+        reply=(b // 900) % 301,
+        pending=b // (301 * 900) == 5,  # the most significant field: shrinking drops it first
+        fact=fact,
     )
 
 
-def _calls(window: int) -> st.SearchStrategy[tuple[CallSpec, ...]]:
-    call = st.builds(CallSpec, st.integers(0, len(TOOL_NAMES) - 1), st.integers(0, 40), _sizes(window, 1.0),
-                     st.booleans())
-    return st.lists(call, max_size=4).map(tuple)
-
-
-def _steps(window: int) -> st.SearchStrategy[tuple[StepSpec, ...]]:
-    step = st.builds(
-        StepSpec,
-        thinking=st.one_of(st.just(0), st.integers(1, 400)),
-        text=st.integers(0, 200),
-        calls=_calls(window).filter(bool),
-        split_results=st.booleans(),
-        change=st.booleans(),
-        revert=st.one_of(st.none(), st.integers(0, 7)),
-    )
-    return st.lists(step, max_size=3).map(tuple)
-
-
-def _turns(window: int) -> st.SearchStrategy[TurnSpec]:
-    return st.builds(
-        TurnSpec,
-        compact=st.integers(0, 7).map(lambda x: x == 7),  # one turn in eight is a /compact
-        word=st.integers(0, len(WORDS) - 1),
-        user_text=_sizes(window, 0.3),
-        user_change=st.integers(0, 5).map(lambda x: x == 5),
-        user_revert=st.one_of(st.none(), st.none(), st.integers(0, 7)),
-        resolve=st.booleans(),
-        steps=_steps(window),
-        reply=st.one_of(st.integers(1, 300), st.just(0)),
-        pending=st.integers(0, 5).map(lambda x: x == 5),
-        fact=st.one_of(st.none(), st.tuples(st.integers(0, len(FACT_KINDS) - 1), st.integers(0, 2),
-                                            st.integers(1, 30))),
-    )
+_CALL = st.integers(0, 8 * 1001 - 1)  # tool (2 bits), error (1 bit), result size (0..1000)
+_STEP = st.tuples(st.integers(0, 601 * 24 - 1), st.lists(_CALL, min_size=1, max_size=4))
+_TURN = st.tuples(st.integers(0, 1001 * 192 - 1), st.lists(_STEP, max_size=4), st.integers(0, 301 * 5400 - 1))
 
 
 @st.composite
@@ -148,7 +146,12 @@ def conversations(draw: st.DrawFn, window: int = 8_000, max_turns: int = 40) -> 
     output_reserve=1000)``, so that compaction triggers within a few dozen turns.
     """
     system = draw(st.integers(1, 400))
-    turns = draw(st.lists(_turns(window), min_size=1, max_size=max_turns))
+    # Turns come in runs of 1..5: a flat list would average 6 turns (Hypothesis' default length),
+    # too few to cross a trigger; runs of runs average about 13 and still shrink by deleting whole
+    # runs or single turns.
+    runs = draw(st.lists(st.lists(_TURN, min_size=1, max_size=5), min_size=1,
+                         max_size=max(1, -(-max_turns // 3))))
+    turns = [_decode_turn(t, window) for run in runs for t in run][:max_turns]
     return build_conversation(system, turns, window)
 
 
@@ -222,10 +225,15 @@ class _Builder:
         self.changes.append(ref)
         return self.fixed(Part("change", f"edit {word}.py", ref=ref))
 
-    def revert(self, target: int) -> Part | None:
-        if not self.changes:
-            return None
-        return self.fixed(Part("revert", "undo", ref=self.changes[target % len(self.changes)]))
+    def edit(self, code: int, word: str) -> Part | None:
+        """The part a spec's ``edit`` code asks for: a new change (1), a revert of the
+        ``code - 1``-th newest change (2 and up; the oldest when there are fewer), or nothing."""
+        if code == 1:
+            return self.change(word)
+        if code >= 2 and self.changes:
+            ref = self.changes[-min(code - 1, len(self.changes))]
+            return self.fixed(Part("revert", "undo", ref=ref))
+        return None
 
     def fact(self, spec: tuple[int, int, int], source: str) -> str:
         kind, _, after = spec
@@ -246,8 +254,8 @@ def build_conversation(system_chars: int, turns: list[TurnSpec], window: int = 8
     msgs = b.messages
     b.begin("system")
     msgs.append(Message("m0", "system", (Part("text", _text("system", b.take(system_chars))),)))
-    for t in turns:
-        word = WORDS[t.word]
+    for n, t in enumerate(turns):
+        word = WORDS[n % len(WORDS)]
         b.turn = 0
         if t.compact:
             msgs.append(Message(b.begin("user"), "user", (b.fixed(Part("command", name="compact")),)))
@@ -255,10 +263,8 @@ def build_conversation(system_chars: int, turns: list[TurnSpec], window: int = 8
         uid = b.begin("user")
         fact = b.fact(t.fact, uid) if t.fact is not None and t.fact[1] == 0 else None
         parts = [Part("text", _with_fact(word, b.take(t.user_text, len(fact or "") + 1), fact))]
-        if t.user_change:
-            parts.append(b.change(word))
-        if t.user_revert is not None and (rv := b.revert(t.user_revert)) is not None:
-            parts.append(rv)
+        if (ed := b.edit(t.edit, word)) is not None:
+            parts.append(ed)
         resolves = (b.pending.pop(0),) if t.resolve and b.pending else ()
         msgs.append(Message(uid, "user", tuple(parts), resolves=resolves))
         for k, step in enumerate(t.steps):
@@ -266,18 +272,14 @@ def build_conversation(system_chars: int, turns: list[TurnSpec], window: int = 8
             aparts: list[Part] = []
             if step.thinking:
                 aparts.append(Part("thinking", _text("think", b.take(step.thinking))))
-            if step.text:
-                aparts.append(Part("text", _text(word, b.take(step.text))))
-            if step.change:
-                aparts.append(b.change(word))
-            if step.revert is not None and (rv := b.revert(step.revert)) is not None:
-                aparts.append(rv)
+            if (ed := b.edit(step.edit, word)) is not None:
+                aparts.append(ed)
             ids = []
             for c in step.calls:
                 b.calls += 1
                 ids.append(f"c{b.calls}")
                 aparts.append(b.fixed(Part("tool_call", call_id=ids[-1], name=TOOL_NAMES[c.tool],
-                                           args='{"q": "' + _text(word, c.args_size) + '"}')))
+                                           args=f'{{"q": "{word}"}}')))
             msgs.append(Message(aid, "assistant", tuple(aparts)))
             batch: list[Part] = []
             tid = ""
@@ -286,7 +288,8 @@ def build_conversation(system_chars: int, turns: list[TurnSpec], window: int = 8
                     tid = b.begin("tool")
                 fact = b.fact(t.fact, tid) if t.fact is not None and t.fact[1] == 1 and k == j == 0 else None
                 body = _with_fact(word, b.take(c.result_size, len(fact or "") + 1), fact)
-                batch.append(Part("tool_result", body, call_id=cid, name=TOOL_NAMES[c.tool], is_error=c.is_error))
+                batch.append(Part("tool_result", body, call_id=cid, name=TOOL_NAMES[c.tool],
+                                  is_error=c.is_error))
                 if step.split_results:
                     msgs.append(Message(tid, "tool", (batch.pop(),)))
             if batch:
@@ -330,7 +333,8 @@ def describe(conv: Conversation) -> str:
     """One line per message (index, id, role, parts with sizes), then one line per fact."""
     lines = []
     for i, m in enumerate(conv.messages):
-        flags = (" pending" if m.pending else "") + (f" resolves {','.join(m.resolves)}" if m.resolves else "")
+        flags = " pending" if m.pending else ""
+        flags += f" resolves {','.join(m.resolves)}" if m.resolves else ""
         lines.append(f"{i:>4} {m.id:<5} {m.role:<9} " + ", ".join(describe_part(p) for p in m.parts) + flags)
     for f in conv.facts:
         lines.append(f"     fact {f.id} {f.kind} {f.text!r} in {f.source}"
@@ -338,5 +342,5 @@ def describe(conv: Conversation) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["TOOL_NAMES", "TURN_SHARE", "UNIT_SHARE", "WORDS", "build_conversation", "conversations", "describe",
-           "small_model"]
+__all__ = ["TOOL_NAMES", "TURN_SHARE", "UNIT_SHARE", "WORDS", "CallSpec", "StepSpec", "TurnSpec",
+           "build_conversation", "conversations", "describe", "small_model"]

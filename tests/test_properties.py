@@ -1,0 +1,379 @@
+"""Property tests: generated conversations are valid and stressful, every bundled policy passes
+``check_policy``, every declared deviation really happens, and deliberately broken policies are
+caught with a small counterexample.
+
+Bugs these checks found in the engine or the bundled policies are listed in
+``broken_policies.OPEN_ISSUES``: the per-policy checks tolerate exactly those invariants for
+exactly those policies, and each is pinned by an ``xfail(strict=True)`` repro at the end of this
+module, which fails loudly once the bug is fixed.
+
+The per-policy checks run on the exact ``cl100k_base`` tokenizer (what ``csim check`` uses); the
+broken-policy and determinism checks use ``chars4``, which is enough to break an invariant and
+keeps the suite fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import pytest
+from hypothesis import HealthCheck, Phase, find, given, settings
+
+from broken_policies import BROKEN, OPEN_ISSUES, GrowsView, RewritesLog
+from policies import POLICIES
+from policies.base import Plan, Policy, load_policy_class, make_policy
+from sim.checker import CheckReport, check_policy, effective_params
+from sim.conversation import Conversation, Message, Part, validate
+from sim.engine import Engine, RunConfig
+from sim.model import ModelConfig
+from sim.strategies import conversations, small_model
+
+WINDOW = 8_000
+EXAMPLES = 60
+# effect-agent never compacts without a limit, and its 20K kept tail and 50 KiB bound are sized for
+# a 200K window; scaled to the 8K test window: compact at 60%, keep a quarter, bound results at 4 KiB.
+POLICY_PARAMS: dict[str, dict[str, str]] = {
+    "effect-agent": {"context_token_limit": "4800", "keep_recent_tokens": "2000", "max_bytes": "4096"},
+}
+NAMES = POLICIES.names()
+QUICK = settings(max_examples=150, phases=[Phase.generate], deadline=None, database=None, derandomize=True,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                        HealthCheck.large_base_example])
+
+
+@functools.cache
+def report_for(name: str) -> CheckReport:
+    """One check per bundled policy, shared by the pass test and the deviation tests."""
+    return check_policy(name, POLICY_PARAMS.get(name, {}), examples=EXAMPLES, window=WINDOW,
+                        allow=OPEN_ISSUES.get(name, {}))
+
+
+def ref(cls: type[Policy]) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+class Shown:
+    """A conversation with a short repr: ``find`` builds the repr of what it found (and warns, which
+    this suite turns into an error, when that passes 30 kB)."""
+
+    def __init__(self, conversation: Conversation) -> None:
+        self.c = conversation
+
+    def __repr__(self) -> str:
+        return f"<conversation of {len(self.c.messages)} messages>"
+
+
+def search(predicate, max_examples: int = 150) -> Conversation:  # type: ignore[no-untyped-def]
+    """The first generated conversation that satisfies ``predicate`` (no shrinking: any will do)."""
+    found = find(conversations(window=WINDOW).map(Shown), lambda s: predicate(s.c),
+                 settings=settings(QUICK, max_examples=max_examples))
+    return found.c
+
+
+# -- hand-built conversations ----------------------------------------------------------------------
+CFG = RunConfig(model=small_model(WINDOW), tokenizer="chars4", deep_checks=True)
+
+
+def _s() -> Message:
+    return Message("m0", "system", (Part("text", "sys"),))
+
+
+def _u(i: int, text: str, *extra: Part, **kw: object) -> Message:
+    return Message(f"m{i}", "user", (Part("text", text), *extra), **kw)  # type: ignore[arg-type]
+
+
+def _a(i: int, text: str = "", calls: tuple[str, ...] = (), extra: tuple[Part, ...] = (),
+       **kw: object) -> Message:
+    parts = ([Part("text", text)] if text else []) + list(extra) + [
+        Part("tool_call", call_id=c, name="read", args="{}") for c in calls]
+    return Message(f"m{i}", "assistant", tuple(parts), **kw)  # type: ignore[arg-type]
+
+
+def _t(i: int, call: str, chars: int) -> Message:
+    return Message(f"m{i}", "tool", (Part("tool_result", "x " * (chars // 2), call_id=call, name="read"),))
+
+
+def _cmd(i: int) -> Message:
+    return Message(f"m{i}", "user", (Part("command", name="compact"),))
+
+
+def _violations(policy: Policy | str, *messages: Message, **params: str) -> list[str]:
+    p = make_policy(policy, params) if isinstance(policy, str) else policy
+    result = Engine(p, Conversation("repro", messages), CFG).run()
+    return [str(v) for v in result.violations]
+
+
+def _change(change_id: str) -> Part:
+    return Part("change", "edit a.py", ref=change_id)
+
+
+def _revert(change_id: str) -> Part:
+    return Part("revert", "undo", ref=change_id)
+
+
+# -- the generator ----------------------------------------------------------------------------------
+def unit_tokens(conv: Conversation) -> list[int]:
+    """Exact (cl100k) prompt tokens of each atomic unit, as the engine counts and groups them."""
+    engine = Engine(make_policy("none"), conv, RunConfig(model=ModelConfig(context_window=10**7)))
+    engine.run()
+    led = engine.ledger
+    sizes: dict[int, int] = {}
+    for i in range(len(led.messages)):
+        u = led.unit_start[i]
+        sizes[u] = sizes.get(u, 0) + led.tokens_prefix[i + 1] - led.tokens_prefix[i]
+    return list(sizes.values())
+
+
+@settings(max_examples=40, deadline=None)  # the first example pays for loading the cl100k encoding
+@given(conversations(window=WINDOW))
+def test_generated_conversations_are_valid_and_every_unit_fits(conv: Conversation) -> None:
+    assert validate(conv) == []
+    assert max(unit_tokens(conv)) < 0.4 * WINDOW
+    pos = conv.index()
+    for f in conv.facts:
+        src = conv.messages[pos[f.source]]
+        assert any(f.text in p.text for p in src.parts), f"fact {f.id} is not verbatim in {f.source}"
+        assert all(pos[n] > pos[f.source] for n in f.needed_at)
+
+
+def _has_thinking_loop(c: Conversation) -> bool:
+    """A thinking assistant message with calls whose results are followed by another assistant message:
+    one atomic unit of several requests."""
+    ms = c.messages
+    for i, m in enumerate(ms):
+        if m.role == "assistant" and m.calls and any(p.kind == "thinking" for p in m.parts):
+            j = i + 1
+            while j < len(ms) and ms[j].role == "tool":
+                j += 1
+            if j < len(ms) and ms[j].role == "assistant":
+                return True
+    return False
+
+
+def _unresolved_pending(c: Conversation) -> bool:
+    resolved = {r for m in c.messages for r in m.resolves}
+    return any(m.pending and m.id not in resolved for m in c.messages)
+
+
+FEATURES = {
+    "parallel batch": lambda c: any(len(m.calls) >= 3 for m in c.messages),
+    "results split over tool messages": lambda c: any(
+        a.role == b.role == "tool" for a, b in zip(c.messages, c.messages[1:], strict=False)),
+    "thinking tool loop": _has_thinking_loop,
+    "huge tool result": lambda c: any(len(p.text) > 0.15 * WINDOW * 4 for m in c.messages for p in m.results),
+    "error result": lambda c: any(p.is_error for m in c.messages for p in m.results),
+    "revert of an earlier change": lambda c: any(p.kind == "revert" for m in c.messages for p in m.parts),
+    "pending resolved later": lambda c: any(m.resolves for m in c.messages),
+    "pending never resolved": _unresolved_pending,
+    "/compact": lambda c: any(m.command == "compact" for m in c.messages),
+    "fact needed later": lambda c: any(f.needed_at for f in c.facts),
+    "over the input budget": lambda c: sum(unit_tokens(c)) > small_model(WINDOW).input_budget,
+}
+
+
+@pytest.mark.parametrize("feature", FEATURES, ids=list(FEATURES))
+def test_generator_reaches(feature: str) -> None:
+    search(FEATURES[feature])
+
+
+# -- every bundled policy passes ------------------------------------------------------------------
+@pytest.mark.parametrize("name", NAMES, ids=NAMES)
+def test_bundled_policy_passes_check(name: str) -> None:
+    """No violation beyond the policy's known deviations and its open issues (each pinned below)."""
+    report = report_for(name)
+    assert report.passed, report.render()
+    assert report.examples >= EXAMPLES
+    last = report.render().splitlines()[-1]
+    assert last.startswith(f"PASS {name}: {report.examples} examples, no violation")
+
+
+DEVIATIONS = [(n, d) for n in NAMES for d in sorted(load_policy_class(n).known_deviations)]
+
+
+def _effect_agent_live_turn() -> Conversation:
+    """A live turn whose assistant text alone outgrows the kept tail: the summary takes its opening."""
+    return Conversation("live-turn", (
+        _s(), _u(1, "task"), _a(2, "x " * 3500, ("c1",)), _t(3, "c1", 20), _a(4, "y " * 3500, ("c2",)),
+        _t(5, "c2", 20), _a(6, "z " * 3500, ("c3",)), _t(7, "c3", 20), _a(8, "ok")))
+
+
+# Hand-built fallbacks, for deviations the policy's 60 generated examples happen not to show.
+HAND_BUILT = {("effect-agent", "live-turn"): _effect_agent_live_turn}
+
+
+@pytest.mark.parametrize(("name", "deviation"), DEVIATIONS, ids=[f"{n}:{d}" for n, d in DEVIATIONS])
+def test_declared_deviation_really_happens(name: str, deviation: str) -> None:
+    """A declaration in ``known_deviations`` must not hide nothing: show the deviation on a generated
+    conversation (the policy's own check, else a further search) or on a hand-built one."""
+    if report_for(name).deviations.get(deviation):
+        return
+    cls = load_policy_class(name)
+    params, _ = effective_params(cls, POLICY_PARAMS.get(name, {}), WINDOW)
+    config = RunConfig(model=small_model(WINDOW), tokenizer="chars4")
+
+    def shows_it(conv: Conversation) -> bool:
+        result = Engine(make_policy(name, params), conv, config).run()
+        return any(v.invariant == deviation for v in result.violations)
+
+    if (name, deviation) in HAND_BUILT:
+        assert shows_it(HAND_BUILT[name, deviation]())
+    else:
+        search(shows_it, max_examples=400)
+
+
+# -- broken policies are caught ---------------------------------------------------------------------
+@pytest.mark.parametrize("cls", list(BROKEN), ids=[c.__name__ for c in BROKEN])
+def test_broken_policy_is_caught_with_a_small_counterexample(cls: type[Policy]) -> None:
+    report = check_policy(ref(cls), {}, examples=EXAMPLES, window=WINDOW, tokenizer="chars4")
+    assert not report.passed
+    ce = report.counterexample
+    assert ce is not None
+    assert BROKEN[cls] & set(ce.invariants()), report.render()
+    assert len(ce.conversation.messages) <= 8, report.render()
+    text = report.render()
+    assert text.startswith(f"FAIL {ref(cls)}: ")
+    assert f"conversation ({len(ce.conversation.messages)} messages" in text
+    for i, m in enumerate(ce.conversation.messages):  # one line per message: index, id, role
+        assert re.search(rf"^\s*{i} {m.id}\s+{m.role}\b", text, re.M)
+    if ce.exception:
+        assert "ValueError: policy bug" in text
+    else:
+        assert any(f"[{name}]" in text for name in BROKEN[cls])
+
+
+def test_counterexample_shows_the_conversation_as_generated() -> None:
+    """A policy that edits the log in place must not make its own counterexample look innocent."""
+    report = check_policy(ref(RewritesLog), {}, examples=EXAMPLES, window=WINDOW, tokenizer="chars4")
+    assert report.counterexample is not None
+    assert "[edited]" not in report.counterexample.listing
+
+
+# -- determinism ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("policy", ["cloudflare-os", ref(GrowsView)])
+def test_check_policy_is_deterministic(policy: str) -> None:
+    """Same call, same report text: a pass with its deviation counts, and a shrunk counterexample."""
+    kwargs = {"examples": 20, "window": WINDOW, "tokenizer": "chars4", "allow": OPEN_ISSUES.get(policy, {}),
+              "max_turns": 6 if ":" in policy else 40}  # short scripts: the failing one shrinks in a blink
+    first = check_policy(policy, {}, **kwargs).render()  # type: ignore[arg-type]
+    assert first == check_policy(policy, {}, **kwargs).render()  # type: ignore[arg-type]
+
+
+def test_effect_agent_gets_a_limit_when_none_is_given() -> None:
+    report = check_policy("effect-agent", {}, examples=5, window=WINDOW, tokenizer="chars4")
+    assert report.params["context_token_limit"] == str(int(0.6 * WINDOW))
+    assert any("context_token_limit" in n for n in report.notes)
+    assert report.render().startswith("note: context_token_limit=4800")
+    given_limit = check_policy("effect-agent", {"context_token_limit": "3000"}, examples=5,
+                               tokenizer="chars4")
+    assert given_limit.params["context_token_limit"] == "3000"
+    assert not any("context_token_limit" in n for n in given_limit.notes)
+
+
+# -- open issues, pinned ----------------------------------------------------------------------------
+# Each test states the correct behaviour on the smallest conversation that shows a bug found by the
+# checks above, and is expected to fail until the bug is fixed (see OPEN_ISSUES).
+@pytest.mark.xfail(strict=True, reason="sliding-window (policies/baselines.py decide): a revert that arrives "
+                   "after its change was dropped never resolves: no rollback (Plan.restore, as cloudflare-os "
+                   "does) and no declared deviation (as effect-agent has)")
+def test_open_issue_revert_of_an_already_compacted_change() -> None:
+    found = _violations(
+        "sliding-window", _s(), _u(1, "task"), _a(2, calls=("c1",), extra=(_change("ch1"),)),
+        _t(3, "c1", 12000), _a(4, "done"), _u(5, "more"), _a(6, calls=("c2",)), _t(7, "c2", 12000),
+        _a(8, "ok"), _u(9, "undo that", _revert("ch1")), _a(10, "reverted"))
+    assert not [v for v in found if "revert-resolution" in v], found
+
+
+@pytest.mark.xfail(strict=True, reason="engine (sim/invariants.py check_view): what was compacted before a "
+                   "pending message existed is reported as a breach of its protected span")
+@pytest.mark.parametrize("policy", ["effect-agent", "cloudflare-os"])
+def test_open_issue_pending_raised_after_the_clear(policy: str) -> None:
+    if policy == "effect-agent":  # a prune clears the turn's results, then the turn asks for approval
+        found = _violations(
+            "effect-agent", _s(), _u(1, "deploy it"), _a(2, calls=("c1",)), _t(3, "c1", 9000),
+            _a(4, calls=("c2",)), _t(5, "c2", 9000), _a(6, calls=("c3",)), _t(7, "c3", 4000),
+            _a(8, "May I deploy to production?", pending=True), _u(9, "status?"), _a(10, "waiting"),
+            context_token_limit="4800", keep_recent_tokens="2000")
+    else:  # /compact summarises the task message, then the turn asks for approval
+        found = _violations(
+            "cloudflare-os", _s(), _u(1, "task"), _cmd(2), _a(3, calls=("c1",)), _t(4, "c1", 10),
+            _a(5, "May I deploy?", pending=True), _a(6, calls=("c2",)), _t(7, "c2", 10), _a(8, "ok"))
+    assert not [v for v in found if "protected-span" in v], found
+
+
+@pytest.mark.xfail(strict=True, reason="engine (sim/engine.py _compact): any two automatic compactions on "
+                   "consecutive turns count as a loop, even when the first got well under the trigger")
+def test_open_issue_compaction_loop_after_a_successful_compaction() -> None:
+    found = _violations(
+        "sliding-window", _s(), _u(1, "task"), _a(2, calls=("c1",)), _t(3, "c1", 11000), _a(4, calls=("c2",)),
+        _t(5, "c2", 11000), _u(6, "next"), _a(7, calls=("c3",)), _t(8, "c3", 2000), _a(9, calls=("c4",)),
+        _t(10, "c4", 11000), _a(11, "ok"))
+    assert not [v for v in found if "compaction-loop" in v], found
+
+
+class _PinsWholeUnit(Policy):
+    """Pins a call and its result (one two-message unit) and drops the rest of the old turn."""
+
+    def decide(self, state, trigger):  # type: ignore[no-untyped-def]
+        if len(state) == 7 and state.view.start == 0:
+            return Plan(start=4, cleared_through=0, pinned=(2, 3), mode="drop")
+        return None
+
+
+@pytest.mark.xfail(strict=True, reason="engine (sim/invariants.py check_view): every pinned message must "
+                   "itself start a unit, so pinning a whole call+result unit is reported as atomic-units")
+def test_open_issue_pinning_a_whole_unit() -> None:
+    found = _violations(_PinsWholeUnit(), _s(), _u(1, "task"), _a(2, calls=("c1",)), _t(3, "c1", 100),
+                        _u(4, "next"), _a(5, calls=("c2",)), _t(6, "c2", 100), _a(7, "ok"))
+    assert not [v for v in found if "atomic-units" in v], found
+
+
+@pytest.mark.xfail(strict=True, reason="sliding-window (policies/baselines.py decide): /compact with nothing "
+                   "to drop returns a plan that only moves the start past the system prompt")
+def test_open_issue_sliding_window_compact_with_nothing_to_drop() -> None:
+    assert _violations("sliding-window", _s(), _cmd(1)) == []
+
+
+@pytest.mark.xfail(strict=True, reason="cloudflare-os (policies/cloudflare_os.py decide): it summarises a "
+                   "span smaller than the summary, on /compact of a short chat or when revert protection "
+                   "pins the cut")
+@pytest.mark.parametrize("case", ["manual", "auto"])
+def test_open_issue_cloudflare_summary_larger_than_its_span(case: str) -> None:
+    if case == "manual":
+        found = _violations("cloudflare-os", _s(), _u(1, "hi"), _cmd(2))
+    else:
+        found = _violations(
+            "cloudflare-os", _s(), _u(1, "hi"), _a(2, calls=("c1",), extra=(_change("ch1"),)),
+            _t(3, "c1", 12000), _a(4, calls=("c2",)), _t(5, "c2", 12000), _u(6, "undo that", _revert("ch1")),
+            _a(7, "ok"))
+    assert not [v for v in found if "compaction-shrinks" in v], found
+
+
+@pytest.mark.xfail(strict=True, reason="effect-agent (policies/effect_agent.py decide): an unresolved "
+                   "pending turn caps the prune bound at its start; when no tool result lies before it, the "
+                   "prune plan clears nothing")
+def test_open_issue_effect_agent_prune_that_clears_nothing() -> None:
+    steps = [m for k in range(6) for m in (_a(3 + 2 * k, calls=(f"c{k}",)), _t(4 + 2 * k, f"c{k}", 4000))]
+    found = _violations("effect-agent", _s(), _u(1, "deploy it"), _a(2, "May I deploy?", pending=True),
+                        *steps, _a(15, "ok"), **POLICY_PARAMS["effect-agent"])
+    assert not [v for v in found if "compaction-shrinks" in v], found
+
+
+@pytest.mark.xfail(strict=True, reason="cloudflare-os (policies/cloudflare_os.py _rollback): it restores "
+                   "the newest checkpoint that shows the reverted change, without checking that the other "
+                   "reverts that view shows still have their changes")
+def test_open_issue_cloudflare_rollback_to_a_view_with_an_unresolved_revert() -> None:
+    found = _violations(
+        "cloudflare-os", _s(), _u(1, "task"), _u(2, "edit", _change("ch1")), _cmd(3),
+        _u(4, "undo", _revert("ch1")), _cmd(5), _u(6, "edit", _change("ch2")), _cmd(7),
+        _u(8, "undo", _revert("ch2")), _a(9, "ok"))
+    assert not [v for v in found if "revert-resolution" in v], found
+
+
+def test_open_issues_name_existing_tests() -> None:
+    """Every tolerated invariant points at a repro test of this module, so none is tolerated blindly."""
+    here = globals()
+    for name, issues in OPEN_ISSUES.items():
+        assert name in NAMES
+        for invariant, test in issues.items():
+            assert test in here, f"{name}: {invariant} is tolerated for {test}, which does not exist"

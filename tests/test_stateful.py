@@ -1,0 +1,151 @@
+"""A growing conversation, checked after every step under every bundled policy.
+
+The engine replays a whole script through ``run()``, so the state machine drives the conversation
+rather than the engine: each rule appends what an agent session appends (a user message, a tool
+turn with a parallel batch, a revert, a ``/compact``, an approval asked and later answered), and
+after each rule the conversation built so far is replayed under each bundled policy. What must
+hold at every length:
+
+* no violation beyond the policy's known deviations (and the open issues pinned in
+  ``test_properties.py``);
+* the view folded from the log is the engine's final view, and the view the newest compaction
+  recorded (the log is the checkpoint);
+* the log's messages are the script's, in order, indices ``0..n-1``;
+* replaying twice gives the same summary and the same log, byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from broken_policies import OPEN_ISSUES
+from policies import POLICIES
+from policies.base import load_policy_class, make_policy
+from sim.conversation import Conversation, Message, Part, validate
+from sim.engine import Engine, RunConfig, RunResult
+from sim.log import CompactionCreated, MessageAppended, encode_event
+from sim.strategies import small_model
+from sim.view import fold
+
+WINDOW = 8_000
+PARAMS = {"effect-agent": {"context_token_limit": "4800", "keep_recent_tokens": "2000", "max_bytes": "4096"}}
+CONFIG = RunConfig(model=small_model(WINDOW), tokenizer="chars4", deep_checks=True)
+# Tool results of one turn stay under a third of the window (chars/4), so every unit fits.
+RESULT_CHARS = st.integers(1, int(WINDOW * 4 / 3 / 3))
+COMPACTIONS: Counter[str] = Counter()  # per policy, over the whole test: the machine must reach compaction
+
+
+def replay(name: str, conv: Conversation) -> tuple[Engine, RunResult, list[str]]:
+    """Run ``conv`` under policy ``name``; the engine (for its final view), the result, the log's lines."""
+    engine = Engine(make_policy(name, PARAMS.get(name, {})), conv, CONFIG)
+    result = engine.run()
+    return engine, result, [encode_event(e) for e in result.log]
+
+
+class GrowingConversation(RuleBasedStateMachine):
+    """Appends whole steps of a session and replays the conversation after each one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[Message] = []
+        self.changes: list[str] = []
+        self.pending: list[str] = []
+        self.calls = 0
+
+    def _next_id(self) -> str:
+        return f"m{len(self.messages)}"
+
+    @initialize(chars=st.integers(1, 400), task=st.integers(1, 2000))
+    def start(self, chars: int, task: int) -> None:
+        """A session opens with its system prompt and the user's task."""
+        self.messages.append(Message("m0", "system", (Part("text", "s" * chars),)))
+        self.messages.append(Message("m1", "user", (Part("text", "t " * (task // 2) + "t"),)))
+
+    @rule(chars=st.integers(1, 3000), change=st.booleans(), resolve=st.booleans())
+    def user(self, chars: int, change: bool, resolve: bool) -> None:
+        parts = [Part("text", "u " * (chars // 2) + "u")]
+        if change:
+            self.changes.append(f"ch{len(self.changes) + 1}")
+            parts.append(Part("change", "edit", ref=self.changes[-1]))
+        resolves = (self.pending.pop(0),) if resolve and self.pending else ()
+        self.messages.append(Message(self._next_id(), "user", tuple(parts), resolves=resolves))
+
+    @rule(results=st.lists(RESULT_CHARS, min_size=1, max_size=3), thinking=st.booleans(),
+          change=st.booleans(), split=st.booleans(), reply=st.integers(0, 600), pending=st.booleans())
+    def tool_turn(self, results: list[int], thinking: bool, change: bool, split: bool, reply: int,
+                  pending: bool) -> None:
+        parts: list[Part] = [Part("thinking", "hmm")] if thinking else []
+        if change:
+            self.changes.append(f"ch{len(self.changes) + 1}")
+            parts.append(Part("change", "edit", ref=self.changes[-1]))
+        ids = []
+        for _ in results:
+            self.calls += 1
+            ids.append(f"c{self.calls}")
+            parts.append(Part("tool_call", call_id=ids[-1], name="read", args="{}"))
+        self.messages.append(Message(self._next_id(), "assistant", tuple(parts)))
+        answers = [Part("tool_result", "r " * (n // 2) + "r", call_id=c, name="read")
+                   for c, n in zip(ids, results, strict=True)]
+        for batch in ([a] for a in answers) if split else [answers]:
+            self.messages.append(Message(self._next_id(), "tool", tuple(batch)))
+        if reply or pending:
+            rid = self._next_id()
+            text = Part("text", "a" * max(reply, 10))
+            self.messages.append(Message(rid, "assistant", (text,), pending=pending))
+            if pending:
+                self.pending.append(rid)
+
+    @precondition(lambda self: bool(self.changes))
+    @rule(back=st.integers(0, 4))
+    def revert(self, back: int) -> None:
+        target = self.changes[-1 - back % len(self.changes)]
+        parts = (Part("text", "undo"), Part("revert", "undo", ref=target))
+        self.messages.append(Message(self._next_id(), "user", parts))
+
+    @rule()
+    def compact(self) -> None:
+        self.messages.append(Message(self._next_id(), "user", (Part("command", name="compact"),)))
+
+    @invariant()
+    def replays_soundly(self) -> None:
+        if not self.messages:
+            return
+        conv = Conversation("growing", tuple(self.messages))
+        assert validate(conv) == []
+        for name in POLICIES.names():
+            engine, result, log = replay(name, conv)
+            COMPACTIONS[name] += len(result.compactions)
+            tolerated = load_policy_class(name).known_deviations | OPEN_ISSUES.get(name, {}).keys()
+            unexpected = [str(v) for v in result.violations if v.invariant not in tolerated]
+            assert not unexpected, (name, unexpected)
+            events = list(result.log)
+            assert fold(events) == engine.state.view, name
+            compactions = [e for e in events if isinstance(e, CompactionCreated)]
+            if compactions:
+                assert fold(events) == compactions[-1].view, name
+            appended = [e for e in events if isinstance(e, MessageAppended)]
+            assert [e.index for e in appended] == list(range(len(appended))), name
+            assert [e.message.id for e in appended] == [m.id for m in conv.messages[:len(appended)]], name
+            _, again, log_again = replay(name, conv)
+            assert again.summary == result.summary, name
+            assert log_again == log, name
+
+
+GrowingConversation.TestCase.settings = settings(
+    max_examples=10, stateful_step_count=25, deadline=None,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),  # explain is slow here
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
+TestGrowingConversation = GrowingConversation.TestCase
+
+
+def test_the_machine_reaches_compaction() -> None:
+    """Runs after the machine (file order): a walk that never compacted would have proved little."""
+    if not COMPACTIONS:
+        TestGrowingConversation("runTest").runTest()
+    for name in ("sliding-window", "cloudflare-os", "effect-agent"):
+        assert COMPACTIONS[name] > 0, dict(COMPACTIONS)
