@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sim.errors import CsimError
+from sim.errors import CsimError, InvalidConfig
 
 EPILOG = """examples:
   csim run --policy cloudflare-os -P trigger_ratio=0.8 --scenario coding-agent --seed 3 --out runs/cf
@@ -73,7 +73,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sim.runner import execute, parse_kv, recorded_conversations, scenario_conversation, write_run
 
     if bool(args.scenario) == bool(args.conversation):
-        raise _usage("give exactly one of --scenario NAME or --conversation PATH")
+        raise InvalidConfig("give exactly one of --scenario NAME or --conversation PATH")
     config = _run_config(args)
     policy = make_policy(args.policy, parse_kv(args.param))
     skipped: list[str] = []
@@ -149,18 +149,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.out)
     seeds = tuple(range(args.seeds))
     table = demo(out, seeds=seeds)
-    with_pd = table.copy()
-    print(with_pd.to_string(index=False, float_format=lambda x: f"{x:,.3f}"))
+    print(table.to_string(index=False, float_format=lambda x: f"{x:,.3f}"))
     print(f"\nwrote {out}/comparison.csv, runs.csv, runs.parquet and requests.parquet")
     return 0
-
-
-class _UsageError(CsimError):
-    pass
-
-
-def _usage(msg: str) -> _UsageError:
-    return _UsageError(msg)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,7 +10,7 @@ import inspect
 import json
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +120,6 @@ def demo(out: Path, *, seeds: Sequence[int] = (0, 1, 2), config: RunConfig | Non
     effect-agent runs with ``context_token_limit`` = 0.75 x the window (the seed's sizing guidance:
     150-170K for a 200K window); unset, it never compacts.
     """
-    import pandas as pd
-
     from policies import POLICIES
 
     _load_scenarios()
@@ -137,7 +135,7 @@ def demo(out: Path, *, seeds: Sequence[int] = (0, 1, 2), config: RunConfig | Non
     tok = get_tokenizer(config.tokenizer)
     for name, scen, seed in it:
         params = {"context_token_limit": str(int(config.model.context_window * 0.75))} if name == "effect-agent" else {}
-        cfg = RunConfig(**{**_shallow(config), "seed": seed})
+        cfg = replace(config, seed=seed)
         results.append(run(make_policy(name, params), convs[(scen, seed)], cfg, tokenizer=tok))
     out.mkdir(parents=True, exist_ok=True)
     runs = runs_frame(results)
@@ -153,9 +151,4 @@ def demo(out: Path, *, seeds: Sequence[int] = (0, 1, 2), config: RunConfig | Non
              .reset_index())
     table.to_csv(out / "comparison.csv", index=False)
     write_parquet(table, out / "comparison.parquet")
-    pd.set_option("display.width", 160)
     return table
-
-
-def _shallow(config: RunConfig) -> dict[str, Any]:
-    return {f: getattr(config, f) for f in config.__dataclass_fields__}
