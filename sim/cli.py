@@ -7,6 +7,7 @@ saying what was wrong and what to do, and exit with status 2; never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +23,12 @@ EPILOG = """examples:
   csim check --policy mypkg.mypolicies:KeepLastN -P n=8
   csim demo --out reports/demo
 """
+
+
+#: Modules that each add their subcommands with ``register(subparsers)``; one line per module, so
+#: commands that live beside their library code need no edit of this file beyond this tuple.
+COMMAND_MODULES: tuple[str, ...] = (
+)
 
 
 def _add_run_config(p: argparse.ArgumentParser) -> None:
@@ -199,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="reports/demo", help="output directory (default reports/demo)")
     p.add_argument("--seeds", type=int, default=3, help="seeds per scenario (default 3)")
     p.set_defaults(func=cmd_demo)
+
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(sub)
     return parser
 
 
