@@ -85,6 +85,8 @@ class RunResult:
     violations: list[Violation]
     log: RunLog
     summary: dict[str, Any]
+    #: One row per (fact, request that needed it): kind, age in messages since its source, visible or not.
+    fact_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_id_for(policy: Policy, conversation: Conversation, config: RunConfig) -> str:
@@ -120,6 +122,8 @@ class Engine:
         self.tracker = BudgetTracker(config.budgets)
         self.violations: list[Violation] = []
         self.rows: list[dict[str, Any]] = []
+        self.fact_rows: list[dict[str, Any]] = []
+        self._position = {m.id: i for i, m in enumerate(conversation.messages)}
         self.compactions: list[dict[str, Any]] = []
         self.overflows = 0
         self.run_id = run_id_for(policy, conversation, config)
@@ -429,6 +433,8 @@ class Engine:
             k = self.retention_by_kind.setdefault(f.kind, [0, 0])
             k[0] += 1
             k[1] += ok
+            self.fact_rows.append({"turn": st.turn, "fact": f.id, "kind": f.kind, "visible": bool(ok),
+                                   "age_messages": len(self.ledger.messages) - self._position.get(f.source, 0)})
         self.retained["needed"] += len(due)
         self.retained["visible"] += visible
         out = self._output_tokens(reply)
@@ -546,7 +552,7 @@ class Engine:
         }
         return RunResult(self.run_id, self.policy.name, self.policy.params(), self.policy.params_hash(),
                          self.conv.id, self.config.seed, self.rows, self.compactions, self.violations, self.log,
-                         summary)
+                         summary, self.fact_rows)
 
 
 def _count(items: Iterable[str]) -> dict[str, int]:

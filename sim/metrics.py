@@ -51,6 +51,22 @@ def requests_frame(results: Iterable[RunResult]) -> pd.DataFrame:
     return frame.astype(REQUEST_COLUMNS)
 
 
+FACT_COLUMNS: dict[str, str] = {
+    "run_id": "string", "policy": "string", "params_hash": "string", "conversation": "string", "seed": "int64",
+    "turn": "int64", "fact": "string", "kind": "string", "age_messages": "int64", "visible": "bool",
+}
+
+
+def facts_frame(results: Iterable[RunResult]) -> pd.DataFrame:
+    """A row per (fact, request that needed it): retention by kind and by the fact's age."""
+    rows: list[dict[str, Any]] = []
+    for r in results:
+        base = {"run_id": r.run_id, "policy": r.policy, "params_hash": r.params_hash,
+                "conversation": r.conversation_id, "seed": r.seed}
+        rows.extend({**base, **row} for row in r.fact_rows)
+    return pd.DataFrame(rows, columns=list(FACT_COLUMNS)).astype(FACT_COLUMNS)
+
+
 SUMMARY_COLUMNS = (
     "run_id", "policy", "params_hash", "conversation", "seed", "finish_reason", "exhausted", "agent_requests",
     "peak_context_tokens", "cumulative_input_tokens", "cumulative_output_tokens", "total_cost_usd",

@@ -19,7 +19,7 @@ from sim.conversation import Conversation
 from sim.engine import RunConfig, RunResult, run
 from sim.errors import InvalidConfig, UnknownName
 from sim.log import to_plain, write_jsonl
-from sim.metrics import requests_frame, runs_frame, versions, write_json, write_parquet
+from sim.metrics import facts_frame, requests_frame, runs_frame, versions, write_json, write_parquet
 from sim.scenarios import SCENARIOS, generate
 from sim.scenarios import _load as _load_scenarios
 from sim.tokenizers import get_tokenizer
@@ -86,9 +86,10 @@ def execute(policy: Policy, conversations: Sequence[Conversation], config: RunCo
 
 def write_run(out: Path, results: Sequence[RunResult], config: RunConfig, policy: Policy,
               conversations: Sequence[Conversation], source: dict[str, Any]) -> None:
-    """Write ``requests.parquet``, ``run.json`` and the run log(s) under ``out``."""
+    """Write ``requests.parquet``, ``facts.parquet``, ``run.json`` and the run log(s) under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     write_parquet(requests_frame(results), out / "requests.parquet")
+    write_parquet(facts_frame(results), out / "facts.parquet")
     header = run_header(config, policy, source)
     convs = [{"id": c.id, "messages": len(c.messages), "facts": len(c.facts), "checksum": conversation_checksum(c)}
              for c in conversations]
