@@ -8,11 +8,13 @@ mode skips the bad record, keeps everything read so far, and lists each skip in
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sim.conversation import Conversation
+from sim.errors import FormatError
 from sim.registry import Registry
 
 
@@ -40,16 +42,71 @@ class ImportResult:
 Reader = Callable[..., ImportResult]
 FORMATS: Registry[Reader] = Registry("format")
 
+#: How many bytes of a file ``--format auto`` shows each sniffer.
+SNIFF_BYTES = 64 * 1024
+
+#: A sniffer answers, from a file's name and first bytes, whether it looks like its format. The head
+#: may end mid-record; a sniffer must be cheap and never raise.
+Sniffer = Callable[[Path, bytes], bool]
+SNIFFERS: dict[str, Sniffer] = {}
+
+#: Importer modules; importing one registers its format (and its sniffer). One line per module.
+FORMAT_MODULES: tuple[str, ...] = (
+    "sim.formats.native",
+    "sim.formats.claude_code",
+    "sim.formats.openai_chat",
+)
+
+
+def sniffer(name: str) -> Callable[[Sniffer], Sniffer]:
+    """Register the ``--format auto`` test of the format registered as ``name``."""
+
+    def deco(fn: Sniffer) -> Sniffer:
+        SNIFFERS[name] = fn
+        return fn
+
+    return deco
+
+
+def detect(path: str | Path) -> str:
+    """The one format whose sniffer accepts ``path``; a clear error when none or several do."""
+    _load()
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except OSError as exc:
+        raise FormatError(str(p), None, f"cannot be read: {exc.strerror or exc}",
+                          "check the path and its permissions") from None
+    hits = [name for name, fn in sorted(SNIFFERS.items()) if _safe_sniff(fn, p, head)]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise FormatError(str(p), None, "--format auto recognised no format",
+                          f"pass --format NAME, one of: {', '.join(FORMATS.names())}")
+    raise FormatError(str(p), None, f"--format auto matched several formats ({', '.join(hits)})",
+                      "pass --format NAME to choose one")
+
+
+def _safe_sniff(fn: Sniffer, path: Path, head: bytes) -> bool:
+    try:
+        return bool(fn(path, head))
+    except Exception:  # a sniffer that trips over odd bytes has simply not recognised the file
+        return False
+
 
 def read(path: str | Path, fmt: str, *, lenient: bool = False) -> ImportResult:
-    """Read ``path`` with the importer registered as ``fmt``."""
+    """Read ``path`` with the importer registered as ``fmt`` (``"auto"``: the one :func:`detect` finds)."""
     _load()
+    if fmt == "auto":
+        fmt = detect(path)
     return FORMATS.get(fmt)(Path(path), lenient=lenient)
 
 
 def _load() -> None:
     # Importing the modules registers them; kept lazy so `import sim` stays light.
-    from sim.formats import claude_code, native, openai_chat  # noqa: F401
+    for module in FORMAT_MODULES:
+        importlib.import_module(module)
 
 
-__all__ = ["FORMATS", "ImportResult", "Skipped", "read"]
+__all__ = ["FORMATS", "SNIFFERS", "ImportResult", "Skipped", "detect", "read", "sniffer"]

@@ -31,7 +31,7 @@ from typing import Any
 
 from sim.conversation import Conversation, Part, Usage
 from sim.errors import InvalidConfig
-from sim.formats import FORMATS, ImportResult
+from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls, read_jsonl
 
 _EXPECTED = "a Claude Code session transcript (JSONL, one record per line with 'type', 'uuid', 'message')"
@@ -336,3 +336,10 @@ def _usage(raw: Any, what: str) -> Usage | None:
         cache_read_tokens=get(raw, "cache_read_input_tokens", int, f"{what} usage", 0),
         cache_write_tokens=get(raw, "cache_creation_input_tokens", int, f"{what} usage", 0),
     )
+
+
+@sniffer("claude-code")
+def sniff(path: Path, head: bytes) -> bool:
+    """JSONL whose records carry Claude Code's session keys."""
+    first = head.lstrip()[:1]
+    return first == b"{" and b'"sessionId"' in head and (b'"parentUuid"' in head or b'"uuid"' in head)

@@ -16,7 +16,7 @@ from typing import Any
 
 from sim.conversation import FACT_KINDS, PART_KINDS, ROLES, Conversation, Fact, Part, Tool, Usage
 from sim.errors import InvalidConfig
-from sim.formats import FORMATS, ImportResult, Skipped
+from sim.formats import FORMATS, ImportResult, Skipped, sniffer
 from sim.formats._common import BadRecord, Draft, Issues, check, get, pair_calls, read_jsonl
 
 FORMAT_NAME = "csim-conversation"
@@ -300,3 +300,10 @@ def _add(conv: _Open, obj: Any, line: int) -> None:
         conv.facts.append((line, _fact(obj)))
     else:
         raise BadRecord(f"record type {kind!r} is neither 'message' nor 'fact'")
+
+
+@sniffer("native")
+def sniff(path: Path, head: bytes) -> bool:
+    """The first line is a csim-conversation header."""
+    first_line = head.lstrip().split(b"\n", 1)[0].replace(b" ", b"")
+    return first_line.startswith(b"{") and b'"format":"csim-conversation"' in first_line

@@ -22,7 +22,7 @@ from typing import Any
 
 from sim.conversation import Conversation, Part, Tool
 from sim.errors import InvalidConfig
-from sim.formats import FORMATS, ImportResult
+from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import (
     BadRecord,
     Draft,
@@ -299,3 +299,14 @@ def _block_text(block: Any, what: str) -> str:
     if kind in _IMAGE_BLOCKS:
         return "[image]"
     return dumps_args(block)
+
+
+@sniffer("openai-chat")
+def sniff(path: Path, head: bytes) -> bool:
+    """A JSON message list (or object with ``messages``) using chat-completions roles, not tau-bench."""
+    text = head.lstrip()
+    if text[:1] not in (b"[", b"{") or b'"traj"' in head or b'"interactions"' in head:
+        return False
+    compact = text.replace(b" ", b"").replace(b"\n", b"")
+    return (compact.startswith(b'[{"role"') or compact.startswith(b'{"messages"')
+            or (b'"messages":[' in compact[:2000] and b'"role":' in compact))
