@@ -159,7 +159,8 @@ class AnthropicValidator:
 
     def copy(self) -> AnthropicValidator:
         v = AnthropicValidator()
-        v.pending, v.role, v.results, v.uses, v.i = set(self.pending), self.role, set(self.results), set(self.uses), self.i
+        v.pending, v.role, v.i = set(self.pending), self.role, self.i
+        v.results, v.uses = set(self.results), set(self.uses)
         return v
 
     def feed(self, msg: dict[str, Any]) -> None:

@@ -22,7 +22,8 @@ def flatten_message(m: Message, cleared: bool, placeholder: str) -> str:
     out = []
     for p in m.parts:
         if p.kind == "tool_result":
-            out.append(f"[{p.name or 'tool'} {'error' if p.is_error else 'result'} {placeholder if cleared else p.text}]")
+            label = "error" if p.is_error else "result"
+            out.append(f"[{p.name or 'tool'} {label} {placeholder if cleared else p.text}]")
         elif p.kind == "tool_call":
             out.append(f"[{p.name} {p.args or '{}'}]")
         elif p.kind in ("change", "revert"):
