@@ -1,0 +1,114 @@
+"""Fidelity: calibrated replays against recorded prompt tokens and recorded compactions."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+import pytest
+
+from sim import calibration as cal
+from sim import fidelity
+from sim.cli import main
+from sim.conversation import Conversation, Message, Part, Usage
+from sim.errors import InvalidConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = Path(os.environ.get("CSIM_RECORDED") or ROOT.parent / "shared" / "recorded")
+CAL = cal.Calibration("anthropic", "claude-code", "cl100k_base", cal.Coefficients(20_000, 40, 1.1, 3_000), 10,
+                      cal.HeldOut("conversation", 9, 10, 0, 0, 0, 0), "synthetic", "c")
+
+
+def _session(pre_tokens: int = 99_000) -> Conversation:
+    """Two turns, a recorded compaction (summary message), two more turns; no usage yet."""
+    msgs = [Message("u1", "user", (Part("text", "Refactor the loader and keep the API."),))]
+    for k in range(2):
+        msgs += [Message(f"a{k}", "assistant", (Part("tool_call", call_id=f"c{k}", name="read", args="{}"),)),
+                 Message(f"t{k}", "tool", (Part("tool_result", f"line {k}\n" * 300, call_id=f"c{k}", name="read"),))]
+    msgs.append(Message("s", "user", (Part("text", "This session is being continued. Summary: loader refactor."),),
+                        meta={"compact_summary": True, "compact_boundary": {"trigger": "auto",
+                                                                            "pre_tokens": pre_tokens}}))
+    for k in range(2, 4):
+        msgs += [Message(f"a{k}", "assistant", (Part("tool_call", call_id=f"c{k}", name="read", args="{}"),)),
+                 Message(f"t{k}", "tool", (Part("tool_result", f"more {k}\n" * 100, call_id=f"c{k}", name="read"),))]
+    msgs.append(Message("end", "assistant", (Part("text", "Done."),)))
+    return Conversation("s1", tuple(msgs), meta={"compactions": [{"index": 5}]})
+
+
+def _with_recorded_usage(conv: Conversation, c: cal.Calibration) -> Conversation:
+    """Give every reply the usage the calibration predicts from the engine's own counts of its segment."""
+    usage: dict[str, int] = {}
+    for seg in cal.segments(conv):
+        replies = [m for m in seg.messages if m.role == "assistant"]
+        for m, row in zip(replies, cal.replay_counts(seg), strict=True):
+            usage[m.id] = c.apply(row["context_tokens"], row["messages_in_view"], cal.opens_with_summary(seg))
+    msgs = tuple(Message(m.id, m.role, m.parts, usage=Usage(cache_read_tokens=usage[m.id]) if m.id in usage else None,
+                         meta=m.meta) for m in conv.messages)
+    return Conversation(conv.id, msgs, meta=conv.meta)
+
+
+def test_a_perfect_calibration_replays_with_zero_error_across_compactions() -> None:
+    conv = _with_recorded_usage(_session(), CAL)
+    res = fidelity.replay(conv, CAL, "continue")
+    assert [r["turn"] for r in res.rows] == [1, 2, 3, 4, 5]
+    assert [r["segment"] for r in res.rows] == [0, 0, 1, 1, 1]
+    assert all(r["relative_error"] == 0 for r in res.rows)
+    assert [r["summarised"] for r in res.rows] == [False, False, True, True, True]
+    [k] = res.compactions
+    assert k["after_turn"] == 2 and k["pre_tokens"] == 99_000
+    # the request at the boundary holds everything before it: more than the last recorded prompt
+    assert k["simulated"] > res.rows[1]["simulated"]
+
+
+def test_stop_ends_the_curve_at_the_first_compaction() -> None:
+    conv = _with_recorded_usage(_session(), CAL)
+    res = fidelity.replay(conv, CAL, "stop")
+    assert [r["turn"] for r in res.rows] == [1, 2]
+    assert len(res.compactions) == 1
+    with pytest.raises(InvalidConfig):
+        fidelity.replay(conv, CAL, "skip")  # type: ignore[arg-type]
+
+
+def test_a_wrong_calibration_shows_in_the_curve(tmp_path: Path) -> None:
+    conv = _with_recorded_usage(_session(), CAL)
+    off = cal.Calibration(**{**CAL.__dict__, "coefficients": cal.Coefficients(20_000, 40, 1.1, 0)})
+    res = fidelity.replay(conv, off, "continue")
+    errs = [r["relative_error"] for r in res.rows]
+    assert errs[:2] == [0, 0] and all(e < 0 for e in errs[2:])  # the missing post-compaction overhead
+    curve, comps = fidelity.write(res, tmp_path)
+    rows = list(csv.DictReader(curve.read_text().splitlines()))
+    assert list(rows[0]) == ["turn", "segment", "message_id", "recorded", "simulated", "relative_error", "summarised"]
+    assert len(rows) == 5 and len(list(csv.DictReader(comps.read_text().splitlines()))) == 1
+
+
+@pytest.fixture(scope="module")
+def held_out_calibration(tmp_path_factory) -> Path:
+    """A calibration fitted without session 258c7280, so its fidelity curve is out of sample."""
+    folder = RECORDED / "claude-code"
+    if not folder.is_dir():
+        pytest.skip(f"recorded sample not found at {folder} (set CSIM_RECORDED to its folder)")
+    from sim.formats import read
+
+    convs = [c for p in sorted(folder.glob("*.jsonl")) if not p.name.startswith("258c")
+             for c in read(p, "claude-code").conversations]
+    fits = cal.calibrate(cal.samples(convs, "claude-code"), tokenizer="cl100k_base", fitted_on="without 258c",
+                         checksum="-")
+    return cal.save([c for c in fits if c.agent == "main"], tmp_path_factory.mktemp("cal") / "cal.json")
+
+
+def test_real_session_out_of_sample(held_out_calibration: Path, tmp_path: Path, capsys) -> None:
+    session = RECORDED / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    out = tmp_path / "fid"
+    assert main(["fidelity", str(session), "--format", "claude-code", "--calibration", str(held_out_calibration),
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "compaction 1 after turn 102" in text
+    folder = out / "258c7280-ae70-4798-800f-63464d01a85d"
+    rows = list(csv.DictReader((folder / "fidelity.csv").read_text().splitlines()))
+    errs = sorted(abs(float(r["relative_error"])) for r in rows)
+    assert len(errs) == 152
+    assert errs[len(errs) // 2] <= 0.03 and errs[int(0.9 * len(errs))] <= 0.08
+    [comp] = list(csv.DictReader((folder / "compactions.csv").read_text().splitlines()))
+    assert int(comp["pre_tokens"]) == 167_094
+    assert abs(float(comp["relative_error"])) <= 0.03  # simulated tokens at the boundary vs preTokens
