@@ -55,6 +55,15 @@ FORMAT_MODULES: tuple[str, ...] = (
     "sim.formats.native",
     "sim.formats.claude_code",
     "sim.formats.openai_chat",
+    "sim.formats.anthropic_messages",
+    "sim.formats.openai_responses",
+    "sim.formats.codex_rollout",
+    "sim.formats.vcr_cassette",
+    "sim.formats.swe_agent",
+    "sim.formats.mini_swe_agent",
+    "sim.formats.openhands_events",
+    "sim.formats.openhands_llm",
+    "sim.formats.tau_bench",
 )
 
 

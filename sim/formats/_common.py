@@ -79,7 +79,10 @@ class Issues:
                 raise
             self.skipped.append(Skipped(self.path, exc.line if exc.line is not None else line, exc.problem))
         except (BadRecord, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            problem = f"{what}: {describe(exc)}"
+            reason = describe(exc)
+            if reason.startswith(what):  # the reason names the record already: say it once
+                reason = reason[len(what):].lstrip(" :")
+            problem = f"{what}: {reason}"
             if not self.lenient:
                 raise FormatError(self.path, line, problem, hint) from exc
             self.skipped.append(Skipped(self.path, line, problem))

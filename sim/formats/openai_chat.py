@@ -301,6 +301,17 @@ def _block_text(block: Any, what: str) -> str:
     return dumps_args(block)
 
 
+#: Keys of the formats that also hold a ``messages`` list or role items but are not chat completions:
+#: Anthropic Messages bodies (``"system":`` as a key, ``input_schema``, ``tool_use``/``tool_result``
+#: blocks), request/response pairs, Responses API items (``call_id``, ``input_text``), and the logs of
+#: agents that embed a chat message list (mini-swe-agent trajectories, OpenHands completion logs).
+_NOT_CHAT = (
+    b'"input_schema"', b'"tool_use"', b'"tool_result"', b'"system":', b'"request":', b'"call_id"',
+    b'"input_text"', b'"output_text"', b'"type":"function_call', b'"type":"message"',
+    b'"trajectory_format"', b'"kwargs"', b'"latency_sec"',  # mini-swe-agent and OpenHands LLM-completion logs
+)
+
+
 @sniffer("openai-chat")
 def sniff(path: Path, head: bytes) -> bool:
     """A JSON message list (or object with ``messages``) using chat-completions roles, not tau-bench."""
@@ -308,5 +319,7 @@ def sniff(path: Path, head: bytes) -> bool:
     if text[:1] not in (b"[", b"{") or b'"traj"' in head or b'"interactions"' in head:
         return False
     compact = text.replace(b" ", b"").replace(b"\n", b"")
+    if any(k in compact for k in _NOT_CHAT):
+        return False
     return (compact.startswith(b'[{"role"') or compact.startswith(b'{"messages"')
             or (b'"messages":[' in compact[:2000] and b'"role":' in compact))

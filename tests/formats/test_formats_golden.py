@@ -20,6 +20,13 @@ CASES = [
     ("openai_chat.json", "openai-chat"),
     ("claude_code.jsonl", "claude-code"),
     ("native.jsonl", "native"),
+    ("swe_agent.traj", "swe-agent"),
+    ("swe_agent_fc.traj", "swe-agent"),
+    ("mini_swe_agent.traj.json", "mini-swe-agent"),
+    ("mini_swe_agent_toolcall.traj.json", "mini-swe-agent"),
+    ("openhands_events.json", "openhands-events"),
+    ("openhands_llm.json", "openhands-llm"),
+    ("tau_bench.json", "tau-bench"),
 ]
 
 
