@@ -16,6 +16,7 @@ with their parameters as sorted-key JSON.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -318,8 +319,13 @@ def sniff(path: Path, head: bytes) -> bool:
     text = head.lstrip()
     if text[:1] not in (b"[", b"{") or b'"traj"' in head or b'"interactions"' in head:
         return False
+    if path.suffix == ".traj" or path.name.endswith(".traj.json"):  # SWE-agent and mini-swe-agent trajectories
+        return False
     compact = text.replace(b" ", b"").replace(b"\n", b"")
     if any(k in compact for k in _NOT_CHAT):
         return False
-    return (compact.startswith(b'[{"role"') or compact.startswith(b'{"messages"')
+    # A bare message list: its first object has a chat role, whichever key comes first.
+    first_object = compact[:compact.find(b"}") + 1] if compact.startswith(b"[{") else b""
+    bare_list = bool(re.search(rb'"role":"(system|developer|user|assistant|tool)"', first_object))
+    return (compact.startswith(b'[{"role"') or compact.startswith(b'{"messages"') or bare_list
             or (b'"messages":[' in compact[:2000] and b'"role":' in compact))

@@ -2,10 +2,8 @@
 
 Every sample of these formats (the real ones in ``../shared/recorded`` and the golden inputs) must be
 recognised by its own sniffer and by no other of these five; every other sample (Claude Code, VCR
-cassettes, plain message lists, native files) by none of them. The one overlap left is with
-``openai-chat``, whose sniffer also accepts an OpenHands completion log, a ``.traj.json`` and a
-function-calling ``.traj`` (each holds an OpenAI ``messages`` list); it is listed here, so the test
-fails if a new overlap appears and still passes once ``openai-chat`` learns to yield to these formats.
+cassettes, plain message lists, native files) by none of them; and no other registered sniffer
+(``openai-chat`` in particular, since these files hold OpenAI ``messages`` lists) may claim them.
 """
 
 from __future__ import annotations
@@ -26,13 +24,6 @@ GOLDEN_INPUTS = {
     "openhands_events.json": "openhands-events",
     "openhands_llm.json": "openhands-llm",
     "tau_bench.json": "tau-bench",
-}
-#: Files that openai-chat's sniffer also accepts today (see the module docstring).
-OPENAI_CHAT_OVERLAP = {
-    "openhands_llm.json",
-    "mini_swe_agent.traj.json",
-    "mini_swe_agent_toolcall.traj.json",
-    "replay__marshmallow-code__marshmallow-1867__function_calling__marshmallow-code__marshmallow-1867.traj",
 }
 
 
@@ -68,10 +59,6 @@ def _hits(path: Path) -> set[str]:
     return {name for name, fn in SNIFFERS.items() if fn(path, head)}
 
 
-def _known_overlap(path: Path) -> bool:
-    return path.name in OPENAI_CHAT_OVERLAP or (path.parent.name in ("llm-logs", "nonfncall-llm-logs"))
-
-
 @pytest.mark.parametrize(("path", "expected"), SAMPLES, ids=[p.name[-60:] for p, _ in SAMPLES])
 def test_each_sample_is_claimed_by_its_own_sniffer_only(path: Path, expected: str | None) -> None:
     mine = _hits(path) & set(MINE)
@@ -82,12 +69,8 @@ def test_each_sample_is_claimed_by_its_own_sniffer_only(path: Path, expected: st
     ("path", "expected"), [s for s in SAMPLES if s[1]], ids=[p.name[-60:] for p, e in SAMPLES if e]
 )
 def test_auto_detects_own_format(path: Path, expected: str) -> None:
-    others = _hits(path) - {expected}
-    if _known_overlap(path):
-        assert others <= {"openai-chat"}
-    else:
-        assert others == set()
-        assert detect(path) == expected
+    assert _hits(path) - {expected} == set()
+    assert detect(path) == expected
 
 
 def test_recorded_samples_are_covered() -> None:
