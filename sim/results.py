@@ -1,0 +1,248 @@
+"""The results a sweep (or a single ``csim run``) leaves on disk, and one loader for both.
+
+Layout of a sweep's results directory::
+
+    RESULTS/manifest.json        {"kind": "sweep", "spec": <normalised spec>, "versions": sim.metrics.versions(),
+                                  "started": iso, "finished": iso or null, "total_runs": N}
+    RESULTS/parts/<id>/          one finished task (all runs of one conversation and seed): runs.parquet,
+                                  requests.parquet, facts.parquet, compactions.parquet, violations.parquet
+    RESULTS/summary.parquet      the ``csim compare`` table (and summary.csv), once compare has run
+
+A part is written into a temporary directory and renamed into ``parts/`` in one ``os.replace``, so a
+part either exists whole or not at all: a run is finished exactly when its row is in a part. The part's
+name is a hash of the run keys it holds, so the same runs always land in the same part.
+
+:func:`load_results` reads that directory, or a ``csim run`` output directory (``requests.parquet``,
+``facts.parquet``, ``run.json``), into the same :class:`Results` shape, every frame sorted by run key
+then by the order of requests within the run, so results compare equal whichever executor made them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from sim.errors import InvalidConfig
+from sim.metrics import FACT_COLUMNS, REQUEST_COLUMNS, SUMMARY_COLUMNS
+
+#: Identity columns of a run, before the summary numbers.
+RUN_ID_COLUMNS: dict[str, str] = {
+    "run_key": "string", "config": "string", "policy": "string", "params": "string", "source_kind": "string",
+    "source": "string", "conversation": "string", "conversation_checksum": "string", "seed": "int64",
+}
+_SUMMARY_DTYPES: dict[str, str] = {
+    "run_id": "string", "params_hash": "string", "finish_reason": "string", "exhausted": "string",
+    "agent_requests": "int64", "peak_context_tokens": "int64", "cumulative_input_tokens": "int64",
+    "cumulative_output_tokens": "int64", "total_cost_usd": "float64", "compaction_count": "int64",
+    "overflows": "int64", "facts_needed": "int64", "facts_visible": "int64", "retention_recall": "float64",
+    "violation_count": "int64",
+}
+#: One row per run: identity, then the sim.metrics summary columns not already named.
+RUN_COLUMNS: dict[str, str] = {**RUN_ID_COLUMNS,
+                               **{c: _SUMMARY_DTYPES[c] for c in SUMMARY_COLUMNS if c not in RUN_ID_COLUMNS}}
+SWEEP_REQUEST_COLUMNS: dict[str, str] = {"run_key": "string", "config": "string", **REQUEST_COLUMNS}
+SWEEP_FACT_COLUMNS: dict[str, str] = {"run_key": "string", "config": "string", **FACT_COLUMNS}
+#: The fields of ``RunResult.compactions`` dicts (see sim.engine), flattened.
+COMPACTION_COLUMNS: dict[str, str] = {
+    "run_key": "string", "config": "string", "conversation": "string", "seed": "int64",
+    "compaction_id": "string", "turn": "int64", "trigger": "string", "mode": "string", "tokens_before": "int64",
+    "tokens_after": "int64", "start": "int64", "cleared_through": "int64", "summary_facts": "int64",
+}
+VIOLATION_COLUMNS: dict[str, str] = {
+    "run_key": "string", "config": "string", "conversation": "string", "seed": "int64", "turn": "int64",
+    "invariant": "string", "request_kind": "string", "detail": "string",
+}
+#: Table name -> its columns and dtypes; also the file names inside a part.
+TABLES: dict[str, dict[str, str]] = {
+    "runs": RUN_COLUMNS, "requests": SWEEP_REQUEST_COLUMNS, "facts": SWEEP_FACT_COLUMNS,
+    "compactions": COMPACTION_COLUMNS, "violations": VIOLATION_COLUMNS,
+}
+
+MANIFEST = "manifest.json"
+PARTS = "parts"
+SUMMARY = "summary.parquet"
+
+
+@dataclass(frozen=True)
+class Results:
+    """Everything a sweep or a run produced, as tidy frames keyed by ``run_key`` and labelled by ``config``."""
+
+    kind: Literal["sweep", "run"]
+    manifest: dict[str, Any]
+    runs: pd.DataFrame
+    requests: pd.DataFrame
+    facts: pd.DataFrame
+    compactions: pd.DataFrame
+    violations: pd.DataFrame
+    summary: pd.DataFrame | None
+
+    @property
+    def configs(self) -> list[str]:
+        """Configuration labels in first-seen order of the sorted runs."""
+        return list(dict.fromkeys(self.runs["config"].tolist()))
+
+
+# -- building the frames -------------------------------------------------------------------------------
+def typed(rows: Sequence[Mapping[str, Any]] | pd.DataFrame, columns: Mapping[str, str]) -> pd.DataFrame:
+    """A frame with exactly ``columns`` in order and their dtypes, even when there are no rows."""
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows), columns=list(columns))
+    frame = frame.reindex(columns=list(columns))
+    return frame.astype(dict(columns)).reset_index(drop=True)
+
+
+def sort_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Sort by run key, keeping the order of rows within a run (a stable sort): the order they happened."""
+    return frame.sort_values("run_key", kind="mergesort").reset_index(drop=True)
+
+
+def concat(frames: Iterable[pd.DataFrame], columns: Mapping[str, str]) -> pd.DataFrame:
+    """Concatenate typed frames (skipping empty ones, whose dtypes pandas would otherwise widen), sorted."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return typed([], columns)
+    return sort_frame(typed(pd.concat(frames, ignore_index=True), columns))
+
+
+def part_name(run_keys: Iterable[str]) -> str:
+    """A part's directory name: a hash of its sorted run keys (the same runs always make the same part)."""
+    return hashlib.sha256("\n".join(sorted(run_keys)).encode()).hexdigest()[:24]
+
+
+# -- loading ---------------------------------------------------------------------------------------------
+def load_results(path: str | Path) -> Results:
+    """Load a sweep's results directory or a ``csim run`` output directory."""
+    p = Path(path)
+    if (p / MANIFEST).is_file():
+        return _load_sweep(p)
+    if (p / "run.json").is_file():
+        return _load_run(p)
+    if not p.exists():
+        raise InvalidConfig(f"results directory {str(p)!r} does not exist")
+    raise InvalidConfig(f"{str(p)!r} holds neither {MANIFEST} (a csim sweep) nor run.json (a csim run)")
+
+
+def finished_parts(root: Path) -> list[Path]:
+    """The complete part directories under ``root/parts``, in name order (temporaries start with a dot)."""
+    parts = root / PARTS
+    if not parts.is_dir():
+        return []
+    return sorted(d for d in parts.iterdir() if d.is_dir() and not d.name.startswith("."))
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    try:
+        return dict(json.loads((root / MANIFEST).read_text(encoding="utf-8")))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InvalidConfig(f"{root / MANIFEST}: cannot read the sweep manifest: {exc}") from None
+
+
+def _load_sweep(root: Path) -> Results:
+    manifest = read_manifest(root)
+    parts = finished_parts(root)
+    frames = {name: concat((pd.read_parquet(d / f"{name}.parquet") for d in parts), cols)
+              for name, cols in TABLES.items()}
+    return Results("sweep", manifest, frames["runs"], frames["requests"], frames["facts"], frames["compactions"],
+                   frames["violations"], _summary(root))
+
+
+def _summary(root: Path) -> pd.DataFrame | None:
+    f = root / SUMMARY
+    return pd.read_parquet(f) if f.is_file() else None
+
+
+_VIOLATION_TEXT = re.compile(r"^\[(?P<invariant>[^\]]+)\] turn (?P<turn>-?\d+) \((?P<kind>[^)]*)\): (?P<detail>.*)$",
+                             re.S)
+
+
+def _load_run(root: Path) -> Results:
+    """A ``csim run`` directory (see sim.runner.write_run) in the sweep's shape; config = the policy label."""
+    doc = json.loads((root / "run.json").read_text(encoding="utf-8"))
+    spec = doc.get("policy", {})
+    label = config_label(spec.get("policy", "?"), non_default_params(spec))
+    source = doc.get("source", {})
+    source_kind = "scenario" if "scenario" in source else "dataset" if "dataset" in source else "conversation"
+    if source_kind == "scenario":
+        source_name = config_label(str(source["scenario"]), dict(source.get("params") or {}))
+    else:
+        source_name = str(source.get("dataset") or Path(str(source.get("conversation", "?"))).name)
+    checksums = {c["id"]: c.get("checksum", "") for c in doc.get("conversations", [])}
+    version = doc.get("versions", {}).get("compaction-sim", "")
+    runs, comps, viols = [], [], []
+    key_of: dict[str, str] = {}
+    for r in doc.get("runs", []):
+        conv = r["conversation"]
+        key = run_key(spec, conv, checksums.get(conv, ""), int(r["seed"]), version, doc.get("config", {}))
+        key_of[r["run_id"]] = key
+        base = {"run_key": key, "config": label, "conversation": conv, "seed": int(r["seed"])}
+        runs.append({**{k: r.get(k) for k in SUMMARY_COLUMNS}, **base, "policy": r.get("policy"),
+                     "params": params_json(r.get("params", {})), "source_kind": source_kind,
+                     "source": source_name, "conversation_checksum": checksums.get(conv, "")})
+        comps.extend({**base, **c} for c in r.get("compactions", []))
+        for text in r.get("violations", []):
+            m = _VIOLATION_TEXT.match(text)
+            if m:
+                viols.append({**base, "turn": int(m["turn"]), "invariant": m["invariant"],
+                              "request_kind": m["kind"], "detail": m["detail"]})
+            else:
+                viols.append({**base, "turn": -1, "invariant": "?", "request_kind": "?", "detail": text})
+
+    def keyed(frame: pd.DataFrame, cols: Mapping[str, str]) -> pd.DataFrame:
+        frame = frame.copy()
+        frame.insert(0, "config", label)
+        frame.insert(0, "run_key", frame["run_id"].map(key_of).fillna(""))
+        return sort_frame(typed(frame, cols))
+
+    requests = keyed(pd.read_parquet(root / "requests.parquet"), SWEEP_REQUEST_COLUMNS)
+    facts_file = root / "facts.parquet"
+    facts = (keyed(pd.read_parquet(facts_file), SWEEP_FACT_COLUMNS) if facts_file.is_file()
+             else typed([], SWEEP_FACT_COLUMNS))
+    return Results("run", doc, sort_frame(typed(runs, RUN_COLUMNS)), requests, facts,
+                   sort_frame(typed(comps, COMPACTION_COLUMNS)), sort_frame(typed(viols, VIOLATION_COLUMNS)),
+                   _summary(root))
+
+
+# -- identity helpers shared with sim.sweep ----------------------------------------------------------------
+def run_key(policy_spec: Mapping[str, Any], conversation: str, checksum: str, seed: int, version: str,
+            run_config: Mapping[str, Any]) -> str:
+    """SHA-256 of what determines a run's outcome: policy spec, conversation id and content, seed, package
+    version and the whole RunConfig (so a changed window or model never reuses a stale run)."""
+    blob = json.dumps([policy_spec, conversation, checksum, seed, version, run_config], sort_keys=True,
+                      separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def params_json(params: Mapping[str, Any]) -> str:
+    return json.dumps(dict(params), sort_keys=True, separators=(",", ":"), default=str)
+
+
+def format_value(v: Any) -> str:
+    """A parameter value as a label shows it: ``0.8``, ``150000``, ``true``, ``unset``."""
+    if v is None:
+        return "unset"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def config_label(policy: str, params: Mapping[str, Any]) -> str:
+    """``cloudflare-os trigger_ratio=0.8``: the policy and its given parameters, sorted by name."""
+    return " ".join([policy, *(f"{k}={format_value(params[k])}" for k in sorted(params))])
+
+
+def non_default_params(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters of a policy spec that differ from its class defaults (all of them if it cannot load)."""
+    params = dict(spec.get("params", {}))
+    try:
+        from policies.base import load_policy_class
+
+        defaults = load_policy_class(str(spec.get("policy")))().params()
+    except Exception:  # noqa: BLE001 - a label is still useful for a policy this install cannot build
+        return params
+    return {k: v for k, v in params.items() if defaults.get(k, object()) != v}
