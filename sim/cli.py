@@ -28,14 +28,21 @@ EPILOG = """examples:
 #: Modules that each add their subcommands with ``register(subparsers)``; one line per module, so
 #: commands that live beside their library code need no edit of this file beyond this tuple.
 COMMAND_MODULES: tuple[str, ...] = (
+    "sim.datasets_cli",
+    "sim.calibration_cli",
+    "sim.sweep_cli",
+    "sim.import_cli",
+    "sim.report_cli",
 )
 
 
 def _add_run_config(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model and run")
     g.add_argument("--seed", type=int, default=0, help="the run's one integer seed (default 0)")
-    g.add_argument("--tokenizer", default="cl100k_base", help="cl100k_base (exact, offline) or chars4 (default cl100k_base)")
-    g.add_argument("--model", default="claude-sonnet-4-5", help="model name for pricing (genai-prices; default claude-sonnet-4-5)")
+    g.add_argument("--tokenizer", default="cl100k_base",
+                   help="cl100k_base (exact, offline) or chars4 (default cl100k_base)")
+    g.add_argument("--model", default="claude-sonnet-4-5",
+                   help="model name for pricing (genai-prices; default claude-sonnet-4-5)")
     g.add_argument("--price-provider", default="anthropic", help="provider id in the price table (default anthropic)")
     g.add_argument("--provider", choices=("anthropic", "openai"), default="anthropic",
                    help="wire format the mock provider renders and validates (default anthropic)")
@@ -75,18 +82,39 @@ def _run_config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     )
 
 
+def _with_calibration(config, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The run config with the calibration of ``--calibration FILE`` (matched to --provider and the format)."""
+    if not getattr(args, "calibration", None):
+        return config
+    from dataclasses import replace
+
+    from sim.calibration import load_for_run
+
+    fmt = args.format if args.conversation else None
+    if getattr(args, "dataset", None):
+        from sim.datasets import get_dataset
+
+        fmt = get_dataset(args.dataset).format
+    return replace(config, calibration=load_for_run(args.calibration, args.provider, fmt))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from policies.base import make_policy
     from sim.runner import execute, parse_kv, recorded_conversations, scenario_conversation, write_run
 
-    if bool(args.scenario) == bool(args.conversation):
-        raise InvalidConfig("give exactly one of --scenario NAME or --conversation PATH")
-    config = _run_config(args)
+    if sum(map(bool, (args.scenario, args.conversation, args.dataset))) != 1:
+        raise InvalidConfig("give exactly one of --scenario NAME, --conversation PATH or --dataset NAME")
+    config = _with_calibration(_run_config(args), args)
     policy = make_policy(args.policy, parse_kv(args.param))
     skipped: list[str] = []
     if args.scenario:
         convs = [scenario_conversation(args.scenario, args.seed, parse_kv(args.scenario_param, "-S"))]
         source = {"scenario": args.scenario, "params": parse_kv(args.scenario_param, "-S")}
+    elif args.dataset:
+        from sim.datasets import dataset_conversations
+
+        convs = dataset_conversations(args.dataset, lenient=args.lenient)
+        source = {"dataset": args.dataset, "lenient": args.lenient}
     else:
         convs, skipped = recorded_conversations(args.conversation, args.format, args.lenient)
         source = {"conversation": str(args.conversation), "format": args.format, "lenient": args.lenient,
@@ -124,8 +152,7 @@ def _registry(what: str):  # type: ignore[no-untyped-def]
 
         return POLICIES
     if what == "scenarios":
-        from sim.scenarios import SCENARIOS
-        from sim.scenarios import _load
+        from sim.scenarios import SCENARIOS, _load
 
         _load()
         return SCENARIOS
@@ -151,13 +178,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from sim.compare import render
     from sim.runner import demo
 
     out = Path(args.out)
-    seeds = tuple(range(args.seeds))
-    table = demo(out, seeds=seeds)
-    print(table.to_string(index=False, float_format=lambda x: f"{x:,.3f}"))
-    print(f"\nwrote {out}/comparison.csv, runs.csv, runs.parquet and requests.parquet")
+    table = demo(out, seeds=tuple(range(args.seeds)), report=not args.no_report)
+    print(render(table))
+    print(f"\nresults in {out} (csim compare {out}); summary in {out / 'summary.csv'}")
+    if not args.no_report:
+        print(f"report: {out / 'report' / 'index.html'}")
     return 0
 
 
@@ -182,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--conversation", help="a recorded conversation file")
     src.add_argument("--format", default="native", help="its format (csim list formats; default native)")
     src.add_argument("--lenient", action="store_true", help="skip malformed records and report each one")
+    src.add_argument("--dataset", help="a fetched public dataset (csim datasets list; fetch it first)")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="apply a fit from csim calibrate --out: context tokens become what the provider would count")
     p.add_argument("--out", required=True, help="output directory")
     _add_run_config(p)
     p.set_defaults(func=cmd_run)
@@ -202,9 +234,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window", type=int, default=8_000, help="context window of the small test model (default 8000)")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("demo", help="every bundled policy on every bundled scenario, with a comparison table")
+    p = sub.add_parser("demo", help="every bundled policy on every bundled scenario: a sweep, its comparison "
+                                    "and an HTML report",
+                       description="Sweep every bundled policy over every bundled scenario into OUT (as csim sweep "
+                                   "does), print the csim compare table, and write the HTML report to "
+                                   "OUT/report/index.html.")
     p.add_argument("--out", default="reports/demo", help="output directory (default reports/demo)")
     p.add_argument("--seeds", type=int, default=3, help="seeds per scenario (default 3)")
+    p.add_argument("--no-report", action="store_true", help="skip the HTML report")
     p.set_defaults(func=cmd_demo)
 
     for module in COMMAND_MODULES:

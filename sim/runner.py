@@ -10,16 +10,16 @@ import inspect
 import json
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from policies.base import Policy, make_policy
+from policies.base import Policy
 from sim.conversation import Conversation
 from sim.engine import RunConfig, RunResult, run
 from sim.errors import InvalidConfig, UnknownName
 from sim.log import to_plain, write_jsonl
-from sim.metrics import facts_frame, requests_frame, runs_frame, versions, write_json, write_parquet
+from sim.metrics import facts_frame, requests_frame, versions, write_json, write_parquet
 from sim.scenarios import SCENARIOS, generate
 from sim.scenarios import _load as _load_scenarios
 from sim.tokenizers import get_tokenizer
@@ -114,42 +114,42 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:80]
 
 
-def demo(out: Path, *, seeds: Sequence[int] = (0, 1, 2), config: RunConfig | None = None,
-         progress: bool = True) -> Any:
-    """Every bundled policy on every bundled scenario; writes tables under ``out`` and returns the summary.
+#: The demo's grid: every bundled policy at its defaults (effect-agent needs a limit to compact at all:
+#: 0.75 of the 200K window, the seed's sizing guidance of 150-170K) on every bundled scenario, with the
+#: coding agent lengthened until the window matters.
+DEMO_SPEC = {
+    "sweep": {"name": "demo"},
+    "run": {"window": 200_000},
+    "policies": [{"policy": "none"}, {"policy": "sliding-window"}, {"policy": "cloudflare-os"},
+                 {"policy": "effect-agent", "params": {"context_token_limit": [150_000]}}],
+    "scenarios": [{"name": "coding-agent", "params": {"turns": [250]}}, {"name": "research-agent"},
+                  {"name": "support-chat"}],
+}
 
-    effect-agent runs with ``context_token_limit`` = 0.75 x the window (the seed's sizing guidance:
-    150-170K for a 200K window); unset, it never compacts.
+
+def demo(out: Path, *, seeds: Sequence[int] = (0, 1, 2), progress: bool = True, report: bool = True) -> Any:
+    """The demo: a sweep of :data:`DEMO_SPEC` into ``out``, its comparison, and a report in ``out/report``.
+
+    Returns the comparison table. A previous demo in ``out`` is replaced (only one whose manifest says
+    it is the demo), so ``make demo`` can always be run again after the code changed.
     """
-    from policies import POLICIES
+    import shutil
 
-    _load_scenarios()
-    config = config or RunConfig()
-    jobs = [(p, s, seed) for p in POLICIES.names() for s in SCENARIOS.names() for seed in seeds]
-    convs = {(s, seed): scenario_conversation(s, seed, {}) for s in SCENARIOS.names() for seed in seeds}
-    results: list[RunResult] = []
-    it: Iterable[Any] = jobs
-    if progress:
-        from tqdm import tqdm
+    from sim.compare import compare, write_summary
+    from sim.results import load_results
+    from sim.sweep import run_sweep, spec_from_dict
 
-        it = tqdm(jobs, desc="demo runs", unit="run", disable=not sys.stderr.isatty())
-    tok = get_tokenizer(config.tokenizer)
-    for name, scen, seed in it:
-        params = {"context_token_limit": str(int(config.model.context_window * 0.75))} if name == "effect-agent" else {}
-        cfg = replace(config, seed=seed)
-        results.append(run(make_policy(name, params), convs[(scen, seed)], cfg, tokenizer=tok))
-    out.mkdir(parents=True, exist_ok=True)
-    runs = runs_frame(results)
-    runs["scenario"] = [scen for _, scen, _ in jobs]
-    write_parquet(requests_frame(results), out / "requests.parquet")
-    write_parquet(runs, out / "runs.parquet")
-    runs.to_csv(out / "runs.csv", index=False)
-    table = (runs.groupby(["scenario", "policy"], sort=True)
-             .agg(runs=("run_id", "count"), peak_context=("peak_context_tokens", "mean"),
-                  cumulative_input=("cumulative_input_tokens", "mean"), cost_usd=("total_cost_usd", "mean"),
-                  compactions=("compaction_count", "mean"), overflows=("overflows", "sum"),
-                  retention=("retention_recall", "mean"), violations=("violation_count", "sum"))
-             .reset_index())
-    table.to_csv(out / "comparison.csv", index=False)
-    write_parquet(table, out / "comparison.parquet")
+    manifest = out / "manifest.json"
+    if manifest.exists():
+        if json.loads(manifest.read_text(encoding="utf-8")).get("spec", {}).get("name") != "demo":
+            raise InvalidConfig(f"{out} holds results that are not the demo's; pass another --out")
+        shutil.rmtree(out)
+    spec = spec_from_dict({**DEMO_SPEC, "sweep": {"name": "demo", "seeds": list(seeds)}}, Path.cwd(), "the demo")
+    run_sweep(spec, out, progress=progress)
+    table = compare(load_results(out))
+    write_summary(table, out)
+    if report:
+        from sim.report import write_report
+
+        write_report(out, out / "report")
     return table

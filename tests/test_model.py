@@ -2,9 +2,8 @@
 
 import pytest
 
-from sim.errors import InvalidRequest, PromptTooLong
+from sim.errors import InvalidConfig, InvalidRequest, PromptTooLong
 from sim.model import ModelConfig, check_window, validate_anthropic, validate_openai
-from sim.errors import InvalidConfig
 
 
 def call(cid: str) -> dict:

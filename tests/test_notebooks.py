@@ -1,0 +1,181 @@
+"""Report notebooks: stored without outputs, and ``csim report`` end to end on a small sweep and on one run.
+
+The end-to-end test runs the real command (a sweep, ``csim compare``, then ``csim report``) in
+subprocesses and reads the HTML as a reader's browser would get it: each expected figure is a
+``<figure id="fig-...">`` holding one embedded PNG, each expected table has its rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+
+from sim.report import parameterise
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+CSIM = [sys.executable, "-m", "sim"]
+
+COMPARE_FIGURES = ("cost-retention", "context", "cumulative-cost", "retention", "violations")
+COMPARE_TABLES = ("compare", "compare-diff", "violations")
+RUN_FIGURES = ("view-size", "compactions")
+RUN_TABLES = ("overview", "compactions", "facts-lost", "run-violations")
+
+
+def test_there_are_report_notebooks() -> None:
+    assert {p.stem for p in NOTEBOOKS} >= {"compare", "run"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_committed_without_outputs(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
+    assert not dirty, f"{path.name}: cells {dirty} have outputs or execution counts; clear them before committing"
+    first = nb.cells[0]
+    assert first.cell_type == "code" and "parameters" in first.metadata.get("tags", []), \
+        f"{path.name}: the first cell must be the one tagged 'parameters'"
+    assert "results = " in first.source
+
+
+def test_parameters_are_injected_after_the_parameters_cell() -> None:
+    nb = nbformat.read(ROOT / "notebooks" / "run.ipynb", as_version=4)
+    once = parameterise(nb, {"results": "/x/y", "run_key": "abc"})
+    twice = parameterise(once, {"results": "/z", "run_key": None})
+    cell = twice.cells[1]
+    assert cell.metadata["tags"] == ["injected-parameters"] and len(twice.cells) == len(nb.cells) + 1
+    assert "results = '/z'" in cell.source and "run_key = None" in cell.source
+    assert nb.cells[1].metadata.get("tags") != ["injected-parameters"], "the stored notebook must not change"
+
+
+def _csim(*args: str) -> str:
+    done = subprocess.run([*CSIM, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, f"csim {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def _section(page: str, tag: str, ident: str) -> str:
+    m = re.search(rf'<{tag}[^>]*\bid="{ident}"[^>]*>(.*?)</{tag}>', page, re.S)
+    assert m, f"no <{tag} id={ident!r}> in the report"
+    return m.group(1)
+
+
+def _assert_figure(page: str, name: str) -> None:
+    body = _section(page, "figure", f"fig-{name}")
+    images = re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', body)
+    assert len(images) == 1, f"figure {name!r} should hold one embedded PNG, has {len(images)}"
+    alt, data = images[0]
+    png = base64.b64decode(data)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000, f"figure {name!r} is not a real PNG"
+    assert alt.strip(), f"figure {name!r} has no alt text"
+
+
+def _table_rows(page: str, name: str) -> int:
+    body = _section(page, "div", f"table-{name}")
+    m = re.search(r"<tbody>(.*?)</tbody>", body, re.S)
+    return len(re.findall(r"<tr\b", m.group(1))) if m else 0
+
+
+def _visible(page: str) -> str:
+    """The page without its style sheets and scripts (which mention error classes of their own)."""
+    return re.sub(r"<(style|script)\b.*?</\1>", "", page, flags=re.S)
+
+
+@pytest.fixture(scope="module")
+def sweep_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    results = tmp_path_factory.mktemp("sweep")
+    out = tmp_path_factory.mktemp("report")
+    # A deliberately broken policy (a user's own, by module:Class) gives violations to report.
+    _csim("sweep", "--out", str(results), "--policy", "cloudflare-os", "-P", "trigger_ratio=0.6,0.85",
+          "--policy", "sliding-window", "--policy", "tests.broken_policies:ForgetsReverts", "--scenario",
+          "coding-agent", "--seeds", "1-2", "--window", "50000", "--quiet")
+    _csim("compare", str(results))
+    printed = _csim("report", str(results), "--out", str(out))
+    assert str(out / "index.html") in printed
+    return results, out
+
+
+def test_sweep_report_has_every_figure_and_table(sweep_report: tuple[Path, Path]) -> None:
+    results, out = sweep_report
+    runs = pd.concat(pd.read_parquet(p) for p in (results / "parts").glob("*/runs.parquet"))
+    page = (out / "compare.html").read_text(encoding="utf-8")
+    for name in COMPARE_FIGURES:
+        _assert_figure(page, name)
+    assert _table_rows(page, "compare") == runs["config"].nunique() == 4
+    assert _table_rows(page, "compare-diff") == 3  # every configuration but the baseline
+    assert _table_rows(page, "violations") >= 1 and "revert-resolution" in _section(page, "div", "table-violations")
+    assert "ForgetsReverts" in _section(page, "div", "table-violations")
+    assert "--run " in _section(page, "div", "table-violations"), "each violation points to its run"
+    shown = _visible(page)
+    assert "Traceback" not in shown and "vnd.jupyter.stderr" not in shown, "no errors or warnings in the report"
+    assert "report_data" not in shown, "code cells are hidden unless --show-code"
+
+
+def test_sweep_report_run_page_and_index(sweep_report: tuple[Path, Path]) -> None:
+    results, out = sweep_report
+    page = (out / "run.html").read_text(encoding="utf-8")
+    for name in RUN_FIGURES:
+        _assert_figure(page, name)
+    for name in RUN_TABLES:
+        _section(page, "div", f"table-{name}")
+    runs = pd.concat(pd.read_parquet(p) for p in (results / "parts").glob("*/runs.parquet"))
+    chosen = runs.sort_values(["compaction_count", "run_key"], ascending=[False, True]).iloc[0]
+    assert chosen["run_key"] in page, "the run page shows the run with the most compactions"
+    assert _table_rows(page, "compactions") == chosen["compaction_count"]
+    assert "prior_conversation" in page or "summary" in page.lower()
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert 'href="compare.html"' in index and 'href="run.html"' in index and chosen["run_key"] in index
+    executed = nbformat.read(out / "compare.ipynb", as_version=4)
+    assert any(c.get("outputs") for c in executed.cells), "the executed notebook is kept beside the HTML"
+
+
+def test_report_on_one_run_directory(tmp_path: Path) -> None:
+    run_dir, out = tmp_path / "run", tmp_path / "report"
+    _csim("run", "--policy", "cloudflare-os", "-P", "trigger_ratio=0.6", "--scenario", "coding-agent", "--seed", "0",
+          "--window", "50000", "--out", str(run_dir))
+    _csim("report", str(run_dir), "--out", str(out), "--show-code")
+    doc = json.loads((run_dir / "run.json").read_text())
+    run_page = (out / "run.html").read_text(encoding="utf-8")
+    for name in RUN_FIGURES:
+        _assert_figure(run_page, name)
+    assert _table_rows(run_page, "compactions") == doc["summary"]["compaction_count"]
+    assert "summary-c1" in run_page, "the summary texts come from the run's log.jsonl"
+    assert "report_data" in _visible(run_page), "--show-code keeps the code"
+    _assert_figure((out / "compare.html").read_text(encoding="utf-8"), "cost-retention")
+
+
+def test_a_bad_results_path_is_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from sim.cli import main
+
+    assert main(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not exist" in err and not (tmp_path / "o").exists()
+
+
+def test_a_failing_cell_names_the_notebook_and_cell(tmp_path: Path) -> None:
+    from sim.report import NotebookFailed, execute
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
+                                         nbformat.v4.new_code_cell("# the broken step\nraise ValueError('boom')")])
+    with pytest.raises(NotebookFailed, match=r"compare\.ipynb failed in cell 1 .*ValueError: boom"):
+        execute({"compare": nb}, tmp_path)
+
+
+def test_figures_are_the_same_bytes_every_time(sweep_report: tuple[Path, Path]) -> None:
+    from sim import report_data as rd
+    from sim import report_figures as rf
+
+    data = rd.load(sweep_report[0])
+    cmap = rf.colours(data.runs["config"])
+    conv = rd.choose_conversation(data)
+    first = rf.show(rf.fig_context(data, conv, cmap, 50_000), "context", "c")._repr_html_()
+    assert first == rf.show(rf.fig_context(data, conv, cmap, 50_000), "context", "c")._repr_html_()
+    assert cmap == rf.colours(reversed(data.runs["config"].tolist())), "colours depend on the labels, not their order"
