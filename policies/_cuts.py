@@ -4,6 +4,7 @@ reverts with their changes, staying behind protected spans. Pure functions of th
 from __future__ import annotations
 
 from sim.state import RunState
+from sim.view import View
 
 
 def floor_index(state: RunState) -> int:
@@ -29,11 +30,32 @@ def keep_reverts(state: RunState, cut: int) -> int:
 
 
 def live_changes(state: RunState, cut: int) -> list[str]:
-    """Change ids recorded before ``cut`` that no revert has undone: what a checkpoint must carry."""
+    """Change ids recorded before ``cut`` that no revert has undone: what a checkpoint must carry.
+
+    O(changes + reverts), not O(messages): a compaction must not cost more as the log grows."""
     reverted = {c for _, c in state.reverts}
-    out = []
-    for i, m in enumerate(state.messages[:cut]):
-        if i in reverted:
+    return [ref for ref, i in state.changes.items() if i < cut and i not in reverted]
+
+
+def rollback_target(state: RunState) -> View | None:
+    """The checkpoint to roll back to when a revert in the view reverts a change already compacted
+    away, or None when every revert in the view resolves.
+
+    Cloudflare OS ``rollbackChatCompaction`` (overseer): "reverting across a boundary needs the one
+    before it", and it "guarantees every revert in a tail has ``revertFrom >= compactedTo``"
+    (``agent-compaction.ts``, the comment of ``protectRetainedReverts``). So the target is the newest
+    checkpoint in which every revert it shows resolves: the missing change among them, and every
+    other revert in its tail too (one that is itself unresolved there would only move the problem),
+    and it still shows every revert the current view shows. The initial view shows everything, so a
+    target always exists when one is needed.
+    """
+    view = state.view
+    if not any(view.shows(r) and not view.shows(c) for r, c in state.reverts):
+        return None
+    for cp in reversed(state.checkpoints):
+        if cp is view or cp.start > view.start:  # a rollback only moves the view back
             continue
-        out.extend(p.ref or "" for p in m.parts if p.kind == "change")
-    return out
+        if all(cp.shows(c) or not cp.shows(r) for r, c in state.reverts) and \
+                all(cp.shows(r) for r, _ in state.reverts if view.shows(r)):
+            return cp
+    return None

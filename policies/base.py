@@ -111,6 +111,17 @@ class Policy:
         ``overflow`` after the provider rejected the prompt as too long."""
         return None
 
+    def over_trigger(self, state: RunState) -> bool | None:
+        """Whether the view is at or over this policy's automatic trigger; None when the policy does
+        not say. Pure, like :meth:`decide`.
+
+        The engine asks right after each automatic compaction: two on consecutive turns that both leave
+        the view over the trigger are a ``compaction-loop`` (compacting every turn without progress). A
+        policy that does not answer is asked ``decide(state, "auto")`` instead: a plan right after
+        compacting means the same.
+        """
+        return None
+
     # -- identity ------------------------------------------------------------------------------
     def params(self) -> dict[str, Any]:
         return dataclasses.asdict(self.config)
@@ -151,9 +162,8 @@ def _coerce(name: str, raw: Any, tp: Any) -> Any:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
-        if raw.lower() in ("none", "null", "unset", ""):
-            if type(None) in args:
-                return None
+        if raw.lower() in ("none", "null", "unset", "") and type(None) in args:
+            return None
         inner = [a for a in args if a is not type(None)]
         return _coerce(name, raw, inner[0]) if len(inner) == 1 else raw
     if origin is Literal:

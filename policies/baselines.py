@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policies._cuts import floor_index, keep_reverts
+from policies._cuts import floor_index, keep_reverts, rollback_target
 from policies.base import Plan, Policy, Trigger, register
 from sim.errors import InvalidConfig
 from sim.state import RunState
@@ -46,13 +46,25 @@ class SlidingWindow(Policy):
     and AutoGen ``TokenLimitedChatCompletionContext``: no summary, whole units only (a call never
     loses its result), the first user message pinned because it states the task (the fix in
     langchain-ai/langmem #111 anchors the user message for the same reason). It also never drops
-    the live turn, a pending turn, or the change a kept revert needs.
+    the live turn, a pending turn, or the change a kept revert needs; and when a revert arrives
+    after its change was dropped, it rolls the view back to the newest checkpoint where every kept
+    revert resolves (as cloudflare-os's ``rollbackChatCompaction`` does; the truncation baselines it
+    models have no notion of reverts, so this is the harness's contract, not theirs).
     """
 
     Config = SlidingWindowConfig
 
+    def over_trigger(self, state: RunState) -> bool:
+        cfg: SlidingWindowConfig = self.config
+        return state.estimated_context_tokens() >= cfg.trigger_ratio * state.model.input_budget
+
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg: SlidingWindowConfig = self.config
+        if trigger != "overflow":
+            target = rollback_target(state)
+            if target is not None:
+                return Plan(start=target.start, cleared_through=target.cleared_through, mode="rollback",
+                            restore=target)
         budget = state.model.input_budget
         estimate = state.estimated_context_tokens()
         if trigger == "auto" and estimate < cfg.trigger_ratio * budget:
@@ -80,6 +92,8 @@ class SlidingWindow(Policy):
             dropped += state.view_chars(i, j, view.cleared_through)
             i = j
         cut = keep_reverts(state, i)
-        if cut <= max(view.start, (pinned[-1] + 1) if pinned else 0):
+        # Compare with the floor, not the view's start: a cut that only moves past the system prompt
+        # (always shown) or the pinned task drops nothing.
+        if cut <= max(floor_index(state), (pinned[-1] + 1) if pinned else 0):
             return None
         return Plan(start=cut, cleared_through=view.cleared_through, summarize=False, pinned=pinned, mode="drop")

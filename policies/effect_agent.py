@@ -107,9 +107,9 @@ class EffectAgent(Policy):
     placeholder = PLACEHOLDER
     # The kept tail is sized in tokens only, so a long live turn can lose its user message to the
     # summary, and the framework has no notion of reverts to keep with their changes.
-    # Pruning stops as soon as the estimate is under the limit, so the next turn's appends can cross
-    # it again and prune again: consecutive compactions, which the compaction-loop invariant flags.
-    known_deviations = frozenset({"live-turn", "revert-resolution", "compaction-loop"})
+    # (Pruning stops once the estimate is under the limit, so the next turn's appends can cross it and
+    # prune again; that is no compaction-loop: each prune gets the view under the trigger.)
+    known_deviations = frozenset({"live-turn", "revert-resolution"})
 
     @property
     def retry_on_overflow(self) -> int:
@@ -133,9 +133,14 @@ class EffectAgent(Policy):
         cleared = view.cleared_through
         if cfg.mode != "summarize":
             cleared = max(cleared, min(self._prune_bound(state, cfg.keep_recent_tokens), ceiling))
-            freed = (state.view_chars(view.start, n, view.cleared_through)
-                     - state.view_chars(view.start, n, cleared)) // 4
-            if cfg.mode == "prune" or (estimate - freed <= limit and trigger == "auto"):
+            freed_chars = (state.view_chars(view.start, n, view.cleared_through)
+                           - state.view_chars(view.start, n, cleared))
+            if freed_chars <= 0:
+                # Nothing to clear below the bound (a pending turn caps it before any tool result, or
+                # the results there are no longer than the placeholder): a prune that frees nothing is
+                # no prune, and the summary below decides alone.
+                cleared = view.cleared_through
+            if cfg.mode == "prune" or (estimate - freed_chars // 4 <= limit and trigger == "auto"):
                 if cleared == view.cleared_through:
                     return None
                 return Plan(start=view.start, cleared_through=cleared, mode="prune")
@@ -152,6 +157,11 @@ class EffectAgent(Policy):
             summary_system_prompt=SUMMARY_PROMPT, summary_wrapper=SUMMARY_WRAPPER,
             summary_input_max_chars=SUMMARY_INPUT_MAX_CHARS, summary_clip_chars=SUMMARY_CLIP_CHARS,
         )
+
+    def over_trigger(self, state: RunState) -> bool:
+        """The pre-Turn check: the estimate at or over ``context_token_limit`` (never, when unset)."""
+        limit = self.config.context_token_limit
+        return limit is not None and state.estimated_context_tokens() >= limit
 
     @staticmethod
     def _prune_bound(state: RunState, keep_tokens: int) -> int:

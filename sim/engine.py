@@ -19,7 +19,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from sim.budgets import Budgets, BudgetTracker
 from sim.conversation import Conversation, Fact, Message, Part
 from sim.cost import Pricer
 from sim.errors import InvalidConfig, InvalidRequest, InvariantViolation, PromptTooLong
-from sim.invariants import Violation, check_plan_bounds, check_view
+from sim.invariants import Violation, check_compaction, check_plan_bounds, check_view
 from sim.log import (
     BudgetWarned,
     CompactionCreated,
@@ -45,6 +45,9 @@ from sim.state import Ledger, RunState
 from sim.summariser import SummariserConfig, summarise
 from sim.tokenizers import CountingTokenizer, get_tokenizer
 from sim.view import Summary, View, fold
+
+if TYPE_CHECKING:
+    from sim.calibration import Calibration
 
 FINISH_REASONS = ("completed", "budget-exhausted", "budget-failed", "context-overflow", "provider-error",
                   "invariant-violation")
@@ -62,6 +65,8 @@ class RunConfig:
     seed: int = 0
     strict: bool = False
     deep_checks: bool = False
+    #: Fitted map from the engine's prompt count to the provider's (``csim calibrate``); None = raw counts.
+    calibration: Calibration | None = None
 
     def __post_init__(self) -> None:
         if self.run_status not in ("auto", "appended", "off"):
@@ -123,7 +128,6 @@ class Engine:
         self.violations: list[Violation] = []
         self.rows: list[dict[str, Any]] = []
         self.fact_rows: list[dict[str, Any]] = []
-        self._position = {m.id: i for i, m in enumerate(conversation.messages)}
         self.compactions: list[dict[str, Any]] = []
         self.overflows = 0
         self.run_id = run_id_for(policy, conversation, config)
@@ -162,7 +166,16 @@ class Engine:
         return n
 
     def _message_tokens(self, m: Message, cleared: bool = False) -> int:
-        return MESSAGE_OVERHEAD + sum(self._part_tokens(p, cleared) for p in m.parts)
+        # Memoised per message object on the shared tokenizer: every configuration a worker runs over
+        # the same conversation reuses the sizes, so a sweep pays for them once (the tokenizer holds
+        # the message, so its id cannot be reused while the entry lives).
+        key = (id(m), self.state.view.placeholder if cleared else None)
+        hit = self.tok.sizes.get(key)
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        n = MESSAGE_OVERHEAD + sum(self._part_tokens(p, cleared) for p in m.parts)
+        self.tok.sizes[key] = (m, n)
+        return n
 
     def _output_tokens(self, m: Message) -> int:
         return sum(self._part_tokens(p, False) for p in m.parts)
@@ -239,6 +252,11 @@ class Engine:
             return False
         return shown
 
+    def _facts_lost(self, before: View, after: View) -> str:
+        """Ids of the facts established so far that ``before`` showed and ``after`` does not (comma-joined)."""
+        return ",".join(sorted(f.id for f in self.conv.facts if f.source in self._index
+                               and self.fact_visible(f, before) and not self.fact_visible(f, after)))
+
     # -- compaction -------------------------------------------------------------------------------
     def _compact(self, plan: Plan, trigger: str) -> bool:
         """Carry out ``plan``; True when the view changed."""
@@ -259,7 +277,8 @@ class Engine:
             outcome = self._summarise(plan, before, placeholder, cid, trigger)
             if outcome is None:
                 if self.state.view is not before:
-                    self._violate("failed-summary-unchanged", "summariser", "the view changed although the summary failed")
+                    self._violate("failed-summary-unchanged", "summariser",
+                                  "the view changed although the summary failed")
                 return False
             summary = outcome
             summarised = (before.start, plan.start)
@@ -277,16 +296,24 @@ class Engine:
             "compaction_id": cid, "turn": self.state.turn, "trigger": trigger, "mode": plan.mode,
             "tokens_before": tokens_before, "tokens_after": tokens_after, "start": plan.start,
             "cleared_through": plan.cleared_through, "summary_facts": len(summary.facts) if summary else 0,
+            "facts_lost": self._facts_lost(before, view),
         })
         if tokens_after >= tokens_before:
             self._violate("compaction-shrinks", "agent",
                           f"compaction {cid} ({plan.mode}) went from {tokens_before} to {tokens_after} tokens")
-        if trigger == "auto" and self._last_auto_turn == self.state.turn - 1 and self.state.turn > 0:
-            self._violate("compaction-loop", "agent",
-                          f"compaction {cid} fires at turn {self.state.turn} right after the automatic compaction of "
-                          f"turn {self.state.turn - 1}: the previous one did not get the view under the trigger")
+        for name, detail in check_compaction(self.state, before, view):
+            self._violate(name, "agent", f"compaction {cid}: {detail}")
         if trigger == "auto":
-            self._last_auto_turn = self.state.turn
+            # A loop: automatic compactions on consecutive turns that each leave the view over the policy's
+            # trigger. _last_auto_turn is the turn of the last automatic compaction that did.
+            over = self.policy.over_trigger(self.state)
+            if over is None:
+                over = self.policy.decide(self.state, "auto") is not None
+            if over and self._last_auto_turn == self.state.turn - 1 and self.state.turn > 0:
+                self._violate("compaction-loop", "agent",
+                              f"compaction {cid} at turn {self.state.turn} leaves the view over the policy's trigger, "
+                              f"as the automatic compaction of turn {self.state.turn - 1} did: no progress")
+            self._last_auto_turn = self.state.turn if over else -10
         return True
 
     def _restore(self, view: View, trigger: str) -> bool:
@@ -301,12 +328,15 @@ class Engine:
         self._compaction_attempts += 1
         cid = f"c{self._compaction_attempts}"
         tokens_before, tokens_after = self.view_tokens(before), self.view_tokens(view)
+        for name, detail in check_compaction(self.state, before, view):
+            self._violate(name, "agent", f"rollback {cid}: {detail}")
         self.state.view = view
         self.log.append(CompactionCreated(cid, self.state.turn, trigger, "rollback", view, tokens_before, tokens_after))
         self.compactions.append({
             "compaction_id": cid, "turn": self.state.turn, "trigger": trigger, "mode": "rollback",
             "tokens_before": tokens_before, "tokens_after": tokens_after, "start": view.start,
             "cleared_through": view.cleared_through, "summary_facts": len(view.summary.facts) if view.summary else 0,
+            "facts_lost": self._facts_lost(before, view),
         })
         return True
 
@@ -335,6 +365,8 @@ class Engine:
         prev_text = before.summary.text if before.summary else ""
         input_tokens = (REQUEST_OVERHEAD + 3 * MESSAGE_OVERHEAD + self.tok.count(plan.summary_system_prompt)
                         + self.tok.count(prev_text) + self.tok.count(body))
+        if self.config.calibration is not None:  # the summariser call carries the agent's prompt overhead too
+            input_tokens = self.config.calibration.apply(input_tokens, 3, before.summary is not None)
         cfg = self.config.summariser
         cap = cfg.max_output_tokens or self.model.output_reserve
         try:
@@ -398,6 +430,8 @@ class Engine:
             tokens = (REQUEST_OVERHEAD + self.view_tokens(view) + (0 if grace else self.tools_tokens)
                       + (MESSAGE_OVERHEAD + self.tok.count(status) if status else 0))
             in_view = self.messages_in_view(view)
+            if self.config.calibration is not None:  # report what the provider would count (sim.calibration)
+                tokens = self.config.calibration.apply(tokens, in_view, view.summary is not None or _opens(self.conv))
             found = [Violation(name, st.turn, "agent", detail) for name, detail in check_view(st, view)]
             sys_problem = self.requests.system_problem(view)
             if sys_problem:
@@ -434,7 +468,7 @@ class Engine:
             k[0] += 1
             k[1] += ok
             self.fact_rows.append({"turn": st.turn, "fact": f.id, "kind": f.kind, "visible": bool(ok),
-                                   "age_messages": len(self.ledger.messages) - self._position.get(f.source, 0)})
+                                   "age_messages": len(self.ledger.messages) - self._index.get(f.source, 0)})
         self.retained["needed"] += len(due)
         self.retained["visible"] += visible
         out = self._output_tokens(reply)
@@ -542,7 +576,7 @@ class Engine:
             "compaction_count": len(self.compactions),
             "overflows": self.overflows,
             "facts_needed": self.retained["needed"], "facts_visible": self.retained["visible"],
-            "retention_recall": (self.retained["visible"] / self.retained["needed"]) if self.retained["needed"] else None,
+            "retention_recall": self.retained["visible"] / self.retained["needed"] if self.retained["needed"] else None,
             "retention_by_kind": {k: {"needed": v[0], "visible": v[1], "recall": v[1] / v[0] if v[0] else None}
                                   for k, v in sorted(self.retention_by_kind.items())},
             "finish_reason": reason, "exhausted": exhausted,
@@ -553,6 +587,12 @@ class Engine:
         return RunResult(self.run_id, self.policy.name, self.policy.params(), self.policy.params_hash(),
                          self.conv.id, self.config.seed, self.rows, self.compactions, self.violations, self.log,
                          summary, self.fact_rows)
+
+
+def _opens(conv: Conversation) -> bool:
+    from sim.calibration import opens_with_summary
+
+    return opens_with_summary(conv)
 
 
 def _count(items: Iterable[str]) -> dict[str, int]:

@@ -11,11 +11,16 @@ Names (stable, used in results and in ``Policy.known_deviations``):
 * ``live-turn``: the last user message, and so the live turn, is not in the view.
 * ``system-first``: the system prompt is not first or not byte-identical.
 * ``revert-resolution``: a revert in the view whose change is not in the view.
-* ``protected-span``: a message of an unresolved pending turn was compacted.
+* ``protected-span``: a compaction compacted a message of a pending turn that was unresolved when
+  the compaction was made (judged per compaction, by :func:`check_compaction`: a message compacted
+  before a later turn raised a pending request was not protected when it was compacted).
 * ``log-append-only``: an event of the log changed after it was appended.
 * ``compaction-shrinks``: a compaction did not make the view smaller.
-* ``compaction-loop``: an automatic compaction right after the previous request's automatic
-  compaction: the first did not get the view under the trigger, so the policy compacts every turn.
+* ``compaction-loop``: repeated compaction that does not make progress
+  (``reference/failure-modes.md`` section 4, invariant P4): automatic compactions on consecutive turns
+  that each leave the view still over the policy's own trigger (:meth:`policies.base.Policy.over_trigger`).
+  Consecutive compactions are fine when either got under the trigger: the turn between grew the
+  prompt past it again, or the first was held back (by revert protection, say) and the next caught up.
 * ``failed-summary-unchanged``: a failed or empty summary changed the view.
 * ``plan-invalid``: the policy asked for something impossible (moving the view backwards, indices
   out of range); the plan is ignored.
@@ -52,17 +57,23 @@ def check_view(state: RunState, view: View) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     n = len(state)
     msgs = state.messages
-    if view.start < n and not state.can_cut(view.start):
+    # Every unit is shown whole or not at all. The tail may open inside a unit only when the
+    # message before it is pinned (and the pinned checks below then see that unit's opening).
+    if 0 < view.start < n and not state.can_cut(view.start) and (view.start - 1) not in view.pinned:
         u = state.unit_start(view.start)
         out.append(("atomic-units", f"the view starts at message {view.start} ({msgs[view.start].id!r}), inside "
                     f"the unit that starts at {u} ({msgs[u].id!r})"))
     for p in view.pinned:
         if p >= n:
             continue
-        whole = state.can_cut(p) and (p + 1 >= n or state.can_cut(p + 1) or (p + 1) in view.pinned
-                                     or p + 1 >= view.start)
-        if not whole:
-            out.append(("atomic-units", f"pinned message {p} ({msgs[p].id!r}) is not a whole unit"))
+        # A pinned message keeps its neighbours in the same unit: each is pinned too or in the tail.
+        # Checked pairwise, this makes the whole unit shown, in O(1) per pinned message.
+        missing = [q for q in (p - 1, p + 1) if 0 <= q < n and not view.shows(q)
+                   and not state.can_cut(max(p, q))]
+        if missing:
+            u = state.unit_start(p)
+            out.append(("atomic-units", f"pinned message {p} ({msgs[p].id!r}) keeps only part of the unit that "
+                        f"starts at {u} ({msgs[u].id!r}): message {missing[0]} is not in the view"))
     lu = state.last_user_index
     if lu >= 0 and not view.shows(lu):
         out.append(("live-turn", f"the last user message {lu} ({msgs[lu].id!r}) is not in the view "
@@ -71,14 +82,31 @@ def check_view(state: RunState, view: View) -> list[tuple[str, str]]:
         if view.shows(r) and not view.shows(c):
             out.append(("revert-resolution", f"revert at message {r} ({msgs[r].id!r}) is kept but the change it "
                         f"reverts, at message {c} ({msgs[c].id!r}), is not in the view"))
+    return out
+
+
+def check_compaction(state: RunState, before: View, after: View) -> list[tuple[str, str]]:
+    """Checks of one compaction (``before`` -> ``after``) against what was protected when it was made.
+
+    Only what this compaction newly compacts is judged: messages leaving the view (moved out of the
+    tail and not pinned) and tool results newly cleared. A message compacted by an earlier compaction,
+    before a later turn raised a pending request, was not protected then and is not a breach now.
+    """
     pf = state.protected_from
-    if pf is not None:
-        if view.start > pf:
-            out.append(("protected-span", f"messages from {pf} on belong to an unresolved pending turn, but the view "
-                        f"starts at {view.start}"))
-        elif view.cleared_through > pf and any(m.role == "tool" for m in msgs[pf:view.cleared_through]):
-            out.append(("protected-span", f"tool results from {pf} to {view.cleared_through} belong to an "
-                        "unresolved pending turn but were cleared"))
+    if pf is None:
+        return []
+    out: list[tuple[str, str]] = []
+    msgs = state.messages
+    n = len(state)
+    left = next((i for i in range(max(pf, before.start), min(after.start, n)) if i not in after.pinned), None)
+    if left is not None:
+        out.append(("protected-span", f"messages from {pf} on belong to an unresolved pending turn, but message "
+                    f"{left} ({msgs[left].id!r}) left the view (the view now starts at {after.start})"))
+    cleared = next((i for i in range(max(pf, before.cleared_through), min(after.cleared_through, n))
+                    if msgs[i].role == "tool" and after.shows(i)), None)
+    if cleared is not None:
+        out.append(("protected-span", f"messages from {pf} on belong to an unresolved pending turn, but the tool "
+                    f"results of message {cleared} ({msgs[cleared].id!r}) were cleared"))
     return out
 
 

@@ -127,6 +127,19 @@ def summary_texts(log: RunLog) -> Html:
     return Html("\n".join(parts))
 
 
+def facts_lost(results: Results, run_key: str) -> pd.DataFrame:
+    """Per compaction: the facts established so far that the view showed before it and not after it."""
+    comps = results.compactions[results.compactions["run_key"] == run_key].sort_values("turn", kind="stable")
+    kinds = dict(zip(results.facts["fact"], results.facts["kind"], strict=False))
+    rows = []
+    for _, c in comps.iterrows():
+        lost = [f for f in str(c.get("facts_lost") or "").split(",") if f]
+        rows.append({"compaction": c["compaction_id"], "turn": int(c["turn"]), "mode": c["mode"],
+                     "facts lost": len(lost),
+                     "which": ", ".join(f"{f} ({kinds[f]})" if f in kinds else f for f in lost) or "none"})
+    return pd.DataFrame(rows, columns=["compaction", "turn", "mode", "facts lost", "which"])
+
+
 def facts_missed(results: Results, run_key: str) -> pd.DataFrame:
     """Per compaction: the facts needed after it (before the next) that the model could not see.
 

@@ -54,6 +54,7 @@ COMPACTION_COLUMNS: dict[str, str] = {
     "run_key": "string", "config": "string", "conversation": "string", "seed": "int64",
     "compaction_id": "string", "turn": "int64", "trigger": "string", "mode": "string", "tokens_before": "int64",
     "tokens_after": "int64", "start": "int64", "cleared_through": "int64", "summary_facts": "int64",
+    "facts_lost": "string",
 }
 VIOLATION_COLUMNS: dict[str, str] = {
     "run_key": "string", "config": "string", "conversation": "string", "seed": "int64", "turn": "int64",

@@ -12,7 +12,7 @@ exact counts, because real clients do not have them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sim.conversation import Message
@@ -123,9 +123,20 @@ class RunState:
         return self._l.reverts
 
     @property
+    def changes(self) -> Mapping[str, int]:
+        """Change id -> index of the message that first records it, in the order they appeared."""
+        return self._l.change_at
+
+    @property
     def protected_from(self) -> int | None:
         """Start of the turn that raised the oldest unresolved pending message; nothing from here on
-        may be compacted (the cloudflare-os seed's ``findProtectedFromSequence``)."""
+        may be compacted (the cloudflare-os seed's ``findProtectedFromSequence``).
+
+        With no user message before it, the real function falls back to the chat's first message
+        (``messages[0]?.sequence``). Workshop's chat log holds no system prompt, so its first message
+        is our first message after the system prompt: index 1 when message 0 is the system prompt.
+        (Returning 0 would put the system prompt itself in the protected span, which every view
+        moves past by construction.)"""
         if not self._l.pending:
             return None
         first = min(self._l.pending.values())
@@ -133,7 +144,7 @@ class RunState:
             m = self._l.messages[i]
             if m.role == "user" and m.command is None:
                 return i
-        return 0
+        return 1 if self._l.messages[0].role == "system" and first > 0 else 0
 
     # -- sizes ---------------------------------------------------------------------------------
     def chars(self, a: int, b: int | None = None) -> int:

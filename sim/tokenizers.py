@@ -98,6 +98,9 @@ class CountingTokenizer:
     inner: Tokenizer
     memo: dict[str, int] = field(default_factory=dict)
     calls: int = 0
+    #: Sizes of whole objects (the engine's messages), keyed by ``(id(obj), variant)`` and holding the
+    #: object itself; counts are pure functions of the object's texts, so sharing cannot change results.
+    sizes: dict[tuple[int, object], tuple[object, int]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from policies._cuts import floor_index
+from policies._cuts import floor_index, keep_reverts
 from policies.base import Plan, Policy, Trigger
 from sim.conversation import Part
 from sim.state import RunState
@@ -92,6 +92,27 @@ class GrowsView(Policy):
                     mode="summarize")
 
 
+class NeverUnderItsTrigger(Policy):
+    """Its trigger sits below anything a view can hold (as kimi-code PR #2498's threshold sat below
+    the fixed overhead): before every request it drops the oldest unit left before the live turn, and
+    says it is still over its trigger afterwards, so it compacts turn after turn without progress."""
+
+    def over_trigger(self, state: RunState) -> bool:
+        return True
+
+    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
+        if trigger != "auto":
+            return None
+        lo = floor_index(state)
+        s = lo + 1
+        while s < len(state) and not state.can_cut(s):
+            s += 1
+        lu, pf = state.last_user_index, state.protected_from
+        if lu < 0 or s > lu or (pf is not None and s > pf) or keep_reverts(state, s) < s:
+            return None
+        return Plan(start=s, cleared_through=state.view.cleared_through, mode="drop")
+
+
 class RaisesMidRun(Policy):
     """Raises as soon as a tool result is in the log: a policy bug the checker must report as such."""
 
@@ -109,6 +130,7 @@ BROKEN: dict[type[Policy], set[str]] = {
     DropsLastUser: {"live-turn"},
     ForgetsReverts: {"revert-resolution"},
     GrowsView: {"compaction-shrinks", "plan-invalid"},
+    NeverUnderItsTrigger: {"compaction-loop"},
     RaisesMidRun: {"exception"},
 }
 
@@ -116,20 +138,5 @@ BROKEN: dict[type[Policy], set[str]] = {
 # xfail(strict=True) test in test_properties.py, named in the value): the checks tolerate them
 # (``check_policy(allow=...)``) so the rest of the search still runs, and the repro test turns
 # into an XPASS failure the day the bug is fixed, which is the moment to drop the entry here.
-OPEN_ISSUES: dict[str, dict[str, str]] = {
-    "sliding-window": {
-        "compaction-shrinks": "test_open_issue_sliding_window_compact_with_nothing_to_drop",
-        "revert-resolution": "test_open_issue_revert_of_an_already_compacted_change",
-        "compaction-loop": "test_open_issue_compaction_loop_after_a_successful_compaction",
-    },
-    "cloudflare-os": {
-        "compaction-shrinks": "test_open_issue_cloudflare_summary_larger_than_its_span",
-        "compaction-loop": "test_open_issue_compaction_loop_after_a_successful_compaction",
-        "protected-span": "test_open_issue_pending_raised_after_the_clear",
-        "revert-resolution": "test_open_issue_cloudflare_rollback_to_a_view_with_an_unresolved_revert",
-    },
-    "effect-agent": {
-        "protected-span": "test_open_issue_pending_raised_after_the_clear",
-        "compaction-shrinks": "test_open_issue_effect_agent_prune_that_clears_nothing",
-    },
-}
+# Empty today: every bug found so far is fixed and pinned by a plain regression test instead.
+OPEN_ISSUES: dict[str, dict[str, str]] = {}

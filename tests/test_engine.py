@@ -40,8 +40,9 @@ def test_none_replays_every_reply_and_overflows_where_the_window_ends() -> None:
     assert last["error"].startswith("prompt-too-long") and last["context_tokens"] + 500 > 4_000
 
 
-@pytest.mark.parametrize("name, params", [("sliding-window", {}), ("cloudflare-os", {}),
-                                          ("effect-agent", {"context_token_limit": "2500", "keep_recent_tokens": "800"})])
+@pytest.mark.parametrize("name, params", [
+    ("sliding-window", {}), ("cloudflare-os", {}),
+    ("effect-agent", {"context_token_limit": "2500", "keep_recent_tokens": "800"})])
 def test_compacting_policies_finish_and_the_log_folds_to_the_view(name: str, params: dict) -> None:
     res = run(make_policy(name, params), agent_loop(30), RunConfig(model=SMALL, deep_checks=True))
     assert res.summary["finish_reason"] == "completed", res.summary
@@ -114,3 +115,22 @@ def test_openai_wire_format_runs_too() -> None:
     res = run(make_policy("cloudflare-os"), agent_loop(30), cfg)
     assert res.summary["finish_reason"] == "completed"
     assert not [v for v in res.violations if v.invariant == "tool-pairing"]
+
+
+@pytest.mark.parametrize(("with_system", "expected"), [(True, 1), (False, 0)])
+def test_protected_from_without_a_user_message_starts_after_the_system_prompt(with_system: bool,
+                                                                             expected: int) -> None:
+    """Workshop's ``findProtectedFromSequence`` falls back to the chat's first message, and its chat log has
+    no system prompt: so here the protected span starts at the first message after ours, never at it."""
+    from sim.state import Ledger, RunState
+
+    msgs = ([Message("s", "system", (Part("text", "sys"),))] if with_system else []) + [
+        Message("a", "assistant", (Part("text", "May I deploy?"),), pending=True),
+        Message("b", "assistant", (Part("text", "waiting"),))]
+    ledger = Ledger()
+    for m in msgs:
+        ledger.append(m, m.chars, m.chars, 1, 1)
+    state = RunState(ledger, SMALL)
+    assert state.protected_from == expected
+    ledger.append(Message("u", "user", (Part("text", "yes"),), resolves=("a",)), 3, 3, 1, 1)
+    assert state.protected_from is None

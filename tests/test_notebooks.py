@@ -27,7 +27,7 @@ CSIM = [sys.executable, "-m", "sim"]
 COMPARE_FIGURES = ("cost-retention", "context", "cumulative-cost", "retention", "violations")
 COMPARE_TABLES = ("compare", "compare-diff", "violations")
 RUN_FIGURES = ("view-size", "compactions")
-RUN_TABLES = ("overview", "compactions", "facts-lost", "run-violations")
+RUN_TABLES = ("overview", "compactions", "facts-lost", "facts-missed", "run-violations")
 
 
 def test_there_are_report_notebooks() -> None:

@@ -2,10 +2,11 @@
 ``check_policy``, every declared deviation really happens, and deliberately broken policies are
 caught with a small counterexample.
 
-Bugs these checks found in the engine or the bundled policies are listed in
+Bugs these checks find in the engine or the bundled policies, while open, are listed in
 ``broken_policies.OPEN_ISSUES``: the per-policy checks tolerate exactly those invariants for
 exactly those policies, and each is pinned by an ``xfail(strict=True)`` repro at the end of this
-module, which fails loudly once the bug is fixed.
+module, which fails loudly once the bug is fixed. Fixed ones stay there as plain regression tests
+(none is open today).
 
 The per-policy checks run on the exact ``cl100k_base`` tokenizer (what ``csim check`` uses); the
 broken-policy and determinism checks use ``chars4``, which is enough to break an invariant and
@@ -18,9 +19,9 @@ import functools
 import re
 
 import pytest
+from broken_policies import BROKEN, OPEN_ISSUES, GrowsView, RewritesLog
 from hypothesis import HealthCheck, Phase, find, given, settings
 
-from broken_policies import BROKEN, OPEN_ISSUES, GrowsView, RewritesLog
 from policies import POLICIES
 from policies.base import Plan, Policy, load_policy_class, make_policy
 from sim.checker import CheckReport, check_policy, effective_params
@@ -270,24 +271,28 @@ def test_effect_agent_gets_a_limit_when_none_is_given() -> None:
     assert not any("context_token_limit" in n for n in given_limit.notes)
 
 
-# -- open issues, pinned ----------------------------------------------------------------------------
-# Each test states the correct behaviour on the smallest conversation that shows a bug found by the
-# checks above, and is expected to fail until the bug is fixed (see OPEN_ISSUES).
-@pytest.mark.xfail(strict=True, reason="sliding-window (policies/baselines.py decide): a revert that arrives "
-                   "after its change was dropped never resolves: no rollback (Plan.restore, as cloudflare-os "
-                   "does) and no declared deviation (as effect-agent has)")
-def test_open_issue_revert_of_an_already_compacted_change() -> None:
+# -- regressions: bugs the checks above found, now fixed ---------------------------------------------
+# Each test states the correct behaviour on the smallest conversation that showed the bug. Bugs found
+# and not yet fixed are pinned here as ``xfail(strict=True)`` repros and listed in OPEN_ISSUES.
+def test_sliding_window_rolls_back_for_a_revert_of_an_already_compacted_change() -> None:
+    """sliding-window used to keep a revert whose change it had dropped; it now rolls the view back to
+    a checkpoint that still shows the change (Plan.restore), then drops again around it."""
     found = _violations(
         "sliding-window", _s(), _u(1, "task"), _a(2, calls=("c1",), extra=(_change("ch1"),)),
         _t(3, "c1", 12000), _a(4, "done"), _u(5, "more"), _a(6, calls=("c2",)), _t(7, "c2", 12000),
         _a(8, "ok"), _u(9, "undo that", _revert("ch1")), _a(10, "reverted"))
     assert not [v for v in found if "revert-resolution" in v], found
+    result = Engine(make_policy("sliding-window"), Conversation("r", (
+        _s(), _u(1, "task"), _a(2, calls=("c1",), extra=(_change("ch1"),)), _t(3, "c1", 12000), _a(4, "done"),
+        _u(5, "more"), _a(6, calls=("c2",)), _t(7, "c2", 12000), _a(8, "ok"), _u(9, "undo that", _revert("ch1")),
+        _a(10, "reverted"))), CFG).run()
+    assert "rollback" in [c["mode"] for c in result.compactions]
 
 
-@pytest.mark.xfail(strict=True, reason="engine (sim/invariants.py check_view): what was compacted before a "
-                   "pending message existed is reported as a breach of its protected span")
 @pytest.mark.parametrize("policy", ["effect-agent", "cloudflare-os"])
-def test_open_issue_pending_raised_after_the_clear(policy: str) -> None:
+def test_pending_raised_after_the_clear_is_no_breach(policy: str) -> None:
+    """A compaction is judged against what was protected when it was made: what was cleared or
+    summarised before a later message of the turn asked for approval was not protected then."""
     if policy == "effect-agent":  # a prune clears the turn's results, then the turn asks for approval
         found = _violations(
             "effect-agent", _s(), _u(1, "deploy it"), _a(2, calls=("c1",)), _t(3, "c1", 9000),
@@ -296,14 +301,30 @@ def test_open_issue_pending_raised_after_the_clear(policy: str) -> None:
             context_token_limit="4800", keep_recent_tokens="2000")
     else:  # /compact summarises the task message, then the turn asks for approval
         found = _violations(
-            "cloudflare-os", _s(), _u(1, "task"), _cmd(2), _a(3, calls=("c1",)), _t(4, "c1", 10),
+            "cloudflare-os", _s(), _u(1, "task " * 300), _cmd(2), _a(3, calls=("c1",)), _t(4, "c1", 10),
             _a(5, "May I deploy?", pending=True), _a(6, calls=("c2",)), _t(7, "c2", 10), _a(8, "ok"))
     assert not [v for v in found if "protected-span" in v], found
 
 
-@pytest.mark.xfail(strict=True, reason="engine (sim/engine.py _compact): any two automatic compactions on "
-                   "consecutive turns count as a loop, even when the first got well under the trigger")
-def test_open_issue_compaction_loop_after_a_successful_compaction() -> None:
+class _ClearsThePendingTurn(Policy):
+    """Clears every tool result before each request, pending turn or not."""
+
+    def decide(self, state, trigger):  # type: ignore[no-untyped-def]
+        if trigger == "auto" and state.view.cleared_through < len(state):
+            return Plan(start=state.view.start, cleared_through=len(state), mode="prune")
+        return None
+
+
+def test_clearing_a_pending_turn_is_still_a_breach() -> None:
+    """The per-compaction check still catches a clear made while the turn's approval is pending."""
+    found = _violations(_ClearsThePendingTurn(), _s(), _u(1, "deploy it"), _a(2, "May I deploy?", pending=True),
+                        _a(3, calls=("c1",)), _t(4, "c1", 100), _a(5, "ok"))
+    assert [v for v in found if "protected-span" in v], found
+
+
+def test_no_compaction_loop_after_a_successful_compaction() -> None:
+    """Two automatic compactions on consecutive turns are no loop when the first got the view under
+    the trigger and the next turn's huge result pushed it over again."""
     found = _violations(
         "sliding-window", _s(), _u(1, "task"), _a(2, calls=("c1",)), _t(3, "c1", 11000), _a(4, calls=("c2",)),
         _t(5, "c2", 11000), _u(6, "next"), _a(7, calls=("c3",)), _t(8, "c3", 2000), _a(9, calls=("c4",)),
@@ -311,63 +332,118 @@ def test_open_issue_compaction_loop_after_a_successful_compaction() -> None:
     assert not [v for v in found if "compaction-loop" in v], found
 
 
+def test_a_compaction_held_back_by_a_revert_then_caught_up_is_no_loop() -> None:
+    """Found by the cloudflare-os check: revert protection holds the cut at the change (message 9), so
+    the first compaction leaves the view over the trigger; on the next turn the revert has left the
+    tail and the cut catches up, well under the trigger. Two compactions in a row, one loop-free run."""
+    def call(c: str) -> Part:
+        return Part("tool_call", call_id=c, name="read", args='{"p": "abcde"}')
+
+    def result(c: str, chars: int) -> Part:
+        return Part("tool_result", ("word " * (chars // 5))[:chars] or "r", call_id=c, name="read")
+
+    def tool(i: int, *res: Part) -> Message:
+        return Message(f"m{i}", "tool", res)
+
+    def asst(i: int, *parts: Part) -> Message:
+        return Message(f"m{i}", "assistant", parts)
+
+    conv = Conversation("held-back", (
+        _s(), _u(1, "u"), _u(2, "u"), _u(3, "u"), _u(4, "u"), asst(5, call("c1"), call("c2")),
+        tool(6, result("c1", 1), result("c2", 5170)), _u(7, "u"), _u(8, "u"), asst(9, _change("ch1"), call("c3")),
+        tool(10, result("c3", 5720)), _u(11, "u"), asst(12, call("c4")), tool(13, result("c4", 9296)),
+        asst(14, call("c5"), call("c6")), tool(15, result("c5", 1), result("c6", 3851)),
+        asst(16, _revert("ch1"), call("c7")), tool(17, result("c7", 1)), _u(18, "u"),
+        asst(19, call("c8"), call("c9")), tool(20, result("c8", 1), result("c9", 9356)), _u(21, "u"),
+        asst(22, call("c12"), call("c13")), tool(23, result("c12", 1407), result("c13", 2217)),
+        asst(24, call("c15")), tool(25, result("c15", 1))))
+    config = RunConfig(model=small_model(WINDOW), deep_checks=True)  # cl100k, as the check that found it
+    result_ = Engine(make_policy("cloudflare-os"), conv, config).run()
+    starts = [(c["turn"], c["start"]) for c in result_.compactions]
+    assert len(starts) == 2 and starts[1][0] == starts[0][0] + 1 and starts[0][1] == 9, starts
+    assert result_.compactions[0]["tokens_after"] >= 0.85 * small_model(WINDOW).input_budget * 0.95
+    assert not [v for v in result_.violations if v.invariant == "compaction-loop"], result_.violations
+
+
 class _PinsWholeUnit(Policy):
     """Pins a call and its result (one two-message unit) and drops the rest of the old turn."""
 
     def decide(self, state, trigger):  # type: ignore[no-untyped-def]
         if len(state) == 7 and state.view.start == 0:
-            return Plan(start=4, cleared_through=0, pinned=(2, 3), mode="drop")
+            return Plan(start=4, cleared_through=0, pinned=self.pinned, mode="drop")
         return None
 
+    pinned: tuple[int, ...] = (2, 3)
 
-@pytest.mark.xfail(strict=True, reason="engine (sim/invariants.py check_view): every pinned message must "
-                   "itself start a unit, so pinning a whole call+result unit is reported as atomic-units")
-def test_open_issue_pinning_a_whole_unit() -> None:
+
+def test_pinning_a_whole_unit_is_fine() -> None:
     found = _violations(_PinsWholeUnit(), _s(), _u(1, "task"), _a(2, calls=("c1",)), _t(3, "c1", 100),
                         _u(4, "next"), _a(5, calls=("c2",)), _t(6, "c2", 100), _a(7, "ok"))
     assert not [v for v in found if "atomic-units" in v], found
 
 
-@pytest.mark.xfail(strict=True, reason="sliding-window (policies/baselines.py decide): /compact with nothing "
-                   "to drop returns a plan that only moves the start past the system prompt")
-def test_open_issue_sliding_window_compact_with_nothing_to_drop() -> None:
+@pytest.mark.parametrize("pinned", [(2,), (3,)], ids=["call-without-result", "result-without-call"])
+def test_pinning_part_of_a_unit_is_still_caught(pinned: tuple[int, ...]) -> None:
+    policy = _PinsWholeUnit()
+    policy.pinned = pinned
+    found = _violations(policy, _s(), _u(1, "task"), _a(2, calls=("c1",)), _t(3, "c1", 100),
+                        _u(4, "next"), _a(5, calls=("c2",)), _t(6, "c2", 100), _a(7, "ok"))
+    assert [v for v in found if "atomic-units" in v], found
+
+
+def test_sliding_window_compact_with_nothing_to_drop_does_nothing() -> None:
     assert _violations("sliding-window", _s(), _cmd(1)) == []
+    result = Engine(make_policy("sliding-window"), Conversation("r", (_s(), _cmd(1))), CFG).run()
+    assert result.compactions == []
 
 
-@pytest.mark.xfail(strict=True, reason="cloudflare-os (policies/cloudflare_os.py decide): it summarises a "
-                   "span smaller than the summary, on /compact of a short chat or when revert protection "
-                   "pins the cut")
 @pytest.mark.parametrize("case", ["manual", "auto"])
-def test_open_issue_cloudflare_summary_larger_than_its_span(case: str) -> None:
+def test_cloudflare_skips_a_span_smaller_than_its_summary(case: str) -> None:
+    """Workshop would summarise these spans (a word of chat on /compact; just the task when revert
+    protection lowers the cut) into a longer hand-off; the model skips them (cloudflare_os.py,
+    "Departures")."""
     if case == "manual":
-        found = _violations("cloudflare-os", _s(), _u(1, "hi"), _cmd(2))
+        conv = (_s(), _u(1, "hi"), _cmd(2))
     else:
-        found = _violations(
-            "cloudflare-os", _s(), _u(1, "hi"), _a(2, calls=("c1",), extra=(_change("ch1"),)),
-            _t(3, "c1", 12000), _a(4, calls=("c2",)), _t(5, "c2", 12000), _u(6, "undo that", _revert("ch1")),
-            _a(7, "ok"))
-    assert not [v for v in found if "compaction-shrinks" in v], found
+        conv = (_s(), _u(1, "hi"), _a(2, calls=("c1",), extra=(_change("ch1"),)), _t(3, "c1", 12000),
+                _a(4, calls=("c2",)), _t(5, "c2", 12000), _u(6, "undo that", _revert("ch1")), _a(7, "ok"))
+    assert not [v for v in _violations("cloudflare-os", *conv) if "compaction-shrinks" in v]
+    assert Engine(make_policy("cloudflare-os"), Conversation("r", conv), CFG).run().compactions == []
 
 
-@pytest.mark.xfail(strict=True, reason="effect-agent (policies/effect_agent.py decide): an unresolved "
-                   "pending turn caps the prune bound at its start; when no tool result lies before it, the "
-                   "prune plan clears nothing")
-def test_open_issue_effect_agent_prune_that_clears_nothing() -> None:
+def test_cloudflare_compact_on_a_longer_chat_still_summarises() -> None:
+    conv = (_s(), _u(1, "task " * 300), _a(2, "done"), _u(3, "next"), _cmd(4))
+    result = Engine(make_policy("cloudflare-os"), Conversation("r", conv), CFG).run()
+    assert [c["mode"] for c in result.compactions] == ["summarize"]
+    assert not result.violations
+
+
+def test_effect_agent_prune_that_would_clear_nothing_is_no_prune() -> None:
+    """A pending turn caps the prune bound at its start; with no tool result before it the prune
+    would clear nothing, so no prune plan is made."""
     steps = [m for k in range(6) for m in (_a(3 + 2 * k, calls=(f"c{k}",)), _t(4 + 2 * k, f"c{k}", 4000))]
-    found = _violations("effect-agent", _s(), _u(1, "deploy it"), _a(2, "May I deploy?", pending=True),
-                        *steps, _a(15, "ok"), **POLICY_PARAMS["effect-agent"])
+    conv = (_s(), _u(1, "deploy it"), _a(2, "May I deploy?", pending=True), *steps, _a(15, "ok"))
+    found = _violations("effect-agent", *conv, **POLICY_PARAMS["effect-agent"])
     assert not [v for v in found if "compaction-shrinks" in v], found
+    policy = make_policy("effect-agent", POLICY_PARAMS["effect-agent"])
+    assert Engine(policy, Conversation("r", conv), CFG).run().compactions == []  # the pending turn pins all
 
 
-@pytest.mark.xfail(strict=True, reason="cloudflare-os (policies/cloudflare_os.py _rollback): it restores "
-                   "the newest checkpoint that shows the reverted change, without checking that the other "
-                   "reverts that view shows still have their changes")
-def test_open_issue_cloudflare_rollback_to_a_view_with_an_unresolved_revert() -> None:
-    found = _violations(
-        "cloudflare-os", _s(), _u(1, "task"), _u(2, "edit", _change("ch1")), _cmd(3),
-        _u(4, "undo", _revert("ch1")), _cmd(5), _u(6, "edit", _change("ch2")), _cmd(7),
-        _u(8, "undo", _revert("ch2")), _a(9, "ok"))
+def test_cloudflare_rolls_back_to_a_view_where_every_revert_resolves() -> None:
+    """The rollback target is the newest checkpoint whose every kept revert resolves, not merely the
+    newest that shows the reverted change (``rollbackChatCompaction`` guarantees every revert in a
+    tail has ``revertFrom >= compactedTo``)."""
+    say = "words " * 200  # long enough that each /compact summarises (no skip: cloudflare_os "Departures")
+    conv = (_s(), _u(1, say), _u(2, say, _change("ch1")), _cmd(3), _u(4, say, _revert("ch1")), _cmd(5),
+            _u(6, say, _change("ch2")), _cmd(7), _u(8, say, _revert("ch2")), _a(9, "ok"))
+    found = _violations("cloudflare-os", *conv)
     assert not [v for v in found if "revert-resolution" in v], found
+    result = Engine(make_policy("cloudflare-os"), Conversation("r", conv), CFG).run()
+    # /compact at 3 summarises [1, 3); the revert at 4 rolls back to the start at /compact 5; /compact 7
+    # summarises [1, 7); the revert at 8 needs message 6: the view of /compact 3 shows it, but also
+    # keeps the revert at 4 without its change at 2, so the rollback goes to the initial view.
+    assert [(c["mode"], c["start"]) for c in result.compactions] == [
+        ("summarize", 3), ("rollback", 0), ("summarize", 7), ("rollback", 0)]
 
 
 def test_open_issues_name_existing_tests() -> None:

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from broken_policies import OPEN_ISSUES
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from broken_policies import OPEN_ISSUES
 from policies import POLICIES
 from policies.base import load_policy_class, make_policy
 from sim.conversation import Conversation, Message, Part, validate

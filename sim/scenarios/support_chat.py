@@ -15,6 +15,12 @@ refund and claim ids artifacts, the agent's offers decisions, and a promise to a
 sends something is a continuation.
 
 A turn is one user message and the agent's answer (a tool call and its result, then a reply).
+
+Length: a turn adds about 75 tokens, so the default of 2,500 turns (a support thread kept open for
+days) grows the prompt to 180-200K tokens (cl100k, seeds 0-5), past the 0.85 trigger of a 200K window
+(about 163K tokens of input budget) some 200-300 turns before the closing questions that need the
+opening's facts. At the 80 turns of earlier versions the chat never reached any policy's trigger in a
+200K window, which left the question the scenario asks unasked; pass ``turns=80`` for a quick chat.
 """
 
 from __future__ import annotations
@@ -454,10 +460,10 @@ def shuffled(rng: Rng, items: list[T]) -> list[T]:
     NAME,
     "a long customer-support dialogue with few tool calls; the account id, contact preference and budget "
     "stated early are needed at the end",
-    defaults="turns=80, tool_prob=0.15",
+    defaults="turns=2500, tool_prob=0.15",
 )
 @validated(NAME, RANGES)
-def generate(seed: int, turns: int = 80, tool_prob: float = 0.15) -> Conversation:
+def generate(seed: int, turns: int = 2500, tool_prob: float = 0.15) -> Conversation:
     """Generate a support chat of ``turns`` user messages, each answered by the agent."""
     params = {"turns": turns, "tool_prob": tool_prob}
     rng = scenario_rng(NAME, seed)

@@ -329,13 +329,18 @@ def test_no_compaction_when_the_cut_is_not_past_compacted_to():
 
 
 # -- /compact ------------------------------------------------------------------------------------------------
+# A short chat in Workshop's sense: far under the 30% tail target, yet longer than the smallest hand-off
+# (a chat of a few words is not summarised at all, see test_compact_on_a_chat_of_a_few_words_is_skipped).
+DETAIL = " in the parser: the tokenizer drops the last token of a line that ends in a comment" * 5
+
+
 def _compact_chat():
     return conv(
         sys("You are a coding agent."),
-        user("fix the bug", id="u1"),
-        asst("looking", id="a1"),
+        user("fix the bug" + DETAIL, id="u1"),
+        asst("looking" + DETAIL, id="a1"),
         user("and the tests", id="u2"),
-        asst("done", id="a2"),
+        asst("done" + DETAIL, id="a2"),
         compact_cmd(id="cmd"),
         user("next, the docs", id="u3"),
         asst("on it", id="a3"),
@@ -376,10 +381,10 @@ def test_compact_on_a_short_chat_summarises_all_but_the_last_record():
     """
     c = conv(
         sys("You are a coding agent."),
-        user("fix the bug"),
-        asst("looking"),
+        user("fix the bug" + DETAIL),
+        asst("looking" + DETAIL),
         user("and the tests"),
-        asst("done"),
+        asst("done" + DETAIL),
         compact_cmd(id="cmd"),
     )
     res, _, eng = run_capture(CloudflareOS(), c, RunConfig(tokenizer="chars4"))
@@ -388,6 +393,24 @@ def test_compact_on_a_short_chat_summarises_all_but_the_last_record():
     # the system prompt (message 0) is never summarised; the first record's range may start at 0 or 1
     assert rec.summarised[0] in (0, 1) and rec.summarised[1] == len(c.messages) - 1
     assert eng.state.view.summary is not None
+    assert rec.tokens_after < rec.tokens_before
+
+
+def test_compact_on_a_chat_of_a_few_words_is_skipped():
+    """Departure (cloudflare_os.py docstring): Workshop would summarise these four short messages too, into a
+    hand-off longer than they are, growing the prompt; the model skips a span shorter than the smallest
+    hand-off, so the command leaves the view as it is and the turn still ends without a model call."""
+    c = conv(
+        sys("You are a coding agent."),
+        user("fix the bug"),
+        asst("looking"),
+        user("and the tests"),
+        asst("done"),
+        compact_cmd(id="cmd"),
+    )
+    res = run(CloudflareOS(), c, RunConfig(tokenizer="chars4"))
+    assert res.compactions == [] and not res.violations
+    assert [r["request_kind"] for r in res.rows] == ["agent", "agent"]
 
 
 def test_is_compaction_turn_only_for_the_compact_command():
