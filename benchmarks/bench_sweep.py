@@ -45,7 +45,7 @@ def main() -> int:
     ap.add_argument("--seeds", default="0-2")
     ap.add_argument("--window", type=int, default=50_000)
     ap.add_argument("--tokenizer", default="cl100k_base")
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     tokenizers.get_tokenizer(args.tokenizer).count("warm up the encoding")  # load tiktoken outside the timing
     one, n1, c1 = sweep_seconds(tuple(TEN[:1]), args)

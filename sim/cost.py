@@ -43,14 +43,21 @@ class Pricer:
 
     def cost(self, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0) -> float:
         """USD for one request."""
-        mp = _model_price(self.model, self.provider)
-        (r_in, t1), (r_out, t2), (r_cr, t3), (r_cw, t4) = (
-            _rate(mp.input_mtok), _rate(mp.output_mtok), _rate(mp.cache_read_mtok), _rate(mp.cache_write_mtok)
-        )
-        if input_tokens < min(t1, t2, t3, t4):
+        r_in, r_out, r_cr, r_cw, first_tier = _rates(self.model, self.provider)
+        if input_tokens < first_tier:
             uncached = input_tokens - cache_read - cache_write
             return (uncached * r_in + output_tokens * r_out + cache_read * r_cr + cache_write * r_cw) / 1e6
         return _exact(self.model, self.provider, input_tokens, output_tokens, cache_read, cache_write)
+
+
+@cache
+def _rates(model: str, provider: str) -> tuple[float, float, float, float, float]:
+    """Base $/MTok for input, output, cache read and cache write, and where the first price tier starts."""
+    mp = _model_price(model, provider)
+    (r_in, t1), (r_out, t2), (r_cr, t3), (r_cw, t4) = (
+        _rate(mp.input_mtok), _rate(mp.output_mtok), _rate(mp.cache_read_mtok), _rate(mp.cache_write_mtok)
+    )
+    return r_in, r_out, r_cr, r_cw, min(t1, t2, t3, t4)
 
 
 @cache

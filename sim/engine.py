@@ -105,6 +105,32 @@ def _config_dict(config: RunConfig) -> dict[str, Any]:
     return asdict(config)
 
 
+FactIndex = tuple[dict[str, list[Fact]], dict[str, list[Fact]], dict[str, Fact]]
+_FACT_INDEX: dict[int, tuple[Conversation, FactIndex]] = {}
+
+
+def _fact_index(conv: Conversation) -> FactIndex:
+    """Facts by the message that needs them, by source message, and by id; built once per conversation.
+
+    A sweep runs many configurations over one conversation object, and a run that stops early should
+    not pay for indexing all of it each time. Keyed by identity, holding the conversation, and bounded.
+    """
+    hit = _FACT_INDEX.get(id(conv))
+    if hit is not None and hit[0] is conv:
+        return hit[1]
+    by_need: dict[str, list[Fact]] = {}
+    by_source: dict[str, list[Fact]] = {}
+    for f in conv.facts:
+        for n in f.needed_at:
+            by_need.setdefault(n, []).append(f)
+        by_source.setdefault(f.source, []).append(f)
+    index = (by_need, by_source, {f.id: f for f in conv.facts})
+    if len(_FACT_INDEX) >= 64:
+        _FACT_INDEX.clear()
+    _FACT_INDEX[id(conv)] = (conv, index)
+    return index
+
+
 class _Finished(Exception):
     def __init__(self, reason: str, exhausted: str | None = None) -> None:
         self.reason, self.exhausted = reason, exhausted
@@ -140,13 +166,7 @@ class Engine:
         self.requests = RequestBuilder(self.ledger, config.model, self.has_system)
         self._summary_tokens: dict[str, int] = {}
         self._index: dict[str, int] = {}
-        self._facts_by_need: dict[str, list[Fact]] = {}
-        for f in conversation.facts:
-            for n in f.needed_at:
-                self._facts_by_need.setdefault(n, []).append(f)
-        self._facts_by_source: dict[str, list[Fact]] = {}
-        for f in conversation.facts:
-            self._facts_by_source.setdefault(f.source, []).append(f)
+        self._facts_by_need, self._facts_by_source, self._facts_by_id = _fact_index(conversation)
         self._fact_in_result: dict[str, bool] = {}
         self._lost_on_entry: set[str] = set()
         self._due: list[Fact] = []
@@ -253,9 +273,22 @@ class Engine:
         return shown
 
     def _facts_lost(self, before: View, after: View) -> str:
-        """Ids of the facts established so far that ``before`` showed and ``after`` does not (comma-joined)."""
-        return ",".join(sorted(f.id for f in self.conv.facts if f.source in self._index
-                               and self.fact_visible(f, before) and not self.fact_visible(f, after)))
+        """Ids of the facts established so far that ``before`` showed and ``after`` does not (comma-joined).
+
+        Only facts whose visibility can have changed are tested: those from messages the compaction may
+        have dropped, cleared or unpinned, and those the old summary carried; so a compaction costs the
+        size of what it touched, not of the whole conversation.
+        """
+        msgs = self.ledger.messages
+        n = len(msgs)
+        dropped = range(before.start, min(after.start, n))  # shown before, cut now (empty for a rollback)
+        cleared = range(before.cleared_through, min(after.cleared_through, n))  # results newly cleared
+        indices = {*dropped, *cleared, *(p for p in before.pinned if p < n)}
+        candidates = {f.id: f for i in indices for f in self._facts_by_source.get(msgs[i].id, ())}
+        if before.summary is not None:
+            candidates.update((fid, self._facts_by_id[fid]) for fid in before.summary.facts if fid in self._facts_by_id)
+        return ",".join(sorted(fid for fid, f in candidates.items()
+                               if self.fact_visible(f, before) and not self.fact_visible(f, after)))
 
     # -- compaction -------------------------------------------------------------------------------
     def _compact(self, plan: Plan, trigger: str) -> bool:

@@ -134,3 +134,27 @@ def test_protected_from_without_a_user_message_starts_after_the_system_prompt(wi
     assert state.protected_from == expected
     ledger.append(Message("u", "user", (Part("text", "yes"),), resolves=("a",)), 3, 3, 1, 1)
     assert state.protected_from is None
+
+
+@pytest.mark.parametrize(("scenario", "policy", "params"), [
+    ("research-agent", "cloudflare-os", {}),
+    ("research-agent", "effect-agent", {"context_token_limit": "60000"}),
+    ("coding-agent", "effect-agent", {"context_token_limit": "30000"}),
+])
+def test_facts_lost_per_compaction_equal_a_check_of_every_fact(scenario, policy, params, monkeypatch) -> None:
+    import sim.engine as engine_module
+    from policies.base import make_policy
+    from sim.runner import scenario_conversation
+
+    conv = scenario_conversation(scenario, 1, {})
+    fast = engine_module.run(make_policy(policy, params), conv)
+
+    def every_fact(self, before, after):  # type: ignore[no-untyped-def]
+        return ",".join(sorted(f.id for f in self.conv.facts if f.source in self._index
+                               and self.fact_visible(f, before) and not self.fact_visible(f, after)))
+
+    monkeypatch.setattr(engine_module.Engine, "_facts_lost", every_fact)
+    slow = engine_module.run(make_policy(policy, params), conv)
+    assert fast.compactions, "the case must compact"
+    assert [c["facts_lost"] for c in fast.compactions] == [c["facts_lost"] for c in slow.compactions]
+    assert any(c["facts_lost"] for c in fast.compactions)
