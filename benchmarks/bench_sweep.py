@@ -5,7 +5,7 @@ configurations should cost the engine's own work only. Each measurement plans th
 conversations) and runs every task in this process, as one worker does, starting from an empty token
 memo; process start-up and the tokenizer's one-off load are left out of both. The bar is a ratio under 2.
 
-    python benchmarks/bench_sweep.py [--scenario coding-agent] [--seeds 0-2] [--tokenizer cl100k_base]
+    python benchmarks/bench_sweep.py [--scenario coding-agent] [--seeds 0-5] [--tokenizer cl100k_base]
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def sweep_seconds(grid: tuple[PolicyGrid, ...], args: argparse.Namespace) -> tup
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", default="coding-agent")
-    ap.add_argument("--seeds", default="0-2")
+    ap.add_argument("--seeds", default="0-5")
     ap.add_argument("--window", type=int, default=50_000)
     ap.add_argument("--tokenizer", default="cl100k_base")
     ap.add_argument("--repeat", type=int, default=5)

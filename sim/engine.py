@@ -40,7 +40,7 @@ from sim.log import (
     RunLog,
 )
 from sim.model import MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD, ModelConfig
-from sim.request import RequestBuilder, flatten_message
+from sim.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
 from sim.state import Ledger, RunState
 from sim.summariser import SummariserConfig, summarise
 from sim.tokenizers import CountingTokenizer, get_tokenizer
@@ -382,10 +382,15 @@ class Engine:
         if before.summary is not None:
             prev_ids = before.summary.facts
             candidates.extend(f for f in self.conv.facts if f.id in prev_ids)
+        pieces: list[str] = []  # the transcript in pieces, for counting: see below
         for i in span:
-            t = flatten_message(self.ledger.messages[i], i < plan.cleared_through, placeholder)
-            if clip is not None and len(t) > clip:
-                t = t[:clip] + " …"
+            parts = flat_pieces(self.ledger.messages[i], i < plan.cleared_through, placeholder)
+            if clip is not None and sum(map(len, parts)) > clip:
+                parts = [*head_pieces(parts, clip), " …"]
+            t = "".join(parts)
+            if texts:
+                pieces.append("\n\n")
+            pieces.extend(parts)
             texts.append(t)
             for f in self._facts_by_source.get(self.ledger.messages[i].id, ()):
                 if f.id not in self._lost_on_entry and f.text in t and (before.summary is None
@@ -395,9 +400,16 @@ class Engine:
         if plan.summary_input_max_chars is not None and len(body) > plan.summary_input_max_chars:
             body = body[-plan.summary_input_max_chars:]
             candidates = [f for f in candidates if (before.summary and f.id in before.summary.facts) or f.text in body]
+            pieces = tail_pieces(pieces, plan.summary_input_max_chars)
         prev_text = before.summary.text if before.summary else ""
+        # The transcript is counted piece by piece (message texts, tool results, labels, blank lines):
+        # each piece is memoised, and the big ones are the texts the agent's requests already counted, so
+        # every configuration and every later compaction that shows the summariser the same messages shares
+        # the counts instead of tokenising one new half-megabyte text per compaction. The difference from
+        # counting the joined text is BPE merges across piece boundaries.
+        body_tokens = sum(self.tok.count(t) for t in pieces)
         input_tokens = (REQUEST_OVERHEAD + 3 * MESSAGE_OVERHEAD + self.tok.count(plan.summary_system_prompt)
-                        + self.tok.count(prev_text) + self.tok.count(body))
+                        + self.tok.count(prev_text) + body_tokens)
         if self.config.calibration is not None:  # the summariser call carries the agent's prompt overhead too
             input_tokens = self.config.calibration.apply(input_tokens, 3, before.summary is not None)
         cfg = self.config.summariser

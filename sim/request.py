@@ -16,23 +16,60 @@ from sim.state import Ledger
 from sim.view import View
 
 
-def flatten_message(m: Message, cleared: bool, placeholder: str) -> str:
-    """A message as plain text for the summariser: tool calls and results inline, error flags kept
-    (without the flag a summariser could describe a failed operation as a success)."""
-    out = []
+def flat_pieces(m: Message, cleared: bool, placeholder: str) -> list[str]:
+    """A message as plain text for the summariser, in pieces whose concatenation is the text: tool calls
+    and results inline, error flags kept (without the flag a summariser could describe a failed
+    operation as a success). Part texts stay whole pieces, so counting the pieces reuses the counts the
+    agent's requests already made."""
+    out = [f"{'assistant' if m.role == 'assistant' else 'user'}: "]
+    first = True
     for p in m.parts:
         if p.kind == "tool_result":
             label = "error" if p.is_error else "result"
-            out.append(f"[{p.name or 'tool'} {label} {placeholder if cleared else p.text}]")
+            piece = [f"[{p.name or 'tool'} {label} ", placeholder if cleared else p.text, "]"]
         elif p.kind == "tool_call":
-            out.append(f"[{p.name} {p.args or '{}'}]")
+            piece = [f"[{p.name} ", p.args or "{}", "]"]
         elif p.kind in ("change", "revert"):
-            out.append(f"[{p.kind} {p.ref}] {p.text}")
+            piece = [f"[{p.kind} {p.ref}] ", p.text]
         elif p.kind == "command":
-            out.append(f"/{p.name} {p.text}")
+            piece = [f"/{p.name} ", p.text]
         elif p.text:
-            out.append(p.text)
-    return f"{'assistant' if m.role == 'assistant' else 'user'}: " + "\n".join(out)
+            piece = [p.text]
+        else:
+            continue
+        if not first:
+            out.append("\n")
+        out.extend(piece)
+        first = False
+    return out
+
+
+def flatten_message(m: Message, cleared: bool, placeholder: str) -> str:
+    """:func:`flat_pieces` joined: the message as the summariser reads it."""
+    return "".join(flat_pieces(m, cleared, placeholder))
+
+
+def head_pieces(pieces: list[str], n: int) -> list[str]:
+    """The pieces of ``"".join(pieces)[:n]``: whole pieces from the start, the last one cut."""
+    out: list[str] = []
+    for p in pieces:
+        if n <= 0:
+            break
+        out.append(p[:n])
+        n -= len(p)
+    return out
+
+
+def tail_pieces(pieces: list[str], n: int) -> list[str]:
+    """The pieces of ``"".join(pieces)[-n:]``: whole pieces from the end, the first one cut."""
+    out: list[str] = []
+    for p in reversed(pieces):
+        if n <= 0:
+            break
+        out.append(p[-n:] if len(p) > n else p)
+        n -= len(p)
+    out.reverse()
+    return out
 
 
 def _same_structure(a: View, b: View) -> bool:
