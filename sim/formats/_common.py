@@ -296,3 +296,39 @@ def _abort(
         f"aborted results of {owner.where}",
         meta={"synthetic": "aborted"},
     )
+
+
+def content_parts(content: Any, what: str) -> list[Part]:
+    """Content as text parts: a string, or one part per block (images become a placeholder)."""
+    if content is None or isinstance(content, str):
+        return [Part("text", content or "")]
+    blocks = check(content, list, f"{what} content")
+    parts: list[Part] = []
+    for k, block in enumerate(blocks):
+        bwhat = f"{what} content[{k}]"
+        check(block, dict, bwhat)
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(Part("text", get(block, "text", str, bwhat, "")))
+        elif kind in ("image_url", "image"):
+            parts.append(Part("text", "[image]"))
+        else:
+            parts.append(Part("text", dumps_args(block)))
+    return parts or [Part("text", "")]
+
+
+def element_lines(text: str) -> list[int]:
+    """Line on which each element of a top-level JSON list starts."""
+    decoder = json.JSONDecoder()
+    lines: list[int] = []
+    pos = text.index("[") + 1
+    line, counted = 1, 0
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            return lines
+        line += text.count("\n", counted, pos)
+        counted = pos
+        lines.append(line)
+        _, pos = decoder.raw_decode(text, pos)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.formats._common import Issues, decode_document, read_bytes, read_jsonl
+from sim.formats._common import Issues, decode_document, element_lines, read_bytes, read_jsonl
 
 
 @dataclass(frozen=True)
@@ -63,23 +63,6 @@ def json_records(path: Path, issues: Issues, expected: str, *, split_lists: bool
 
 def _lines(path: Path, issues: Issues, expected: str) -> list[Record]:
     return [Record(v, n, f"line {n}", str(n)) for n, v in read_jsonl(path, issues, expected)]
-
-
-def element_lines(text: str) -> list[int]:
-    """Line on which each element of a top-level JSON list starts."""
-    decoder = json.JSONDecoder()
-    lines: list[int] = []
-    pos = text.index("[") + 1
-    line, counted = 1, 0
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text) or text[pos] == "]":
-            return lines
-        line += text.count("\n", counted, pos)
-        counted = pos
-        lines.append(line)
-        _, pos = decoder.raw_decode(text, pos)
 
 
 def compact_head(head: bytes) -> bytes:

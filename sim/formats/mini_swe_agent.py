@@ -24,7 +24,7 @@ from typing import Any
 from sim.conversation import Conversation, Part
 from sim.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
-from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls
+from sim.formats._common import BadRecord, Draft, Issues, check, content_parts, dumps_args, get, pair_calls
 from sim.formats.openhands_llm import litellm_usage, read_json_document
 
 _EXPECTED = (
@@ -95,16 +95,16 @@ def _message(raw: dict[str, Any], i: int, first: bool, call_names: dict[str, str
         meta["returncode"] = extra["returncode"]
     if role == "system":
         if first:
-            return Draft(mid, "system", _text(raw.get("content"), what), label=what)
+            return Draft(mid, "system", content_parts(raw.get("content"), what), label=what)
         meta["source_role"] = "system"
-        return Draft(mid, "user", _text(raw.get("content"), what), label=what, meta=meta)
+        return Draft(mid, "user", content_parts(raw.get("content"), what), label=what, meta=meta)
     if role == "user":
-        return Draft(mid, "user", _text(raw.get("content"), what), label=what, meta=meta)
+        return Draft(mid, "user", content_parts(raw.get("content"), what), label=what, meta=meta)
     if role == "assistant":
         return _assistant(raw, extra, mid, call_names, what, meta)
     if role == "tool":
         cid = get(raw, "tool_call_id", str, what)
-        text = "\n".join(p.text for p in _text(raw.get("content"), what))
+        text = "\n".join(p.text for p in content_parts(raw.get("content"), what))
         part = Part("tool_result", text, call_id=cid, name=call_names.get(cid))
         return Draft(mid, "tool", [part], label=what, meta=meta)
     raise BadRecord(f"{what} role {role!r} is not one of system, user, assistant, tool, exit")
@@ -118,7 +118,7 @@ def _assistant(
     if isinstance(reasoning, str) and reasoning:
         parts.append(Part("thinking", reasoning))
     calls = get(raw, "tool_calls", list, what, [])
-    parts.extend(p for p in _text(raw.get("content"), what) if p.text or not calls)
+    parts.extend(p for p in content_parts(raw.get("content"), what) if p.text or not calls)
     for k, call in enumerate(calls):
         cwhat = f"{what} tool_calls[{k}]"
         check(call, dict, cwhat)
@@ -139,24 +139,6 @@ def _assistant(
     if isinstance(cost, (int, float)) and not isinstance(cost, bool):
         meta["cost"] = cost
     return Draft(mid, "assistant", parts, label=what, usage=usage, meta=meta)
-
-
-def _text(content: Any, what: str) -> list[Part]:
-    """A string, or a block list (multimodal observations): text blocks as text, images a placeholder."""
-    if content is None or isinstance(content, str):
-        return [Part("text", content or "")]
-    parts: list[Part] = []
-    for k, block in enumerate(check(content, list, f"{what} content")):
-        bwhat = f"{what} content[{k}]"
-        check(block, dict, bwhat)
-        kind = block.get("type")
-        if kind == "text":
-            parts.append(Part("text", get(block, "text", str, bwhat, "")))
-        elif kind in ("image_url", "image"):
-            parts.append(Part("text", "[image]"))
-        else:
-            parts.append(Part("text", dumps_args(block)))
-    return parts or [Part("text", "")]
 
 
 def _info(doc: dict[str, Any]) -> dict[str, Any]:

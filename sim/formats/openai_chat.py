@@ -31,6 +31,7 @@ from sim.formats._common import (
     check,
     decode_document,
     dumps_args,
+    element_lines,
     get,
     pair_calls,
     read_bytes,
@@ -115,33 +116,13 @@ def _doc_sources(doc: Any, text: str, path: Path, issues: Issues) -> list[_Sourc
         raise issues.fatal(1, f"the document is {type(doc).__name__}, not a list or an object", _EXPECTED)
     if not doc:
         raise issues.fatal(1, "the document is an empty list: no conversation to import", _EXPECTED)
-    lines = _element_lines(text)
+    lines = element_lines(text)
     if isinstance(doc[0], dict) and "role" in doc[0]:
         return [_Source(doc, 1, "the message list", path.stem, lines)]
     return [
         _Source(value, lines[k] if k < len(lines) else None, f"conversation {k}", f"{path.stem}-{k}")
         for k, value in enumerate(doc)
     ]
-
-
-def _element_lines(text: str) -> list[int]:
-    """Line on which each element of a top-level JSON list starts, so errors can name a line."""
-    decoder = json.JSONDecoder()
-    lines: list[int] = []
-    pos = text.index("[") + 1
-    line, counted = 1, 0
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text) or text[pos] == "]":
-            return lines
-        line += text.count("\n", counted, pos)
-        counted = pos
-        lines.append(line)
-        _, pos = decoder.raw_decode(text, pos)
-
-
-# --- one conversation ----------------------------------------------------------------------------
 
 
 def _conversation(src: _Source, issues: Issues) -> Conversation | None:

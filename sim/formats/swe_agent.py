@@ -32,7 +32,7 @@ from typing import Any
 from sim.conversation import Conversation, Part
 from sim.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
-from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls
+from sim.formats._common import BadRecord, Draft, Issues, check, content_parts, dumps_args, get, pair_calls
 from sim.formats.openhands_llm import read_json_document
 
 _EXPECTED = "a SWE-agent trajectory: a JSON object with a 'history' list of {role, content} messages"
@@ -89,11 +89,11 @@ def _entry(raw: Any, i: int, first: bool, call_names: dict[str, str], what: str)
         meta["is_demo"] = True
     if role == "system":
         if first:
-            return Draft(mid, "system", _text(raw.get("content"), what), label=what, meta=meta)
+            return Draft(mid, "system", content_parts(raw.get("content"), what), label=what, meta=meta)
         meta["source_role"] = "system"
-        return Draft(mid, "user", _text(raw.get("content"), what), label=what, meta=meta)
+        return Draft(mid, "user", content_parts(raw.get("content"), what), label=what, meta=meta)
     if role == "user":
-        return Draft(mid, "user", _text(raw.get("content"), what), label=what, meta=meta)
+        return Draft(mid, "user", content_parts(raw.get("content"), what), label=what, meta=meta)
     if role == "assistant":
         return _assistant(raw, mid, call_names, what, meta)
     if role == "tool":
@@ -107,7 +107,7 @@ def _assistant(raw: dict[str, Any], mid: str, call_names: dict[str, str], what: 
         bwhat = f"{what} thinking_blocks[{k}]"
         check(block, dict, bwhat)
         parts.append(Part("thinking", get(block, "thinking", str, bwhat, "")))
-    parts.extend(p for p in _text(raw.get("content"), what) if p.text or not raw.get("tool_calls"))
+    parts.extend(p for p in content_parts(raw.get("content"), what) if p.text or not raw.get("tool_calls"))
     for k, call in enumerate(get(raw, "tool_calls", list, what, [])):
         cwhat = f"{what} tool_calls[{k}]"
         check(call, dict, cwhat)
@@ -128,30 +128,11 @@ def _tool(raw: dict[str, Any], mid: str, call_names: dict[str, str], what: str, 
     ids = [check(c, str, f"{what} tool_call_ids entry") for c in get(raw, "tool_call_ids", list, what)]
     if not ids:
         raise BadRecord(f"{what} is a tool message with an empty 'tool_call_ids': it answers no call")
-    text = "\n".join(p.text for p in _text(raw.get("content"), what))
+    text = "\n".join(p.text for p in content_parts(raw.get("content"), what))
     parts = [
         Part("tool_result", text if k == 0 else "", call_id=cid, name=call_names.get(cid)) for k, cid in enumerate(ids)
     ]
     return Draft(mid, "tool", parts, label=what, meta=meta)
-
-
-def _text(content: Any, what: str) -> list[Part]:
-    """Content as text parts: a string, or one part per block (images become a placeholder)."""
-    if content is None or isinstance(content, str):
-        return [Part("text", content or "")]
-    blocks = check(content, list, f"{what} content")
-    parts: list[Part] = []
-    for k, block in enumerate(blocks):
-        bwhat = f"{what} content[{k}]"
-        check(block, dict, bwhat)
-        kind = block.get("type")
-        if kind == "text":
-            parts.append(Part("text", get(block, "text", str, bwhat, "")))
-        elif kind in ("image_url", "image"):
-            parts.append(Part("text", "[image]"))
-        else:
-            parts.append(Part("text", dumps_args(block)))
-    return parts or [Part("text", "")]
 
 
 def _info(doc: dict[str, Any]) -> dict[str, Any]:
