@@ -7,6 +7,7 @@ Sources: the seed document ``seeds/effect-agent-context-management.md`` and what
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -62,9 +63,14 @@ class EffectAgentConfig:
             raise InvalidConfig(f"overflow_retries={self.overflow_retries!r}: the seed allows at most one retry")
 
 
+@functools.lru_cache(maxsize=4096)
 def bound_result(part: Part, max_bytes: int) -> Part:
     """The seed's tool-result bound: within ``max_bytes`` unchanged, else the canonical envelope
-    ``{truncatedToolResult, originalBytes, head, tail}`` with half the byte budget each side."""
+    ``{truncatedToolResult, originalBytes, head, tail}`` with half the byte budget each side.
+
+    Memoised (parts are frozen): every configuration of a sweep bounds the same results."""
+    if len(part.text) * 4 <= max_bytes:  # no UTF-8 character takes more than 4 bytes
+        return part
     raw = part.text.encode("utf-8")
     if len(raw) <= max_bytes:
         return part
