@@ -86,6 +86,7 @@ class RequestBuilder:
         self._val_view: View | None = None
         self._val: wire.AnthropicValidator | wire.OpenAIValidator = self._new_validator()
         self._val_upto = 0
+        self._sys_checked: tuple[View, str | None] | None = None
 
     def _new_validator(self) -> wire.AnthropicValidator | wire.OpenAIValidator:
         return wire.AnthropicValidator() if self.model.provider == "anthropic" else wire.OpenAIValidator()
@@ -162,6 +163,13 @@ class RequestBuilder:
         """Why the request's first message is not the byte-identical system prompt, or None."""
         if not self.has_system:
             return None
+        if self._sys_checked is not None and self._sys_checked[0] is view:  # views are immutable
+            return self._sys_checked[1]
+        problem = self._system_problem(view)
+        self._sys_checked = (view, problem)
+        return problem
+
+    def _system_problem(self, view: View) -> str | None:
         head = self._head(view)
         first = head[0] if head else None
         if first is None or first.get("role") != "system":
