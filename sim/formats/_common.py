@@ -332,3 +332,19 @@ def element_lines(text: str) -> list[int]:
         counted = pos
         lines.append(line)
         _, pos = decoder.raw_decode(text, pos)
+
+
+def read_json_document(path: Path, issues: Issues, expected: str) -> Any:
+    """The whole file parsed as one JSON value.
+
+    An empty, truncated or unparsable file stops the import in both modes (nothing in it can be
+    trusted); invalid UTF-8 is an error in strict mode and is replaced in lenient mode.
+    """
+    data = read_bytes(path, expected)
+    text = decode_document(data, issues)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise issues.fatal(exc.lineno, f"invalid JSON: {exc.msg} at column {exc.colno}", expected) from exc
+    except RecursionError as exc:
+        raise issues.fatal(None, "JSON nested too deeply to read", expected) from exc

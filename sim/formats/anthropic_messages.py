@@ -38,6 +38,7 @@ from sim.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls
 from sim.formats._json_records import compact_head, json_records
+from sim.formats.usage import anthropic_usage
 
 _EXPECTED = (
     "Anthropic Messages request bodies ({model, system, messages, tools, max_tokens}) or "
@@ -253,19 +254,6 @@ def block_text(block: Any, what: str) -> str:
     if kind in _PLACEHOLDERS:
         return _PLACEHOLDERS[kind]
     return dumps_args(block)
-
-
-def anthropic_usage(raw: Any, what: str) -> Usage | None:
-    """Anthropic usage as ours: ``input_tokens`` is already uncached; cache reads and writes apart."""
-    if raw is None:
-        return None
-    check(raw, dict, f"{what} usage")
-    return Usage(
-        input_tokens=get(raw, "input_tokens", int, f"{what} usage", 0),
-        output_tokens=get(raw, "output_tokens", int, f"{what} usage", 0),
-        cache_read_tokens=get(raw, "cache_read_input_tokens", int, f"{what} usage", 0),
-        cache_write_tokens=get(raw, "cache_creation_input_tokens", int, f"{what} usage", 0),
-    )
 
 
 #: Keys that occur in Anthropic bodies and never in OpenAI chat ones (``"system":`` as a key).

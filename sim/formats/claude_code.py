@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.conversation import Conversation, Part, Usage
+from sim.conversation import Conversation, Part
 from sim.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls, read_jsonl
+from sim.formats.usage import anthropic_usage
 
 _EXPECTED = "a Claude Code session transcript (JSONL, one record per line with 'type', 'uuid', 'message')"
 _BOOKKEEPING = frozenset({"progress", "file-history-snapshot", "queue-operation", "summary"})
@@ -141,7 +142,7 @@ class _Session:
         message = get(obj, "message", dict, what)
         api_id = get(message, "id", str, f"{what} message")
         parts = _assistant_parts(message.get("content"), what)
-        usage = _usage(message.get("usage"), what)
+        usage = anthropic_usage(message.get("usage"), what)
         model = message.get("model")
         self._note_source(obj)
         for p in parts:
@@ -323,19 +324,6 @@ def _text_or_command(content: str) -> Part:
             args = _COMMAND_ARGS.search(content)
             return Part("command", args.group(1).strip() if args else "", name=name.group(1))
     return Part("text", content)
-
-
-def _usage(raw: Any, what: str) -> Usage | None:
-    """Anthropic usage as ours: cache reads and cache creation are prompt tokens too."""
-    if raw is None:
-        return None
-    check(raw, dict, f"{what} usage")
-    return Usage(
-        input_tokens=get(raw, "input_tokens", int, f"{what} usage", 0),
-        output_tokens=get(raw, "output_tokens", int, f"{what} usage", 0),
-        cache_read_tokens=get(raw, "cache_read_input_tokens", int, f"{what} usage", 0),
-        cache_write_tokens=get(raw, "cache_creation_input_tokens", int, f"{what} usage", 0),
-    )
 
 
 @sniffer("claude-code")

@@ -13,7 +13,7 @@ observations, format-error feedback) stay ``user``; ``assistant`` messages becom
 plus any ``tool_calls`` (2.x tool-call mode) with the call's recorded usage; ``tool`` messages
 (2.x) answer them by ``tool_call_id``. The ``exit`` message 2.x appends at the end was never sent to
 a model: it is left out and its status kept in meta. Usage is read with
-:func:`sim.formats.openhands_llm.litellm_usage`; a message without ``extra.response.usage`` gets none.
+:func:`sim.formats.usage.any_usage`; a message without ``extra.response.usage`` gets none.
 """
 
 from __future__ import annotations
@@ -24,8 +24,18 @@ from typing import Any
 from sim.conversation import Conversation, Part
 from sim.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
-from sim.formats._common import BadRecord, Draft, Issues, check, content_parts, dumps_args, get, pair_calls
-from sim.formats.openhands_llm import litellm_usage, read_json_document
+from sim.formats._common import (
+    BadRecord,
+    Draft,
+    Issues,
+    check,
+    content_parts,
+    dumps_args,
+    get,
+    pair_calls,
+    read_json_document,
+)
+from sim.formats.usage import any_usage
 
 _EXPECTED = (
     "a mini-swe-agent trajectory: a JSON object with 'messages' and "
@@ -132,7 +142,7 @@ def _assistant(
     response = get(extra, "response", dict, f"{what} extra", None)
     usage = None
     if response is not None:
-        usage = litellm_usage(response.get("usage"), f"{what} extra.response")
+        usage = any_usage(response.get("usage"), f"{what} extra.response")
         if isinstance(response.get("model"), str):
             meta["model"] = response["model"]
     cost = extra.get("cost")

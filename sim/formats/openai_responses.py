@@ -40,6 +40,7 @@ from sim.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls
 from sim.formats._json_records import Record, compact_head, json_records
+from sim.formats.usage import responses_usage
 
 _EXPECTED = (
     "OpenAI Responses API input: a request body {model, instructions, input, tools}, a "
@@ -220,23 +221,6 @@ def function_tools(raw_tools: list[Any], what: str) -> list[Tool]:
             params = dumps_args({k2: v for k2, v in fn.items() if k2 not in ("name", "description")})
         tools.append(Tool(name, description, params))
     return tools
-
-
-def responses_usage(raw: Any, what: str) -> Usage | None:
-    """Responses usage as ours: the cached tokens are part of ``input_tokens``, so they are taken out."""
-    if raw is None:
-        return None
-    check(raw, dict, f"{what} usage")
-    total_in = get(raw, "input_tokens", int, f"{what} usage", 0)
-    details = get(raw, "input_tokens_details", dict, f"{what} usage", {})
-    cached = get(details, "cached_tokens", int, f"{what} usage input_tokens_details", 0)
-    if cached > total_in:
-        raise BadRecord(f"{what} usage has cached_tokens {cached} above input_tokens {total_in}")
-    return Usage(
-        input_tokens=total_in - cached,
-        output_tokens=get(raw, "output_tokens", int, f"{what} usage", 0),
-        cache_read_tokens=cached,
-    )
 
 
 # --- request bodies ------------------------------------------------------------------------------

@@ -36,8 +36,8 @@ from typing import Any
 from sim.conversation import Conversation, Part, Tool
 from sim.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
-from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls
-from sim.formats.openhands_llm import litellm_usage, read_json_document
+from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls, read_json_document
+from sim.formats.usage import any_usage
 
 _EXPECTED = "an OpenHands event stream: a JSON list of events with 'id', 'source' and 'action' or 'observation'"
 _SKIP_ACTIONS = frozenset({"change_agent_state", "recall", "condensation", "condensation_request", "null"})
@@ -213,7 +213,7 @@ def _response_draft(response: dict[str, Any], mid: str, what: str, stream: _Stre
                 args=args if isinstance(args, str) else dumps_args(args),
             )
         )
-    usage = litellm_usage(response.get("usage"), what)
+    usage = any_usage(response.get("usage"), what)
     meta: dict[str, Any] = {}
     model = response.get("model")
     if isinstance(model, str):

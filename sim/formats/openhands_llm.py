@@ -19,21 +19,21 @@ otherwise ``response``.
 Messages are parsed by :mod:`sim.formats.openai_chat`, whose functions are reused here.
 
 This module also holds two helpers the other JSON-document importers share:
-:func:`read_json_document` and :func:`litellm_usage`.
+:func:`sim.formats._common.read_json_document` and :func:`sim.formats.usage.any_usage`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-from sim.conversation import Conversation, Usage
+from sim.conversation import Conversation
 from sim.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
-from sim.formats._common import BadRecord, Draft, Issues, check, decode_document, get, pair_calls, read_bytes
+from sim.formats._common import BadRecord, Draft, Issues, check, get, pair_calls, read_json_document
 from sim.formats.openai_chat import _assistant, _message, _State, _tools
+from sim.formats.usage import any_usage
 
 _EXPECTED = (
     "an OpenHands completion log: a JSON object with 'messages', 'tools' and 'response' "
@@ -44,80 +44,6 @@ _LOG_NAME = re.compile(r"-\d{9,11}\.\d+\.json$")
 
 
 # --- helpers shared by the JSON-document importers ---------------------------------------------
-
-
-def read_json_document(path: Path, issues: Issues, expected: str) -> Any:
-    """The whole file parsed as one JSON value.
-
-    An empty, truncated or unparsable file stops the import in both modes (nothing in it can be
-    trusted); invalid UTF-8 is an error in strict mode and is replaced in lenient mode.
-    """
-    data = read_bytes(path, expected)
-    text = decode_document(data, issues)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise issues.fatal(exc.lineno, f"invalid JSON: {exc.msg} at column {exc.colno}", expected) from exc
-    except RecursionError as exc:
-        raise issues.fatal(None, "JSON nested too deeply to read", expected) from exc
-
-
-def _count(raw: dict[str, Any], key: str, what: str) -> int:
-    value = get(raw, key, int, what, 0)
-    if value < 0:
-        raise BadRecord(f"{what} {key!r} is negative ({value})")
-    return value
-
-
-def litellm_usage(raw: Any, what: str) -> Usage | None:
-    """A LiteLLM (OpenAI-shaped) or Anthropic usage object as ours; None when there is none.
-
-    LiteLLM's ``prompt_tokens`` is the whole prompt, cached or not: in the OpenHands event sample an
-    Anthropic reply shows ``prompt_tokens`` 4646 = 3482 cache read + 1158 cache write + 6. So the
-    uncached input is ``prompt_tokens - cache read - cache write``. Cache reads come from
-    ``cache_read_input_tokens`` (Anthropic through LiteLLM), else ``prompt_tokens_details.cached_tokens``
-    (OpenAI), else ``prompt_cache_hit_tokens`` (DeepSeek); cache writes from
-    ``cache_creation_input_tokens``. Should a recording count less prompt than its cache parts (an
-    older LiteLLM left cache writes out of ``prompt_tokens``), the writes are taken as extra.
-    Anthropic's own usage (``input_tokens``, already uncached) and OpenAI Responses usage
-    (``input_tokens`` with ``input_tokens_details.cached_tokens`` inside it) are read too.
-    """
-    if raw is None:
-        return None
-    what = f"{what} usage"
-    check(raw, dict, what)
-    if "prompt_tokens" not in raw and "input_tokens" in raw:
-        return _input_output_usage(raw, what)
-    prompt = _count(raw, "prompt_tokens", what)
-    output = _count(raw, "completion_tokens", what)
-    details = get(raw, "prompt_tokens_details", dict, what, {})
-    if raw.get("cache_read_input_tokens") is not None:
-        read = _count(raw, "cache_read_input_tokens", what)
-    elif details.get("cached_tokens") is not None:
-        read = _count(details, "cached_tokens", f"{what} prompt_tokens_details")
-    else:
-        read = _count(raw, "prompt_cache_hit_tokens", what)
-    write = _count(raw, "cache_creation_input_tokens", what)
-    uncached = prompt - read - write
-    if uncached < 0:
-        uncached = max(prompt - read, 0)
-    return Usage(input_tokens=uncached, output_tokens=output, cache_read_tokens=read, cache_write_tokens=write)
-
-
-def _input_output_usage(raw: dict[str, Any], what: str) -> Usage:
-    """Anthropic Messages usage, or OpenAI Responses usage (whose ``input_tokens`` include the cached)."""
-    inp = _count(raw, "input_tokens", what)
-    out = _count(raw, "output_tokens", what)
-    details = get(raw, "input_tokens_details", dict, what, None)
-    if details is not None:  # OpenAI Responses API
-        read = min(_count(details, "cached_tokens", f"{what} input_tokens_details"), inp)
-        return Usage(input_tokens=inp - read, output_tokens=out, cache_read_tokens=read)
-    return Usage(
-        input_tokens=inp,
-        output_tokens=out,
-        cache_read_tokens=_count(raw, "cache_read_input_tokens", what),
-        cache_write_tokens=_count(raw, "cache_creation_input_tokens", what),
-    )
 
 
 # --- the completion log ------------------------------------------------------------------------
@@ -183,7 +109,7 @@ def _response(doc: dict[str, Any], index: int, state: _State, meta: dict[str, An
     usage_raw = response.get("usage")
     if usage_raw is None and isinstance(doc.get("response"), dict):
         usage_raw = doc["response"].get("usage")
-    draft.usage = litellm_usage(usage_raw, key)
+    draft.usage = any_usage(usage_raw, key)
     if draft.usage is not None:
         meta["recorded_prompt_tokens"] = draft.usage.prompt_tokens
     draft.meta = {"response": True}

@@ -32,8 +32,17 @@ from typing import Any
 from sim.conversation import Conversation, Part
 from sim.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
-from sim.formats._common import BadRecord, Draft, Issues, check, content_parts, dumps_args, get, pair_calls
-from sim.formats.openhands_llm import read_json_document
+from sim.formats._common import (
+    BadRecord,
+    Draft,
+    Issues,
+    check,
+    content_parts,
+    dumps_args,
+    get,
+    pair_calls,
+    read_json_document,
+)
 
 _EXPECTED = "a SWE-agent trajectory: a JSON object with a 'history' list of {role, content} messages"
 _STATS = ("tokens_sent", "tokens_received", "api_calls", "instance_cost", "total_cost")

@@ -38,6 +38,7 @@ from sim.formats import openai_responses as responses
 from sim.formats._common import BadRecord, Issues, check, decode_document, get, read_bytes
 from sim.formats.openai_chat import _conversation as chat_conversation
 from sim.formats.openai_chat import _Source as ChatSource
+from sim.formats.usage import chat_usage
 
 _EXPECTED = "a VCR cassette (YAML with 'interactions: [{request: ..., response: ...}]')"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -274,19 +275,6 @@ def _responses_sse(text: str, what: str) -> dict[str, Any]:
     if final is None:
         raise BadRecord(f"{what} stream has no response.completed event")
     return final
-
-
-def chat_usage(raw: Any, what: str) -> Usage | None:
-    """Chat-completions usage as ours: cached prompt tokens are taken out of ``prompt_tokens``."""
-    if raw is None:
-        return None
-    check(raw, dict, f"{what} usage")
-    prompt = get(raw, "prompt_tokens", int, f"{what} usage", 0)
-    details = get(raw, "prompt_tokens_details", dict, f"{what} usage", {})
-    cached = get(details, "cached_tokens", int, f"{what} usage prompt_tokens_details", 0)
-    if cached > prompt:
-        raise BadRecord(f"{what} usage has cached_tokens {cached} above prompt_tokens {prompt}")
-    return Usage(prompt - cached, get(raw, "completion_tokens", int, f"{what} usage", 0), cached, 0)
 
 
 def _chat(

@@ -13,7 +13,7 @@ from sim.conversation import validate
 from sim.errors import FormatError
 from sim.formats import read
 from sim.formats._common import BadRecord
-from sim.formats.openhands_llm import litellm_usage
+from sim.formats.usage import any_usage
 from tests.formats.test_formats_recorded import _round_trip, need
 
 # --- event streams -----------------------------------------------------------------------------
@@ -208,18 +208,18 @@ def test_litellm_usage_keeps_the_prompt_total(uncached: int, read_: int, write: 
         raw["prompt_tokens_details"] = {"cached_tokens": read_}
     else:
         raw.update(prompt_cache_hit_tokens=read_, prompt_cache_miss_tokens=uncached)
-    usage = litellm_usage(raw, "test")
+    usage = any_usage(raw, "test")
     assert usage is not None
     assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.output_tokens) == (
         uncached, read_, write, out)
 
 
 def test_litellm_usage_other_shapes() -> None:
-    assert litellm_usage(None, "x") is None
-    anthropic = litellm_usage({"input_tokens": 7, "output_tokens": 3, "cache_read_input_tokens": 90}, "x")
+    assert any_usage(None, "x") is None
+    anthropic = any_usage({"input_tokens": 7, "output_tokens": 3, "cache_read_input_tokens": 90}, "x")
     assert anthropic is not None and anthropic.prompt_tokens == 97
     raw = {"input_tokens": 100, "output_tokens": 3, "input_tokens_details": {"cached_tokens": 60}}
-    responses = litellm_usage(raw, "x")
+    responses = any_usage(raw, "x")
     assert responses is not None and (responses.input_tokens, responses.cache_read_tokens) == (40, 60)
     with pytest.raises(BadRecord):
-        litellm_usage([1], "x")
+        any_usage([1], "x")
