@@ -207,7 +207,8 @@ def _message(raw: Any, mid: str, b: _Builder, what: str) -> list[Draft]:
     return drafts
 
 
-def _assistant_parts(content: Any, b: _Builder, what: str) -> list[Part]:
+def assistant_parts(content: Any, what: str) -> list[Part]:
+    """An assistant message's content blocks as parts, in order (also used for Claude Code transcripts)."""
     if isinstance(content, str):
         return [Part("text", content)]
     parts: list[Part] = []
@@ -226,8 +227,13 @@ def _assistant_parts(content: Any, b: _Builder, what: str) -> list[Part]:
             name = get(block, "name", str, bwhat)
             args = dumps_args(get(block, "input", dict, bwhat, {}))
             parts.append(Part("tool_call", call_id=cid, name=name, args=args))
-        else:
+        else:  # server tools and newer block kinds: kept as text so their size still counts
             parts.append(Part("text", dumps_args(block)))
+    return parts
+
+
+def _assistant_parts(content: Any, b: _Builder, what: str) -> list[Part]:
+    parts = assistant_parts(content, what)
     for p in parts:
         if p.kind == "tool_call":
             b.call_names[p.call_id or ""] = p.name or ""

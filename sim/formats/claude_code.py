@@ -32,14 +32,14 @@ from typing import Any
 from sim.conversation import Conversation, Part
 from sim.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
-from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls, read_jsonl
+from sim.formats._common import BadRecord, Draft, Issues, check, get, pair_calls, read_jsonl
+from sim.formats.anthropic_messages import assistant_parts, block_text
 from sim.formats.usage import anthropic_usage
 
 _EXPECTED = "a Claude Code session transcript (JSONL, one record per line with 'type', 'uuid', 'message')"
 _BOOKKEEPING = frozenset({"progress", "file-history-snapshot", "queue-operation", "summary"})
 _COMMAND_NAME = re.compile(r"<command-name>\s*/?(.*?)\s*</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
-_PLACEHOLDERS = {"image": "[image]", "document": "[document]"}
 
 
 @FORMATS.register("claude-code", "Claude Code session JSONL (split responses merged, compactions kept)")
@@ -141,7 +141,7 @@ class _Session:
         what = f"assistant record {uuid}"
         message = get(obj, "message", dict, what)
         api_id = get(message, "id", str, f"{what} message")
-        parts = _assistant_parts(message.get("content"), what)
+        parts = assistant_parts(message.get("content"), what)
         usage = anthropic_usage(message.get("usage"), what)
         model = message.get("model")
         self._note_source(obj)
@@ -213,7 +213,7 @@ class _Session:
             if block.get("type") == "tool_result":
                 results.append(self._result(block, bwhat))
             else:
-                others.append(Part("text", _block_text(block, bwhat)))
+                others.append(Part("text", block_text(block, bwhat)))
         drafts: list[Draft] = []
         if results:
             drafts.append(
@@ -231,7 +231,7 @@ class _Session:
             text = content or ""
         else:
             text = "\n".join(
-                _block_text(b, f"{what} content") for b in check(content, list, f"{what} content")
+                block_text(b, f"{what} content") for b in check(content, list, f"{what} content")
             )
         is_error = get(block, "is_error", bool, what, False)
         return Part("tool_result", text, call_id=cid, name=self.call_names.get(cid), is_error=is_error)
@@ -273,47 +273,6 @@ class _Session:
 
 
 # --- blocks ----------------------------------------------------------------------------------
-
-
-def _assistant_parts(content: Any, what: str) -> list[Part]:
-    """An assistant record's content blocks as parts, in order."""
-    if isinstance(content, str):
-        return [Part("text", content)]
-    parts: list[Part] = []
-    for k, block in enumerate(check(content, list, f"{what} content")):
-        bwhat = f"{what} content[{k}]"
-        check(block, dict, bwhat)
-        kind = get(block, "type", str, bwhat)
-        if kind == "text":
-            parts.append(Part("text", get(block, "text", str, bwhat, "")))
-        elif kind == "thinking":
-            parts.append(Part("thinking", get(block, "thinking", str, bwhat, "")))
-        elif kind == "redacted_thinking":
-            parts.append(Part("thinking", ""))
-        elif kind == "tool_use":
-            args = dumps_args(get(block, "input", dict, bwhat, {}))
-            parts.append(
-                Part(
-                    "tool_call",
-                    call_id=get(block, "id", str, bwhat),
-                    name=get(block, "name", str, bwhat),
-                    args=args,
-                )
-            )
-        else:  # server tools and newer block kinds: kept as text so their size still counts
-            parts.append(Part("text", dumps_args(block)))
-    return parts
-
-
-def _block_text(block: Any, what: str) -> str:
-    """The text of a user or tool-result block; media become a placeholder, unknown blocks their JSON."""
-    check(block, dict, what)
-    kind = block.get("type")
-    if kind == "text":
-        return get(block, "text", str, what, "")
-    if kind in _PLACEHOLDERS:
-        return _PLACEHOLDERS[kind]
-    return dumps_args(block)
 
 
 def _text_or_command(content: str) -> Part:
