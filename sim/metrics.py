@@ -40,15 +40,19 @@ REQUEST_COLUMNS: dict[str, str] = {
 }
 
 
-def requests_frame(results: Iterable[RunResult]) -> pd.DataFrame:
-    """A row per model request of every run, in run then request order."""
+def _tidy(results: Iterable[RunResult], rows_of: str, columns: dict[str, str]) -> pd.DataFrame:
+    """The rows ``RunResult.<rows_of>`` of every run, each with the run's identity, as typed columns."""
     rows: list[dict[str, Any]] = []
     for r in results:
         base = {"run_id": r.run_id, "policy": r.policy, "params_hash": r.params_hash,
                 "conversation": r.conversation_id, "seed": r.seed}
-        rows.extend({**base, **row} for row in r.rows)
-    frame = pd.DataFrame(rows, columns=list(REQUEST_COLUMNS))
-    return frame.astype(REQUEST_COLUMNS)
+        rows.extend({**base, **row} for row in getattr(r, rows_of))
+    return pd.DataFrame(rows, columns=list(columns)).astype(columns)
+
+
+def requests_frame(results: Iterable[RunResult]) -> pd.DataFrame:
+    """A row per model request of every run, in run then request order."""
+    return _tidy(results, "rows", REQUEST_COLUMNS)
 
 
 FACT_COLUMNS: dict[str, str] = {
@@ -59,12 +63,7 @@ FACT_COLUMNS: dict[str, str] = {
 
 def facts_frame(results: Iterable[RunResult]) -> pd.DataFrame:
     """A row per (fact, request that needed it): retention by kind and by the fact's age."""
-    rows: list[dict[str, Any]] = []
-    for r in results:
-        base = {"run_id": r.run_id, "policy": r.policy, "params_hash": r.params_hash,
-                "conversation": r.conversation_id, "seed": r.seed}
-        rows.extend({**base, **row} for row in r.fact_rows)
-    return pd.DataFrame(rows, columns=list(FACT_COLUMNS)).astype(FACT_COLUMNS)
+    return _tidy(results, "fact_rows", FACT_COLUMNS)
 
 
 SUMMARY_COLUMNS = (
