@@ -19,13 +19,14 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from policies.base import Plan, Policy
 from sim import model as wire
 from sim.budgets import Budgets, BudgetTracker
+from sim.calibration import Calibration, opens_with_summary
 from sim.conversation import Conversation, Fact, Message, Part
 from sim.cost import Pricer
 from sim.errors import InvalidConfig, InvalidRequest, InvariantViolation, PromptTooLong
@@ -45,9 +46,6 @@ from sim.state import Ledger, RunState
 from sim.summariser import SummariserConfig, summarise
 from sim.tokenizers import CountingTokenizer, get_tokenizer
 from sim.view import Summary, View, fold
-
-if TYPE_CHECKING:
-    from sim.calibration import Calibration
 
 FINISH_REASONS = ("completed", "budget-exhausted", "budget-failed", "context-overflow", "provider-error",
                   "invariant-violation")
@@ -167,6 +165,8 @@ class Engine:
         self._summary_tokens: dict[str, int] = {}
         self._index: dict[str, int] = {}
         self._facts_by_need, self._facts_by_source, self._facts_by_id = _fact_index(conversation)
+        # A replayed segment that starts from a recorded summary is "after a compaction" for calibration.
+        self._opens_summarised = config.calibration is not None and opens_with_summary(conversation)
         self._fact_in_result: dict[str, bool] = {}
         self._lost_on_entry: set[str] = set()
         self._due: list[Fact] = []
@@ -476,7 +476,8 @@ class Engine:
                       + (MESSAGE_OVERHEAD + self.tok.count(status) if status else 0))
             in_view = self.messages_in_view(view)
             if self.config.calibration is not None:  # report what the provider would count (sim.calibration)
-                tokens = self.config.calibration.apply(tokens, in_view, view.summary is not None or _opens(self.conv))
+                summarised = view.summary is not None or self._opens_summarised
+                tokens = self.config.calibration.apply(tokens, in_view, summarised)
             found = [Violation(name, st.turn, "agent", detail) for name, detail in check_view(st, view)]
             sys_problem = self.requests.system_problem(view)
             if sys_problem:
@@ -632,12 +633,6 @@ class Engine:
         return RunResult(self.run_id, self.policy.name, self.policy.params(), self.policy.params_hash(),
                          self.conv.id, self.config.seed, self.rows, self.compactions, self.violations, self.log,
                          summary, self.fact_rows)
-
-
-def _opens(conv: Conversation) -> bool:
-    from sim.calibration import opens_with_summary
-
-    return opens_with_summary(conv)
 
 
 def _count(items: Iterable[str]) -> dict[str, int]:
