@@ -73,13 +73,6 @@ SUMMARY_COLUMNS = (
 )
 
 
-def runs_frame(results: Iterable[RunResult]) -> pd.DataFrame:
-    """A row per run with the headline numbers of its run.json summary."""
-    rows = [{k: r.summary.get(k) for k in SUMMARY_COLUMNS} for r in results]
-    frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-    return frame.astype({"retention_recall": "float64", "exhausted": "string"})
-
-
 def versions() -> dict[str, str]:
     """Versions of the things that can change a result: this package, Python, and the libraries used."""
     out = {"python": platform.python_version()}

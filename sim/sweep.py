@@ -645,11 +645,3 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-
-
-def describe_grid(spec: SweepSpec) -> Iterable[str]:
-    """One line per configuration and source, for the CLI's preamble."""
-    for s in settings(spec):
-        yield f"config  {s.label}"
-    for src in spec.sources:
-        yield f"source  {src.kind} {src.label}"
