@@ -7,14 +7,13 @@ with ``CSIM_UPDATE_GOLDEN=1`` to rewrite the expected files, and review their di
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from sim.conversation import validate
 from sim.formats import read
 from sim.formats.native import dumps
+from tests.formats._golden import check_golden
 
 CASES = [
     ("openai_chat.json", "openai-chat"),
@@ -27,6 +26,10 @@ CASES = [
     ("openhands_events.json", "openhands-events"),
     ("openhands_llm.json", "openhands-llm"),
     ("tau_bench.json", "tau-bench"),
+    ("anthropic_messages.jsonl", "anthropic-messages"),
+    ("openai_responses.json", "openai-responses"),
+    ("codex_rollout.jsonl", "codex-rollout"),
+    ("vcr_cassette.yaml", "vcr-cassette"),
 ]
 
 
@@ -36,27 +39,14 @@ def _expected_path(golden: Path, name: str) -> Path:
 
 @pytest.mark.parametrize(("name", "fmt"), CASES)
 def test_import_matches_golden(golden: Path, name: str, fmt: str) -> None:
-    result = read(golden / name, fmt)
-    assert result.conversations
-    for conv in result.conversations:
-        assert validate(conv) == []
-    produced = "".join(dumps(c) for c in result.conversations).encode("utf-8")
-    expected_path = _expected_path(golden, name)
-    if os.environ.get("CSIM_UPDATE_GOLDEN") == "1":
-        expected_path.write_bytes(produced)
-    assert expected_path.exists(), f"{expected_path} is missing; run with CSIM_UPDATE_GOLDEN=1 to create it"
-    assert produced == expected_path.read_bytes(), (
-        f"{name} no longer imports to {expected_path.name}; if the change is intended, "
-        "rerun with CSIM_UPDATE_GOLDEN=1 and review the diff"
-    )
+    check_golden(golden / name, fmt)
 
 
 @pytest.mark.parametrize(("name", "fmt"), CASES)
 def test_expected_files_read_back_as_themselves(golden: Path, name: str, fmt: str) -> None:
     """The expected files are native files: reading and writing one again changes no byte."""
     expected_path = _expected_path(golden, name)
-    if not expected_path.exists():
-        pytest.skip(f"{expected_path.name} not written yet")
+    assert expected_path.exists(), f"{expected_path} is missing; run with CSIM_UPDATE_GOLDEN=1 to create it"
     again = read(expected_path, "native")
     assert "".join(dumps(c) for c in again.conversations).encode("utf-8") == expected_path.read_bytes()
     assert again.conversations == read(golden / name, fmt).conversations
