@@ -348,3 +348,12 @@ def read_json_document(path: Path, issues: Issues, expected: str) -> Any:
         raise issues.fatal(exc.lineno, f"invalid JSON: {exc.msg} at column {exc.colno}", expected) from exc
     except RecursionError as exc:
         raise issues.fatal(None, "JSON nested too deeply to read", expected) from exc
+
+
+def read_json_object_with_list(path: Path, issues: Issues, key: str, expected: str) -> dict[str, Any]:
+    """The file as one JSON object that holds a list under ``key``; anything else stops the import."""
+    doc = read_json_document(path, issues, expected)
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
+        shape = type(doc).__name__ if not isinstance(doc, dict) else f"an object without a {key!r} list"
+        raise issues.fatal(1, f"the document is {shape}", expected)
+    return doc

@@ -33,7 +33,7 @@ from sim.formats._common import (
     dumps_args,
     get,
     pair_calls,
-    read_json_document,
+    read_json_object_with_list,
 )
 from sim.formats.usage import any_usage
 
@@ -50,10 +50,7 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
     path = Path(path)
     issues = Issues(path, lenient)
     result = ImportResult(skipped=issues.skipped)
-    doc = read_json_document(path, issues, _EXPECTED)
-    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
-        shape = type(doc).__name__ if not isinstance(doc, dict) else "an object without a 'messages' list"
-        raise issues.fatal(1, f"the document is {shape}", _EXPECTED)
+    doc = read_json_object_with_list(path, issues, "messages", _EXPECTED)
     version = doc.get("trajectory_format")
     if not (isinstance(version, str) and version.startswith(_FORMAT_PREFIX)):
         raise issues.fatal(1, f"trajectory_format is {version!r}, not {_FORMAT_PREFIX!r} or 1.x", _EXPECTED)

@@ -19,7 +19,7 @@ otherwise ``response``.
 Messages are parsed by :mod:`sim.formats.openai_chat`, whose functions are reused here.
 
 This module also holds two helpers the other JSON-document importers share:
-:func:`sim.formats._common.read_json_document` and :func:`sim.formats.usage.any_usage`.
+:func:`sim.formats._common.read_json_object_with_list` and :func:`sim.formats.usage.any_usage`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,15 @@ from typing import Any
 from sim.conversation import Conversation
 from sim.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
-from sim.formats._common import BadRecord, Draft, Issues, check, get, pair_calls, read_json_document
+from sim.formats._common import (
+    BadRecord,
+    Draft,
+    Issues,
+    check,
+    get,
+    pair_calls,
+    read_json_object_with_list,
+)
 from sim.formats.openai_chat import _assistant, _message, _State, _tools
 from sim.formats.usage import any_usage
 
@@ -57,10 +65,7 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
     path = Path(path)
     issues = Issues(path, lenient)
     result = ImportResult(skipped=issues.skipped)
-    doc = read_json_document(path, issues, _EXPECTED)
-    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
-        shape = type(doc).__name__ if not isinstance(doc, dict) else "an object without a 'messages' list"
-        raise issues.fatal(1, f"the document is {shape}", _EXPECTED)
+    doc = read_json_object_with_list(path, issues, "messages", _EXPECTED)
     state = _State()
     for i, raw in enumerate(doc["messages"]):
         what = f"messages[{i}]"

@@ -41,7 +41,7 @@ from sim.formats._common import (
     dumps_args,
     get,
     pair_calls,
-    read_json_document,
+    read_json_object_with_list,
 )
 
 _EXPECTED = "a SWE-agent trajectory: a JSON object with a 'history' list of {role, content} messages"
@@ -54,10 +54,7 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
     path = Path(path)
     issues = Issues(path, lenient)
     result = ImportResult(skipped=issues.skipped)
-    doc = read_json_document(path, issues, _EXPECTED)
-    if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
-        shape = type(doc).__name__ if not isinstance(doc, dict) else "an object without a 'history' list"
-        raise issues.fatal(1, f"the document is {shape}", _EXPECTED)
+    doc = read_json_object_with_list(path, issues, "history", _EXPECTED)
     if not doc["history"]:
         raise issues.fatal(1, "'history' is empty: no message to import", _EXPECTED)
     drafts: list[Draft] = []
