@@ -16,10 +16,9 @@ response, carrying the recorded usage. What was sent is ``messages``; for a log 
 function calling the reply taken is ``raw_response`` (the text the model wrote and was charged for),
 otherwise ``response``.
 
-Messages are parsed by :mod:`sim.formats.openai_chat`, whose functions are reused here.
-
-This module also holds two helpers the other JSON-document importers share:
-:func:`sim.formats._common.read_json_object_with_list` and :func:`sim.formats.usage.any_usage`.
+Messages are parsed by :mod:`sim.formats.openai_chat`, whose functions are reused here; the document
+is read with :func:`sim.formats._common.read_json_object_with_list` and the usage with
+:func:`sim.formats.usage.any_usage`, as the other JSON-document importers do.
 """
 
 from __future__ import annotations
