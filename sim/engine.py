@@ -19,7 +19,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -129,6 +129,17 @@ def _fact_index(conv: Conversation) -> FactIndex:
     return index
 
 
+class MessageSizes(NamedTuple):
+    """What the engine needs to know of a message's size, computed once per message per worker."""
+
+    chars: int
+    cleared_chars: int  # with its tool results replaced by the policy's placeholder
+    tokens: int
+    cleared_tokens: int
+    calls: int  # tool calls it makes
+    content_hash: int  # hash(message) when first seen, for the log's digest chain (sim.log)
+
+
 class _Finished(Exception):
     def __init__(self, reason: str, exhausted: str | None = None) -> None:
         self.reason, self.exhausted = reason, exhausted
@@ -161,11 +172,13 @@ class Engine:
             for t in conversation.tools
         )
         self.has_system = bool(conversation.messages) and conversation.messages[0].role == "system"
-        self.requests = RequestBuilder(self.ledger, config.model, self.has_system)
+        self.requests = RequestBuilder(self.ledger, config.model, self.has_system, self.tok.derived)
         self._summary_tokens: dict[str, int] = {}
         self._index: dict[str, int] = {}
         self._facts_by_need, self._facts_by_source, self._facts_by_id = _fact_index(conversation)
         # A replayed segment that starts from a recorded summary is "after a compaction" for calibration.
+        # Bounding tool results on entry is skipped for policies that keep them as they are.
+        self._bounds = type(policy).bound_tool_result is not Policy.bound_tool_result
         self._opens_summarised = config.calibration is not None and opens_with_summary(conversation)
         self._fact_in_result: dict[str, bool] = {}
         self._lost_on_entry: set[str] = set()
@@ -185,20 +198,26 @@ class Engine:
             n += PART_OVERHEAD
         return n
 
-    def _message_tokens(self, m: Message, cleared: bool = False) -> int:
+    def _sizes(self, m: Message) -> MessageSizes:
         # Memoised per message object on the shared tokenizer: every configuration a worker runs over
-        # the same conversation reuses the sizes, so a sweep pays for them once (the tokenizer holds
-        # the message, so its id cannot be reused while the entry lives).
-        key = (id(m), self.state.view.placeholder if cleared else None)
-        hit = self.tok.sizes.get(key)
+        # the same conversation reuses them, so a sweep pays for a message's sizes once (the memo holds
+        # the message, so its id cannot be reused while the entry lives). The placeholder is part of the
+        # key because a cleared result's size depends on it.
+        ph = self.state.view.placeholder
+        key = (id(m), ph)
+        hit = self.tok.derived.get(key)
         if hit is not None and hit[0] is m:
             return hit[1]
-        n = MESSAGE_OVERHEAD + sum(self._part_tokens(p, cleared) for p in m.parts)
-        self.tok.sizes[key] = (m, n)
-        return n
-
-    def _output_tokens(self, m: Message) -> int:
-        return sum(self._part_tokens(p, False) for p in m.parts)
+        tokens = MESSAGE_OVERHEAD + sum(self._part_tokens(p, False) for p in m.parts)
+        chars = m.chars
+        if m.role == "tool":
+            cleared_chars = sum(len(ph) if p.kind == "tool_result" else p.chars for p in m.parts)
+            cleared_tokens = MESSAGE_OVERHEAD + sum(self._part_tokens(p, True) for p in m.parts)
+        else:
+            cleared_chars, cleared_tokens = chars, tokens
+        sizes = MessageSizes(chars, cleared_chars, tokens, cleared_tokens, len(m.calls), hash(m))
+        self.tok.derived[key] = (m, sizes)
+        return sizes
 
     def _summary_message_tokens(self, s: Summary | None) -> int:
         if s is None:
@@ -231,21 +250,14 @@ class Engine:
 
     # -- log ----------------------------------------------------------------------------------------
     def _append(self, m: Message, synthetic: bool = False) -> int:
-        if m.role == "tool":
+        if m.role == "tool" and self._bounds:
             bounded = tuple(self.policy.bound_tool_result(p) for p in m.parts)
             if bounded != m.parts:
                 m = Message(m.id, m.role, bounded, m.pending, m.resolves, m.usage, m.meta)
-        chars = m.chars
-        cleared_chars = chars
-        tokens = self._message_tokens(m)
-        cleared_tokens = tokens
-        if m.role == "tool":
-            ph = self.state.view.placeholder
-            cleared_chars = sum(len(ph) if p.kind == "tool_result" else p.chars for p in m.parts)
-            cleared_tokens = self._message_tokens(m, cleared=True)
-        i = self.ledger.append(m, chars, cleared_chars, tokens, cleared_tokens)
+        sz = self._sizes(m)
+        i = self.ledger.append(m, sz.chars, sz.cleared_chars, sz.tokens, sz.cleared_tokens)
         self._index[m.id] = i
-        self.log.append(MessageAppended(i, m, synthetic))
+        self.log.append(MessageAppended(i, m, synthetic), sz.content_hash)
         for f in self._facts_by_source.get(m.id, ()):
             where = [p for p in m.parts if f.text in p.text]
             self._fact_in_result[f.id] = bool(where) and all(p.kind == "tool_result" for p in where)
@@ -517,9 +529,10 @@ class Engine:
                                    "age_messages": len(self.ledger.messages) - self._index.get(f.source, 0)})
         self.retained["needed"] += len(due)
         self.retained["visible"] += visible
-        out = self._output_tokens(reply)
+        sz = self._sizes(reply)
+        out = sz.tokens - MESSAGE_OVERHEAD  # the reply's parts, without the per-message overhead
         self.tracker.turns += 1
-        self.tracker.tool_calls += len(reply.calls)
+        self.tracker.tool_calls += sz.calls
         self.tracker.last_context = tokens
         self._record_request("grace" if grace else "agent", tokens, out, in_view, needed=len(due), visible=visible,
                              violations=found)

@@ -95,10 +95,15 @@ class RunFinished:
 Event = MessageAppended | CompactionCreated | CompactionFailed | RequestSent | BudgetWarned | RunFinished
 
 
-def _digest(prev: int, event: Event) -> int:
+def _digest(prev: int, event: Event, message_hash: int | None = None) -> int:
     # Events are frozen dataclasses down to their strings, so hash() covers every field; str hashes
     # are cached by Python, which makes this cheap. The chain is only compared within one process,
-    # where hash() is stable, so its per-process salt does not matter.
+    # where hash() is stable, so its per-process salt does not matter. A message's own hash may be
+    # passed in (the engine memoises it per worker); ``verify`` always recomputes it, so a message
+    # edited in place after it was first seen still breaks the chain.
+    if isinstance(event, MessageAppended):
+        h = hash(event.message) if message_hash is None else message_hash
+        return hash((prev, event.index, h, event.synthetic))
     return hash((prev, event))
 
 
@@ -109,10 +114,11 @@ class RunLog:
         self._events: list[Event] = []
         self._chain: list[int] = []
 
-    def append(self, event: Event) -> None:
+    def append(self, event: Event, message_hash: int | None = None) -> None:
+        """Add ``event``; ``message_hash`` is ``hash(event.message)`` when the caller already has it."""
         prev = self._chain[-1] if self._chain else 0
         self._events.append(event)
-        self._chain.append(_digest(prev, event))
+        self._chain.append(_digest(prev, event, message_hash))
 
     def __len__(self) -> int:
         return len(self._events)

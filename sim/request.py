@@ -80,9 +80,12 @@ def _same_structure(a: View, b: View) -> bool:
 class RequestBuilder:
     """Renders views of one run's log and validates them as the configured provider would."""
 
-    def __init__(self, ledger: Ledger, model: ModelConfig, has_system: bool) -> None:
+    def __init__(self, ledger: Ledger, model: ModelConfig, has_system: bool,
+                 memo: dict[tuple[int, object], tuple[object, Any]] | None = None) -> None:
         self.ledger, self.model, self.has_system = ledger, model, has_system
-        self._cache: dict[tuple[int, bool], list[dict[str, Any]]] = {}
+        # Renderings by message object, shareable between the runs of a worker (see
+        # CountingTokenizer.derived): a message renders the same in every run and every request.
+        self._memo = {} if memo is None else memo
         self._val_view: View | None = None
         self._val: wire.AnthropicValidator | wire.OpenAIValidator = self._new_validator()
         self._val_upto = 0
@@ -96,17 +99,18 @@ class RequestBuilder:
         self._val_view = None
 
     def _rendered(self, i: int, view: View) -> list[dict[str, Any]]:
-        """Message ``i`` in the wire format, memoised (a message renders the same every request)."""
-        msgs = self.ledger.messages
-        cleared = i < view.cleared_through and msgs[i].role == "tool"
-        key = (i, cleared)
-        r = self._cache.get(key)
-        if r is None:
-            if self.model.provider == "anthropic":
-                r = [wire.render_message_anthropic(msgs[i], cleared, view.placeholder)]
-            else:
-                r = wire.render_message_openai(msgs[i], cleared, view.placeholder)
-            self._cache[key] = r
+        """Message ``i`` in the wire format, memoised per message object."""
+        m = self.ledger.messages[i]
+        cleared = i < view.cleared_through and m.role == "tool"
+        key = (id(m), (self.model.provider, view.placeholder if cleared else None))
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        if self.model.provider == "anthropic":
+            r = [wire.render_message_anthropic(m, cleared, view.placeholder)]
+        else:
+            r = wire.render_message_openai(m, cleared, view.placeholder)
+        self._memo[key] = (m, r)
         return r
 
     def _text_message(self, role: str, text: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Protocol
+from typing import Any, Protocol
 
 from sim.errors import EncodingUnavailable
 from sim.registry import Registry
@@ -98,9 +98,10 @@ class CountingTokenizer:
     inner: Tokenizer
     memo: dict[str, int] = field(default_factory=dict)
     calls: int = 0
-    #: Sizes of whole objects (the engine's messages), keyed by ``(id(obj), variant)`` and holding the
-    #: object itself; counts are pure functions of the object's texts, so sharing cannot change results.
-    sizes: dict[tuple[int, object], tuple[object, int]] = field(default_factory=dict)
+    #: Values derived from whole objects (the engine's message sizes and wire renderings), keyed by
+    #: ``(id(obj), variant)`` and holding the object itself, so an id is never reused while its entry
+    #: lives. Each value is a pure function of the object, so sharing cannot change results.
+    derived: dict[tuple[int, object], tuple[object, Any]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
