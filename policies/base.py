@@ -23,7 +23,7 @@ import importlib
 import json
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -105,6 +105,14 @@ class Policy:
     def bound_tool_result(self, part: Part) -> Part:
         """The tool result as it enters the log; unchanged by default."""
         return part
+
+    def bound_key(self) -> Hashable:
+        """Policies with equal keys bound every tool result alike (``sim.engine.run_many`` replays such
+        policies together). None when results are kept as they are; a policy that overrides
+        :meth:`bound_tool_result` may return what its bounding depends on; by default its whole spec."""
+        if type(self).bound_tool_result is Policy.bound_tool_result:
+            return None
+        return json.dumps(self.spec(), sort_keys=True, default=str)
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         """Compact now or not. ``trigger`` is ``auto`` before a request, ``manual`` after ``/compact``,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -124,6 +125,9 @@ class EffectAgent(Policy):
 
     def bound_tool_result(self, part: Part) -> Part:
         return bound_result(part, self.config.max_bytes)
+
+    def bound_key(self) -> Hashable:
+        return ("effect-agent", self.config.max_bytes)
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg: EffectAgentConfig = self.config

@@ -15,10 +15,11 @@ that turn ends without a model call.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -140,6 +141,10 @@ class MessageSizes(NamedTuple):
     content_hash: int  # hash(message) when first seen, for the log's digest chain (sim.log)
 
 
+#: The phases of a message in a replay (Engine._replay).
+MESSAGE, MANUAL, BUDGET = 0, 1, 2
+
+
 class _Finished(Exception):
     def __init__(self, reason: str, exhausted: str | None = None) -> None:
         self.reason, self.exhausted = reason, exhausted
@@ -179,6 +184,9 @@ class Engine:
         # A replayed segment that starts from a recorded summary is "after a compaction" for calibration.
         # Bounding tool results on entry is skipped for policies that keep them as they are.
         self._bounds = type(policy).bound_tool_result is not Policy.bound_tool_result
+        # Lockstep (run_many): the policies replaying together, and the forks that left, with where.
+        self._members: list[Policy] | None = None
+        self._forks: list[tuple[Policy, Engine, int, int]] = []
         self._opens_summarised = config.calibration is not None and opens_with_summary(conversation)
         self._fact_in_result: dict[str, bool] = {}
         self._lost_on_entry: set[str] = set()
@@ -471,9 +479,20 @@ class Engine:
             "error": error or "", "billed": billed,
         })
 
+    def _request_size(self, view: View, grace: bool) -> tuple[str | None, int, int]:
+        """The status line, prompt tokens and messages of a request for ``view`` (pure)."""
+        status = self.tracker.status_line() if self.status else None
+        tokens = (REQUEST_OVERHEAD + self.view_tokens(view) + (0 if grace else self.tools_tokens)
+                  + (MESSAGE_OVERHEAD + self.tok.count(status) if status else 0))
+        in_view = self.messages_in_view(view)
+        if self.config.calibration is not None:  # report what the provider would count (sim.calibration)
+            summarised = view.summary is not None or self._opens_summarised
+            tokens = self.config.calibration.apply(tokens, in_view, summarised)
+        return status, tokens, in_view
+
     def _agent_request(self, reply: Message, grace: bool = False) -> None:
         st = self.state
-        if not grace:
+        if not grace and self._members is None:  # in lockstep every member has declined already (_sync)
             plan = self.policy.decide(st, "auto")
             if plan is not None and self._compact(plan, "auto") and plan.restore is not None:
                 # A rollback restores an earlier, larger view; the policy may compact it before sending.
@@ -483,13 +502,7 @@ class Engine:
         attempts = 1 + max(0, self.policy.retry_on_overflow)
         while True:
             view = st.view
-            status = self.tracker.status_line() if self.status else None
-            tokens = (REQUEST_OVERHEAD + self.view_tokens(view) + (0 if grace else self.tools_tokens)
-                      + (MESSAGE_OVERHEAD + self.tok.count(status) if status else 0))
-            in_view = self.messages_in_view(view)
-            if self.config.calibration is not None:  # report what the provider would count (sim.calibration)
-                summarised = view.summary is not None or self._opens_summarised
-                tokens = self.config.calibration.apply(tokens, in_view, summarised)
+            status, tokens, in_view = self._request_size(view, grace)
             found = [Violation(name, st.turn, "agent", detail) for name, detail in check_view(st, view)]
             sys_problem = self.requests.system_problem(view)
             if sys_problem:
@@ -592,25 +605,48 @@ class Engine:
 
     # -- the loop -------------------------------------------------------------------------------------
     def run(self) -> RunResult:
+        return self._finish(*self._replay(0, MESSAGE))
+
+    def _replay(self, k0: int, phase0: int) -> tuple[str, str | None]:
+        """Replay from phase ``phase0`` of message ``k0``; the finish reason and the exhausted budget dimension.
+
+        Each message is taken in phases: ``MESSAGE`` (append it, or send the request it answers), then
+        ``MANUAL`` after a ``/compact`` command (the policy's manual compaction), ``BUDGET`` after a
+        reply (the budget check). Between phases the run's state is whole, so lockstep members can fork.
+        """
         msgs = self.conv.messages
-        reason, exhausted = "completed", None
         try:
-            for k, m in enumerate(msgs):
-                if m.role != "assistant":
-                    self._append(m)
-                    if m.role == "user" and m.command == "compact":
-                        self.state.compact_requested = True
+            for k in range(k0, len(msgs)):
+                m = msgs[k]
+                phase = phase0 if k == k0 else MESSAGE
+                if phase == MESSAGE:
+                    self._sync(k, MESSAGE)
+                    if m.role == "assistant":
+                        self._agent_request(m)
+                        phase = BUDGET
+                    else:
+                        self._append(m)
+                        if not (m.role == "user" and m.command == "compact"):
+                            continue
+                        phase = MANUAL
+                if phase == MANUAL:
+                    self._sync(k, MANUAL)
+                    self.state.compact_requested = True
+                    if self._members is None:
                         plan = self.policy.decide(self.state, "manual")
                         if plan is not None:
                             self._compact(plan, "manual")
-                        self.state.compact_requested = False
+                    self.state.compact_requested = False
                     continue
-                self._agent_request(m)
+                self._sync(k, BUDGET)
                 self._exhaustion(m, list(msgs[k + 1:k + 40]))
         except _Finished as fin:
-            reason, exhausted = fin.reason, fin.exhausted
+            return fin.reason, fin.exhausted
         except InvariantViolation:
-            reason = "invariant-violation"
+            return "invariant-violation", None
+        return "completed", None
+
+    def _finish(self, reason: str, exhausted: str | None) -> RunResult:
         if not self.config.strict or reason != "invariant-violation":
             problem = self._log_problem()
             if problem:
@@ -620,6 +656,60 @@ class Engine:
                     reason = "invariant-violation"
         self.log.append(RunFinished(reason, exhausted))
         return self._result(reason, exhausted)
+
+    # -- lockstep: several policies over one replay (run_many) -------------------------------------------
+    def _sync(self, k: int, phase: int) -> None:
+        """In lockstep, before ``phase`` of message ``k``: fork off every member whose run may differ from here.
+
+        Members stay while their policy declines to compact. A request the provider would reject as too
+        long, and an exhausted budget, fork them all: policies may act differently there. A fork is this
+        engine's state under the member's policy, resumed at this phase.
+        """
+        members = self._members
+        if members is None:
+            return
+        st = self.state
+        if phase == BUDGET:
+            split = list(members) if self.tracker.exhausted() is not None else []
+        elif phase == MANUAL:
+            st.compact_requested = True
+            split = [p for p in members if p.decide(st, "manual") is not None]
+            st.compact_requested = False
+        elif self.conv.messages[k].role != "assistant":
+            split = []
+        else:
+            split = [p for p in members if p.decide(st, "auto") is not None]
+            if len(split) < len(members) and not wire.fits_window(self._request_size(st.view, False)[1], self.model):
+                split = list(members)
+        if not split:
+            return
+        for p in split:
+            self._forks.append((p, self._fork(p), k, phase))
+        self._members = [p for p in members if p not in split]
+        if not self._members:
+            raise _Dissolved
+
+    def _fork(self, policy: Policy) -> Engine:
+        """A copy of this engine's state under ``policy``, sharing nothing mutable with it.
+
+        Only valid between steps, where everything a run has done is in the fields below; a field added
+        to the engine that changes during a run must be copied here too (the test of run_many checks
+        every result field against separate runs)."""
+        e = copy.copy(self)
+        e.policy, e._members, e._forks = policy, None, []
+        e.run_id = run_id_for(policy, self.conv, self.config)
+        e.ledger = self.ledger.copy()
+        e.state = self.state.copy(e.ledger)
+        e.requests = self.requests.copy(e.ledger)
+        e.log = self.log.copy()
+        e.tracker = replace(self.tracker, warned=set(self.tracker.warned))
+        e.violations, e.rows, e.fact_rows = list(self.violations), list(self.rows), list(self.fact_rows)
+        e.compactions = list(self.compactions)
+        e._summary_tokens, e._index = dict(self._summary_tokens), dict(self._index)
+        e._fact_in_result, e._lost_on_entry = dict(self._fact_in_result), set(self._lost_on_entry)
+        e._due, e.retained = list(self._due), dict(self.retained)
+        e.retention_by_kind = {k: list(v) for k, v in self.retention_by_kind.items()}
+        return e
 
     def _result(self, reason: str, exhausted: str | None) -> RunResult:
         agent = [r for r in self.rows if r["request_kind"] != "summariser" and not r["error"]]
@@ -659,3 +749,50 @@ def run(policy: Policy, conversation: Conversation, config: RunConfig | None = N
         tokenizer: CountingTokenizer | None = None) -> RunResult:
     """Replay ``conversation`` under ``policy``; deterministic in (policy, conversation, config)."""
     return Engine(policy, conversation, config or RunConfig(), tokenizer).run()
+
+
+class _Dissolved(Exception):
+    """Every member of a lockstep replay has forked off."""
+
+
+def _replay_key(policy: Policy, config: RunConfig) -> tuple[object, ...]:
+    """What shapes a replay besides the policy's decisions: policies with equal keys see the same
+    requests for as long as they all decline to compact."""
+    status = policy.run_status if config.run_status == "auto" else config.run_status == "appended"
+    return (policy.placeholder, status, policy.bound_key())
+
+
+def run_many(policies: Sequence[Policy], conversation: Conversation, config: RunConfig | None = None, *,
+             tokenizer: CountingTokenizer | None = None) -> list[RunResult]:
+    """:func:`run` for each policy, in order, with the same results, sharing the work they have in common.
+
+    Policies that shape requests alike (:func:`_replay_key`) replay together, in lockstep, while each
+    declines to compact; a policy forks off with a copy of the state at the first step where its run
+    could differ and carries on alone. A sweep's configurations of one policy usually agree until the
+    first compaction, and often never compact at all, so this saves most of their engine work. Policy
+    decisions must be pure (as :meth:`Policy.decide` requires): every member is asked at every step.
+    """
+    config = config or RunConfig()
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for i, p in enumerate(policies):
+        groups.setdefault(_replay_key(p, config), []).append(i)
+    out: dict[int, RunResult] = {}
+    for idx in groups.values():
+        members = [policies[i] for i in idx]
+        if len(members) == 1:
+            out[idx[0]] = run(members[0], conversation, config, tokenizer=tokenizer)
+            continue
+        lead = Engine(members[0], conversation, config, tokenizer)
+        lead._members = members
+        try:
+            outcome: tuple[str, str | None] | None = lead._replay(0, MESSAGE)
+        except _Dissolved:
+            outcome = None
+        done: dict[int, RunResult] = {}
+        if outcome is not None:  # the members still in lockstep finished together
+            for p in lead._members:
+                done[id(p)] = lead._fork(p)._finish(*outcome)
+        for p, e, k, phase in lead._forks:
+            done[id(p)] = e._finish(*e._replay(k, phase))
+        out.update((i, done[id(policies[i])]) for i in idx)
+    return [out[i] for i in range(len(policies))]

@@ -120,6 +120,12 @@ class RunLog:
         self._events.append(event)
         self._chain.append(_digest(prev, event, message_hash))
 
+    def copy(self) -> RunLog:
+        """An independent log with the same events and chain so far."""
+        other = RunLog()
+        other._events, other._chain = list(self._events), list(self._chain)
+        return other
+
     def __len__(self) -> int:
         return len(self._events)
 

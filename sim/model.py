@@ -223,10 +223,16 @@ def validate_anthropic(messages: Sequence[dict[str, Any]]) -> None:
     v.finish()
 
 
+def fits_window(prompt_tokens: int, config: ModelConfig, max_output: int | None = None) -> bool:
+    """Whether the prompt plus the output cap fits the window."""
+    reserve = config.output_reserve if max_output is None else max_output
+    return prompt_tokens + reserve <= config.context_window
+
+
 def check_window(prompt_tokens: int, config: ModelConfig, max_output: int | None = None) -> None:
     """Raise PromptTooLong when the prompt plus the output cap does not fit the window."""
     reserve = config.output_reserve if max_output is None else max_output
-    if prompt_tokens + reserve > config.context_window:
+    if not fits_window(prompt_tokens, config, max_output):
         raise PromptTooLong(
             f"prompt is too long: {prompt_tokens} tokens + {reserve} reserved for output > "
             f"{config.context_window} maximum",

@@ -7,6 +7,7 @@ request that only grew costs O(new messages). A compaction starts the validation
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from sim import model as wire
@@ -93,6 +94,12 @@ class RequestBuilder:
 
     def _new_validator(self) -> wire.AnthropicValidator | wire.OpenAIValidator:
         return wire.AnthropicValidator() if self.model.provider == "anthropic" else wire.OpenAIValidator()
+
+    def copy(self, ledger: Ledger) -> RequestBuilder:
+        """This builder, validation state included, over ``ledger`` (a copy of this one's)."""
+        other = copy.copy(self)
+        other.ledger, other._val = ledger, self._val.copy()
+        return other
 
     def reset(self) -> None:
         """Forget the validation state (after a rejected request)."""

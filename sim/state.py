@@ -12,8 +12,9 @@ exact counts, because real clients do not have them.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sim.conversation import Message
 from sim.model import ModelConfig
@@ -58,6 +59,13 @@ class Ledger:
             self.pending[m.id] = i
         return i
 
+    def copy(self) -> Ledger:
+        """An independent copy (the messages themselves are immutable and shared)."""
+        return replace(self, messages=list(self.messages), chars_prefix=list(self.chars_prefix),
+                       cleared_chars_prefix=list(self.cleared_chars_prefix), tokens_prefix=list(self.tokens_prefix),
+                       cleared_tokens_prefix=list(self.cleared_tokens_prefix), unit_start=list(self.unit_start),
+                       reverts=list(self.reverts), change_at=dict(self.change_at), pending=dict(self.pending))
+
     def _unit_start_for(self, i: int, m: Message) -> int:
         """Atomic units: a cut may fall only before a unit start.
 
@@ -95,6 +103,12 @@ class RunState:
         # The view at the start and after each compaction, oldest first: the checkpoints a policy may
         # roll back to (Plan.restore).
         self.checkpoints: list[View] = []
+
+    def copy(self, ledger: Ledger) -> RunState:
+        """This state over ``ledger`` (a copy of this one's), for a run that forks off another."""
+        other = copy.copy(self)
+        other._l, other.checkpoints = ledger, list(self.checkpoints)
+        return other
 
     # -- messages and structure -------------------------------------------------------------
     @property

@@ -464,7 +464,7 @@ def run_task(conversation: Conversation, task: Task) -> dict[str, pd.DataFrame]:
     process's memoised tokenizer, so a text already counted for another configuration costs nothing.
     """
     from policies.base import make_policy
-    from sim.engine import run
+    from sim.engine import run, run_many
     from sim.tokenizers import get_tokenizer
 
     here = package_version(task.policies)
@@ -472,16 +472,24 @@ def run_task(conversation: Conversation, task: Task) -> dict[str, pd.DataFrame]:
         raise RunFailed(f"worker has compaction-sim {here} but the sweep was planned with {task.version}; "
                         "install the same version (and code) on every worker")
     tok = get_tokenizer(task.run_config.tokenizer)
-    results: list[tuple[PlannedRun, RunResult]] = []
-    for planned in task.runs:
-        try:
-            policy = make_policy(planned.policy, dict(planned.params))
-            results.append((planned, run(policy, conversation, task.run_config, tokenizer=tok)))
-        except CsimError:
-            raise
-        except Exception as exc:
-            raise RunFailed(f"run {planned.label!r} on conversation {task.unit.conversation!r} seed "
-                            f"{task.unit.seed} failed: {type(exc).__name__}: {exc}") from exc
+    policies = [make_policy(planned.policy, dict(planned.params)) for planned in task.runs]
+    try:
+        # All configurations at once: they share the replay for as long as their policies agree.
+        results = list(zip(task.runs, run_many(policies, conversation, task.run_config, tokenizer=tok),
+                           strict=True))
+    except CsimError:
+        raise
+    except Exception:
+        # Name the configuration that failed: run them one by one (a policy bug fails the same way again).
+        for planned, policy in zip(task.runs, policies, strict=True):
+            try:
+                run(policy, conversation, task.run_config, tokenizer=tok)
+            except CsimError:
+                raise
+            except Exception as exc:
+                raise RunFailed(f"run {planned.label!r} on conversation {task.unit.conversation!r} seed "
+                                f"{task.unit.seed} failed: {type(exc).__name__}: {exc}") from exc
+        raise
     return task_frames(task.unit, results)
 
 

@@ -211,6 +211,6 @@ def test_a_failing_run_names_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     def boom(*args: object, **kwargs: object) -> None:
         raise ZeroDivisionError("policy bug")
 
-    monkeypatch.setattr("sim.engine.run", boom)
+    monkeypatch.setattr("policies.baselines.NoCompaction.decide", boom)
     with pytest.raises(sweep.RunFailed, match="'none' on conversation 'coding-agent-seed0-.*' seed 0.*policy bug"):
         run_sweep(tiny_spec(seeds=(0,)), tmp_path / "r", workers=1, progress=False)
