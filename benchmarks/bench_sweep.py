@@ -11,6 +11,7 @@ memo; process start-up and the tokenizer's one-off load are left out of both. Th
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import time
 
@@ -33,10 +34,15 @@ def sweep_once(spec: SweepSpec, tokenizer: str) -> tuple[float, int, int]:
     """CPU time (of this process: the sweep runs in it) of planning and running the sweep from an empty
     memo, so other load on the machine does not enter the ratio; runs and texts counted."""
     tokenizers._SHARED.clear()
-    t0 = time.process_time()
-    tasks, shared, _ = plan(spec)
-    runs = sum(len(run_task(shared[t.unit.key], t)["runs"]) for t in tasks)
-    return time.process_time() - t0, runs, tokenizers.get_tokenizer(tokenizer).calls
+    gc.collect()
+    gc.disable()  # as timeit does: a collection triggered by the previous measurement's garbage is noise
+    try:
+        t0 = time.process_time()
+        tasks, shared, _ = plan(spec)
+        runs = sum(len(run_task(shared[t.unit.key], t)["runs"]) for t in tasks)
+        return time.process_time() - t0, runs, tokenizers.get_tokenizer(tokenizer).calls
+    finally:
+        gc.enable()
 
 
 def main() -> int:

@@ -100,8 +100,17 @@ def run_id_for(policy: Policy, conversation: Conversation, config: RunConfig) ->
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+_CONFIG_DICTS: dict[int, tuple[RunConfig, dict[str, Any]]] = {}
+
+
 def _config_dict(config: RunConfig) -> dict[str, Any]:
-    return asdict(config)
+    """``asdict(config)``, once per config object (a sweep task starts many runs with one config)."""
+    hit = _CONFIG_DICTS.get(id(config))
+    if hit is None or hit[0] is not config:
+        if len(_CONFIG_DICTS) >= 64:
+            _CONFIG_DICTS.clear()
+        hit = _CONFIG_DICTS[id(config)] = (config, asdict(config))
+    return hit[1]
 
 
 FactIndex = tuple[dict[str, list[Fact]], dict[str, list[Fact]], dict[str, Fact]]
@@ -186,7 +195,7 @@ class Engine:
         self._bounds = type(policy).bound_tool_result is not Policy.bound_tool_result
         # Lockstep (run_many): the policies replaying together, and the forks that left, with where.
         self._members: list[Policy] | None = None
-        self._forks: list[tuple[Policy, Engine, int, int]] = []
+        self._forks: list[tuple[Engine, int, int]] = []
         self._opens_summarised = config.calibration is not None and opens_with_summary(conversation)
         self._fact_in_result: dict[str, bool] = {}
         self._lost_on_entry: set[str] = set()
@@ -630,12 +639,11 @@ class Engine:
                             continue
                         phase = MANUAL
                 if phase == MANUAL:
-                    self._sync(k, MANUAL)
                     self.state.compact_requested = True
-                    if self._members is None:
-                        plan = self.policy.decide(self.state, "manual")
-                        if plan is not None:
-                            self._compact(plan, "manual")
+                    plan = self._sync(k, MANUAL) if self._members is not None else \
+                        self.policy.decide(self.state, "manual")
+                    if plan is not None:
+                        self._compact(plan, "manual")
                     self.state.compact_requested = False
                     continue
                 self._sync(k, BUDGET)
@@ -646,9 +654,11 @@ class Engine:
             return "invariant-violation", None
         return "completed", None
 
-    def _finish(self, reason: str, exhausted: str | None) -> RunResult:
+    def _finish(self, reason: str, exhausted: str | None, problem: str | None | bool = True) -> RunResult:
+        """End the run: check the log (``problem`` is its verdict when the caller has it already), close it."""
         if not self.config.strict or reason != "invariant-violation":
-            problem = self._log_problem()
+            if problem is True:
+                problem = self._log_problem()
             if problem:
                 try:
                     self._violate("log-append-only", "agent", problem)
@@ -658,36 +668,59 @@ class Engine:
         return self._result(reason, exhausted)
 
     # -- lockstep: several policies over one replay (run_many) -------------------------------------------
-    def _sync(self, k: int, phase: int) -> None:
-        """In lockstep, before ``phase`` of message ``k``: fork off every member whose run may differ from here.
+    def _sync(self, k: int, phase: int) -> Plan | None:
+        """In lockstep, before ``phase`` of message ``k``: fork off the members whose runs differ from here;
+        the manual compaction the members that stay agree on, if any.
 
-        Members stay while their policy declines to compact. A request the provider would reject as too
-        long, and an exhausted budget, fork them all: policies may act differently there. A fork is this
-        engine's state under the member's policy, resumed at this phase.
+        Members stay while their policies decline to compact. Members of one class that make the same
+        manual compaction stay together too (an automatic one is followed by a check that depends on the
+        policy's own trigger, so it always forks). A request the provider would reject as too long, and
+        an exhausted budget, fork every member: policies may act differently there. A fork is this
+        engine's state under the member's policy (members', for several), resumed at this phase.
         """
         members = self._members
         if members is None:
-            return
+            return None
         st = self.state
+        groups: list[list[Policy]]
+        plans: list[Plan | None]
         if phase == BUDGET:
-            split = list(members) if self.tracker.exhausted() is not None else []
-        elif phase == MANUAL:
-            st.compact_requested = True
-            split = [p for p in members if p.decide(st, "manual") is not None]
-            st.compact_requested = False
+            if self.tracker.exhausted() is None:
+                return None
+            groups, plans, keep = [[p] for p in members], [None] * len(members), -1
+        elif phase == MANUAL:  # the caller has set compact_requested
+            groups, plans = [], []
+            for p in members:
+                plan = p.decide(st, "manual")
+                for g, q in zip(groups, plans, strict=True):
+                    if q == plan and (plan is None or type(g[0]) is type(p)):
+                        g.append(p)
+                        break
+                else:
+                    groups.append([p])
+                    plans.append(plan)
+            # The members that decline stay here; if none does, the first group does.
+            keep = next((i for i, q in enumerate(plans) if q is None), 0)
         elif self.conv.messages[k].role != "assistant":
-            split = []
+            return None
         else:
-            split = [p for p in members if p.decide(st, "auto") is not None]
-            if len(split) < len(members) and not wire.fits_window(self._request_size(st.view, False)[1], self.model):
-                split = list(members)
-        if not split:
-            return
-        for p in split:
-            self._forks.append((p, self._fork(p), k, phase))
-        self._members = [p for p in members if p not in split]
-        if not self._members:
+            stay = [p for p in members if p.decide(st, "auto") is None]
+            if stay and not wire.fits_window(self._request_size(st.view, False)[1], self.model):
+                stay = []
+            groups = ([stay] if stay else []) + [[p] for p in members if p not in stay]
+            plans, keep = [None] * len(groups), 0 if stay else -1
+        if keep == 0 and len(groups) == 1:
+            return plans[0]
+        for i, g in enumerate(groups):
+            if i != keep:
+                fork = self._fork(g[0])
+                fork._members = g if len(g) > 1 else None
+                self._forks.append((fork, k, phase))
+        if keep < 0:
             raise _Dissolved
+        self.policy = groups[keep][0]
+        self._members = groups[keep] if len(groups[keep]) > 1 else None  # alone, it runs as a plain engine
+        return plans[keep]
 
     def _fork(self, policy: Policy) -> Engine:
         """A copy of this engine's state under ``policy``, sharing nothing mutable with it.
@@ -762,6 +795,25 @@ def _replay_key(policy: Policy, config: RunConfig) -> tuple[object, ...]:
     return (policy.placeholder, status, policy.bound_key())
 
 
+def _complete(e: Engine, k: int, phase: int) -> dict[int, RunResult]:
+    """Replay ``e`` from phase ``phase`` of message ``k`` to the end, with every fork it makes; the results
+    by ``id`` of their policy."""
+    if e._members is None:
+        return {id(e.policy): e._finish(*e._replay(k, phase))}
+    try:
+        outcome: tuple[str, str | None] | None = e._replay(k, phase)
+    except _Dissolved:
+        outcome = None
+    done: dict[int, RunResult] = {}
+    if outcome is not None:  # the members still here finished together, on one log
+        problem = e._log_problem() if not e.config.strict or outcome[0] != "invariant-violation" else None
+        for p in e._members if e._members is not None else [e.policy]:
+            done[id(p)] = e._fork(p)._finish(*outcome, problem=problem)
+    for fork, k2, phase2 in e._forks:
+        done.update(_complete(fork, k2, phase2))
+    return done
+
+
 def run_many(policies: Sequence[Policy], conversation: Conversation, config: RunConfig | None = None, *,
              tokenizer: CountingTokenizer | None = None) -> list[RunResult]:
     """:func:`run` for each policy, in order, with the same results, sharing the work they have in common.
@@ -779,20 +831,8 @@ def run_many(policies: Sequence[Policy], conversation: Conversation, config: Run
     out: dict[int, RunResult] = {}
     for idx in groups.values():
         members = [policies[i] for i in idx]
-        if len(members) == 1:
-            out[idx[0]] = run(members[0], conversation, config, tokenizer=tokenizer)
-            continue
         lead = Engine(members[0], conversation, config, tokenizer)
-        lead._members = members
-        try:
-            outcome: tuple[str, str | None] | None = lead._replay(0, MESSAGE)
-        except _Dissolved:
-            outcome = None
-        done: dict[int, RunResult] = {}
-        if outcome is not None:  # the members still in lockstep finished together
-            for p in lead._members:
-                done[id(p)] = lead._fork(p)._finish(*outcome)
-        for p, e, k, phase in lead._forks:
-            done[id(p)] = e._finish(*e._replay(k, phase))
+        lead._members = members if len(members) > 1 else None
+        done = _complete(lead, 0, MESSAGE)
         out.update((i, done[id(policies[i])]) for i in idx)
     return [out[i] for i in range(len(policies))]

