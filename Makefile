@@ -24,7 +24,7 @@ test: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_turns.py
-	$(BIN)/python benchmarks/bench_sweep.py --window 200000
+	$(BIN)/python benchmarks/bench_sweep.py
 
 clean:
 	rm -rf $(VENV) reports/demo .pytest_cache .hypothesis

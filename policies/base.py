@@ -116,7 +116,11 @@ class Policy:
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         """Compact now or not. ``trigger`` is ``auto`` before a request, ``manual`` after ``/compact``,
-        ``overflow`` after the provider rejected the prompt as too long."""
+        ``overflow`` after the provider rejected the prompt as too long.
+
+        Pure: the answer depends on the state and the config only, and asking changes nothing. A sweep
+        relies on it (``sim.engine.run_many`` asks every configuration at every step and may ask twice);
+        a policy that kept its own mutable state would get different results there than alone."""
         return None
 
     def over_trigger(self, state: RunState) -> bool | None:
