@@ -7,6 +7,7 @@ Sources: the seed document ``seeds/effect-agent-context-management.md`` and what
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 from collections.abc import Hashable
@@ -176,10 +177,12 @@ class EffectAgent(Policy):
     @staticmethod
     def _prune_bound(state: RunState, keep_tokens: int) -> int:
         """Index through which tool results get cleared: all tool messages older than the kept ones."""
+        msgs = state.messages
+        budget = keep_tokens * 4  # (kept + size) / 4 > keep_tokens, in whole characters
         kept_chars = 0
         first_kept_tool = True
-        for i in range(len(state) - 1, state.view.start - 1, -1):
-            m = state.messages[i]
+        for i in range(len(msgs) - 1, state.view.start - 1, -1):
+            m = msgs[i]
             if m.role != "tool":
                 continue
             size = sum(len(p.text) for p in m.parts)
@@ -187,7 +190,7 @@ class EffectAgent(Policy):
                 first_kept_tool = False
                 kept_chars += size
                 continue
-            if (kept_chars + size) / 4 > keep_tokens:
+            if kept_chars + size > budget:
                 return i + 1
             kept_chars += size
         return state.view.cleared_through
@@ -196,11 +199,15 @@ class EffectAgent(Policy):
     def _summary_cut(state: RunState, keep_tokens: int, cleared_through: int) -> int:
         """Where the kept tail starts: add messages from the newest back until they reach
         ``keep_tokens`` (chars/4), the message that reaches it included, so the tail is never empty
-        and holds at least ``keep_recent_tokens`` when the conversation has that much."""
-        lo = floor_index(state)
-        kept = 0.0
-        i = len(state)
-        while i > lo and kept < keep_tokens:
-            i -= 1
-            kept += state.view_chars(i, i + 1, cleared_through) / 4
-        return i
+        and holds at least ``keep_recent_tokens`` when the conversation has that much.
+
+        The tail's characters only grow as it reaches back, so the start is found by bisection on the
+        state's prefix sums: the largest index whose tail holds ``4 * keep_tokens`` characters."""
+        lo, n = floor_index(state), len(state)
+        target = keep_tokens * 4
+        if n <= lo or target <= 0:
+            return n
+        if state.view_chars(lo, n, cleared_through) < target:
+            return lo
+        short = bisect.bisect_left(range(lo, n), True, key=lambda i: state.view_chars(i, n, cleared_through) < target)
+        return lo + short - 1

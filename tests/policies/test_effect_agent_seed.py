@@ -17,6 +17,8 @@ import math
 import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import sim.engine as engine_mod
 from policies.baselines import NoCompaction
@@ -27,6 +29,7 @@ from sim.cost import Pricer
 from sim.engine import RunConfig, run
 from sim.log import BudgetWarned, CompactionCreated, MessageAppended, RunFinished, encode_event
 from sim.model import MESSAGE_OVERHEAD, ModelConfig, render_message_anthropic
+from sim.strategies import conversations, small_model
 from sim.summariser import SummariserConfig
 from sim.view import View, fold
 from tests.builders import (
@@ -1157,3 +1160,32 @@ def test_limit_below_a_200k_window_leaves_room_for_output_and_summary():
     modes = {x["mode"] for x in res.compactions}
     assert "prune" in modes and modes & {"summarize", "prune+summarize"}
     assert res.summary["peak_context_tokens"] <= ModelConfig().input_budget
+
+
+# -- the kept tail found by bisection is the one the seed's walk finds ------------------------------------
+def _walked_cut(state: object, keep_tokens: int, cleared_through: int) -> int:
+    """The seed's walk, as written before bisection: newest back until chars/4 reach ``keep_tokens``."""
+    from policies._cuts import floor_index
+
+    lo = floor_index(state)  # type: ignore[arg-type]
+    kept, i = 0.0, len(state)  # type: ignore[arg-type]
+    while i > lo and kept < keep_tokens:
+        i -= 1
+        kept += state.view_chars(i, i + 1, cleared_through) / 4  # type: ignore[attr-defined]
+    return i
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(conv=conversations(), keep=st.integers(0, 3_000), data=st.data())
+def test_summary_cut_by_bisection_equals_the_walk(conv: object, keep: int, data: st.DataObject) -> None:
+    seen: list[tuple[int, int]] = []
+
+    class Probe(EffectAgent):
+        def decide(self, state, trigger):  # type: ignore[no-untyped-def]
+            cleared = data.draw(st.integers(0, len(state)), label="cleared_through")
+            seen.append((self._summary_cut(state, keep, cleared), _walked_cut(state, keep, cleared)))
+            return super().decide(state, trigger)
+
+    policy = Probe(EffectAgentConfig(context_token_limit=4_800, keep_recent_tokens=2_000, max_bytes=4_096))
+    run(policy, conv, RunConfig(model=small_model(), tokenizer="chars4"))  # type: ignore[arg-type]
+    assert all(a == b for a, b in seen)
