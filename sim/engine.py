@@ -133,7 +133,7 @@ def _fact_index(conv: Conversation) -> FactIndex:
             by_need.setdefault(n, []).append(f)
         by_source.setdefault(f.source, []).append(f)
     index = (by_need, by_source, {f.id: f for f in conv.facts})
-    if len(_FACT_INDEX) >= 64:
+    if len(_FACT_INDEX) >= 8:  # a worker needs the conversation of its current task; recordings are large
         _FACT_INDEX.clear()
     _FACT_INDEX[id(conv)] = (conv, index)
     return index
@@ -654,10 +654,11 @@ class Engine:
             return "invariant-violation", None
         return "completed", None
 
-    def _finish(self, reason: str, exhausted: str | None, problem: str | None | bool = True) -> RunResult:
-        """End the run: check the log (``problem`` is its verdict when the caller has it already), close it."""
+    def _finish(self, reason: str, exhausted: str | None, *, checked: bool = False,
+                problem: str | None = None) -> RunResult:
+        """End the run: check the log (unless ``checked``, when ``problem`` is the verdict), close it."""
         if not self.config.strict or reason != "invariant-violation":
-            if problem is True:
+            if not checked:
                 problem = self._log_problem()
             if problem:
                 try:
@@ -808,7 +809,7 @@ def _complete(e: Engine, k: int, phase: int) -> dict[int, RunResult]:
     if outcome is not None:  # the members still here finished together, on one log
         problem = e._log_problem() if not e.config.strict or outcome[0] != "invariant-violation" else None
         for p in e._members if e._members is not None else [e.policy]:
-            done[id(p)] = e._fork(p)._finish(*outcome, problem=problem)
+            done[id(p)] = e._fork(p)._finish(*outcome, checked=True, problem=problem)
     for fork, k2, phase2 in e._forks:
         done.update(_complete(fork, k2, phase2))
     return done

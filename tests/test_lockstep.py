@@ -54,13 +54,15 @@ def assert_same_as_separate_runs(picks: list[int], conv: Any, config: RunConfig)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(conv=conversations(), picks=st.lists(st.integers(0, len(CONFIGS) - 1), min_size=1, max_size=6),
        max_turns=st.none() | st.integers(1, 30), on_exhaustion=st.sampled_from(["final-answer", "fail"]),
-       run_status=st.sampled_from(["auto", "appended", "off"]))
+       run_status=st.sampled_from(["auto", "appended", "off"]), strict=st.booleans())
 def test_lockstep_results_equal_separate_runs(conv: Any, picks: list[int], max_turns: int | None,
-                                             on_exhaustion: str, run_status: str) -> None:
+                                             on_exhaustion: str, run_status: str, strict: bool) -> None:
     # Generated conversations bring /compact commands, pending approvals, reverts and overflows; the
-    # budget brings exhaustion (final answer or failure): every place where a member forks off.
+    # budget brings exhaustion (final answer or failure): every place where a member forks off. Strict
+    # runs stop at the first violation, which may come while the members are still together.
     config = RunConfig(model=small_model(), tokenizer="chars4", run_status=run_status,  # type: ignore[arg-type]
-                       budgets=Budgets(max_turns=max_turns, on_exhaustion=on_exhaustion))  # type: ignore[arg-type]
+                       budgets=Budgets(max_turns=max_turns, on_exhaustion=on_exhaustion),  # type: ignore[arg-type]
+                       strict=strict)
     assert_same_as_separate_runs(picks, conv, config)
 
 
