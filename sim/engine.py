@@ -24,7 +24,7 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from policies.base import Plan, Policy
+from policies.base import Plan, Policy, Trigger
 from sim import model as wire
 from sim.budgets import Budgets, BudgetTracker
 from sim.calibration import Calibration, opens_with_summary
@@ -151,7 +151,7 @@ class MessageSizes(NamedTuple):
 
 
 #: The phases of a message in a replay (Engine._replay).
-MESSAGE, MANUAL, BUDGET = 0, 1, 2
+MESSAGE, MANUAL, AFTER_ROLLBACK, SEND, BUDGET = range(5)
 
 
 class _Finished(Exception):
@@ -499,15 +499,22 @@ class Engine:
             tokens = self.config.calibration.apply(tokens, in_view, summarised)
         return status, tokens, in_view
 
-    def _agent_request(self, reply: Message, grace: bool = False) -> None:
+    def _auto_compact(self, k: int, after_rollback: bool) -> None:
+        """The policy's automatic compaction before the request answered by message ``k``; in lockstep, the
+        rollback the members agree on (the others fork off in ``_sync``)."""
         st = self.state
-        if not grace and self._members is None:  # in lockstep every member has declined already (_sync)
-            plan = self.policy.decide(st, "auto")
-            if plan is not None and self._compact(plan, "auto") and plan.restore is not None:
-                # A rollback restores an earlier, larger view; the policy may compact it before sending.
-                plan = self.policy.decide(st, "auto")
-                if plan is not None and plan.restore is None:
-                    self._compact(plan, "auto")
+        if not after_rollback:
+            plan = self._sync(k, MESSAGE) if self._members is not None else self.policy.decide(st, "auto")
+            if plan is None or not self._compact(plan, "auto") or plan.restore is None:
+                return
+        # A rollback restores an earlier, larger view; the policy may compact it before sending.
+        plan = self._sync(k, AFTER_ROLLBACK) if self._members is not None else self.policy.decide(st, "auto")
+        if plan is not None and plan.restore is None:
+            self._compact(plan, "auto")
+
+    def _agent_request(self, reply: Message, grace: bool = False) -> None:
+        """Send the request that ``reply`` answers (compacting and retrying on overflow as the policy says)."""
+        st = self.state
         attempts = 1 + max(0, self.policy.retry_on_overflow)
         while True:
             view = st.view
@@ -619,25 +626,29 @@ class Engine:
     def _replay(self, k0: int, phase0: int) -> tuple[str, str | None]:
         """Replay from phase ``phase0`` of message ``k0``; the finish reason and the exhausted budget dimension.
 
-        Each message is taken in phases: ``MESSAGE`` (append it, or send the request it answers), then
-        ``MANUAL`` after a ``/compact`` command (the policy's manual compaction), ``BUDGET`` after a
-        reply (the budget check). Between phases the run's state is whole, so lockstep members can fork.
+        Each message is taken in phases. A user or tool message: ``MESSAGE`` (append it), then ``MANUAL``
+        after a ``/compact`` command (the policy's manual compaction). A reply: ``MESSAGE`` (the policy's
+        automatic compaction), ``AFTER_ROLLBACK`` (its second chance, after a rollback), ``SEND`` (the
+        request it answers), ``BUDGET`` (the budget check). Between phases the run's state is whole, so
+        lockstep members can fork there and resume.
         """
         msgs = self.conv.messages
         try:
             for k in range(k0, len(msgs)):
                 m = msgs[k]
                 phase = phase0 if k == k0 else MESSAGE
-                if phase == MESSAGE:
-                    self._sync(k, MESSAGE)
-                    if m.role == "assistant":
-                        self._agent_request(m)
-                        phase = BUDGET
-                    else:
-                        self._append(m)
-                        if not (m.role == "user" and m.command == "compact"):
-                            continue
-                        phase = MANUAL
+                if phase == MESSAGE and m.role != "assistant":
+                    self._append(m)
+                    if not (m.role == "user" and m.command == "compact"):
+                        continue
+                    phase = MANUAL
+                if phase in (MESSAGE, AFTER_ROLLBACK):
+                    self._auto_compact(k, phase == AFTER_ROLLBACK)
+                    phase = SEND
+                if phase == SEND:
+                    self._sync(k, SEND)
+                    self._agent_request(m)
+                    phase = BUDGET
                 if phase == MANUAL:
                     self.state.compact_requested = True
                     plan = self._sync(k, MANUAL) if self._members is not None else \
@@ -671,45 +682,45 @@ class Engine:
     # -- lockstep: several policies over one replay (run_many) -------------------------------------------
     def _sync(self, k: int, phase: int) -> Plan | None:
         """In lockstep, before ``phase`` of message ``k``: fork off the members whose runs differ from here;
-        the manual compaction the members that stay agree on, if any.
+        the compaction the members that stay agree on, if any.
 
         Members stay while their policies decline to compact. Members of one class that make the same
-        manual compaction stay together too (an automatic one is followed by a check that depends on the
-        policy's own trigger, so it always forks). A request the provider would reject as too long, and
-        an exhausted budget, fork every member: policies may act differently there. A fork is this
-        engine's state under the member's policy (members', for several), resumed at this phase.
+        manual compaction, or the same automatic rollback, stay together too (any other automatic
+        compaction is followed by a check that depends on each policy's own trigger, so it forks). A
+        request the provider would reject as too long, and an exhausted budget, fork every member:
+        policies may act differently there. A fork is this engine's state under the member's policy
+        (members', for several), resumed at this phase.
         """
         members = self._members
         if members is None:
             return None
         st = self.state
-        groups: list[list[Policy]]
-        plans: list[Plan | None]
-        if phase == BUDGET:
-            if self.tracker.exhausted() is None:
-                return None
-            groups, plans, keep = [[p] for p in members], [None] * len(members), -1
-        elif phase == MANUAL:  # the caller has set compact_requested
-            groups, plans = [], []
+        groups: list[list[Policy]] = []
+        plans: list[Plan | None] = []
+        if phase in (MESSAGE, AFTER_ROLLBACK, MANUAL):
+            trigger: Trigger = "manual" if phase == MANUAL else "auto"  # MANUAL: the caller set compact_requested
             for p in members:
-                plan = p.decide(st, "manual")
+                plan = p.decide(st, trigger)
+                shareable = plan is None or phase == MANUAL or (phase == MESSAGE and plan.restore is not None)
                 for g, q in zip(groups, plans, strict=True):
-                    if q == plan and (plan is None or type(g[0]) is type(p)):
+                    if shareable and q == plan and (plan is None or type(g[0]) is type(p)):
                         g.append(p)
                         break
                 else:
                     groups.append([p])
                     plans.append(plan)
-            # The members that decline stay here; if none does, the first group does.
-            keep = next((i for i, q in enumerate(plans) if q is None), 0)
-        elif self.conv.messages[k].role != "assistant":
-            return None
-        else:
-            stay = [p for p in members if p.decide(st, "auto") is None]
-            if stay and not wire.fits_window(self._request_size(st.view, False)[1], self.model):
-                stay = []
-            groups = ([stay] if stay else []) + [[p] for p in members if p not in stay]
-            plans, keep = [None] * len(groups), 0 if stay else -1
+            # The members that decline stay here; if none does, the first group that may stay together does.
+            keep = next((i for i, q in enumerate(plans) if q is None), -1)
+            if keep < 0 and phase != AFTER_ROLLBACK:
+                keep = next((i for i, q in enumerate(plans) if q is not None and (phase == MANUAL or q.restore)), -1)
+        elif phase == SEND:
+            if wire.fits_window(self._request_size(st.view, False)[1], self.model):
+                return None
+            groups, plans, keep = [[p] for p in members], [None] * len(members), -1
+        else:  # BUDGET
+            if self.tracker.exhausted() is None:
+                return None
+            groups, plans, keep = [[p] for p in members], [None] * len(members), -1
         if keep == 0 and len(groups) == 1:
             return plans[0]
         for i, g in enumerate(groups):

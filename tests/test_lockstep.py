@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -51,7 +52,7 @@ def assert_same_as_separate_runs(picks: list[int], conv: Any, config: RunConfig)
         assert fingerprint(a) == fingerprint(b), f"configuration {CONFIGS[picks[i]]} differs in lockstep"
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(conv=conversations(), picks=st.lists(st.integers(0, len(CONFIGS) - 1), min_size=1, max_size=6),
        max_turns=st.none() | st.integers(1, 30), on_exhaustion=st.sampled_from(["final-answer", "fail"]),
        run_status=st.sampled_from(["auto", "appended", "off"]), strict=st.booleans())
@@ -68,9 +69,9 @@ def test_lockstep_results_equal_separate_runs(conv: Any, picks: list[int], max_t
 
 @pytest.mark.parametrize("scenario", ["coding-agent", "research-agent", "support-chat"])
 def test_lockstep_equals_separate_runs_on_the_scenarios(scenario: str) -> None:
-    conv = generate(scenario, 1, **({"turns": 300} if scenario == "support-chat" else {}))
+    conv = generate(scenario, 0, **({"turns": 300} if scenario == "support-chat" else {}))
     for window in (30_000, 200_000):
-        config = RunConfig(model=small_model(window), seed=1)
+        config = RunConfig(model=small_model(window), seed=0)
         assert_same_as_separate_runs(list(range(len(CONFIGS))), conv, config)
 
 
@@ -103,3 +104,25 @@ def test_policies_that_shape_requests_differently_never_share() -> None:
     assert len(keys) == 3  # effect-agent appends the run-status line and bounds results by max_bytes
     assert engine._replay_key(make_policy("effect-agent", {"context_token_limit": "9000"}), cfg) == \
         engine._replay_key(make_policy("effect-agent", {"context_token_limit": "5000"}), cfg)
+
+
+def test_a_shared_rollback_then_a_compaction_only_some_members_make(monkeypatch: pytest.MonkeyPatch) -> None:
+    # coding-agent seed 2 in an 80K window: the three settings roll back together, then one of them
+    # compacts the restored view at once and the others do not (found by search; the assertion on
+    # where they forked keeps the example honest if the scenario changes).
+    forks: list[int] = []
+    real = engine.Engine._fork
+
+    def watching(self: engine.Engine, policy: Policy) -> engine.Engine:
+        if sys._getframe(1).f_locals.get("phase") == engine.AFTER_ROLLBACK:
+            forks.append(1)
+        return real(self, policy)
+
+    monkeypatch.setattr(engine.Engine, "_fork", watching)
+    settings_ = [{"trigger_ratio": t} for t in ("0.5", "0.7", "0.9")]
+    conv = generate("coding-agent", 2)
+    config = RunConfig(model=small_model(80_000), seed=2)
+    together = run_many([make_policy("cloudflare-os", p) for p in settings_], conv, config)
+    alone = [run(make_policy("cloudflare-os", p), conv, config) for p in settings_]
+    assert [fingerprint(r) for r in together] == [fingerprint(r) for r in alone]
+    assert forks, "no member forked off after a shared rollback: pick another example"
