@@ -472,6 +472,9 @@ def run_task(conversation: Conversation, task: Task) -> dict[str, pd.DataFrame]:
         raise RunFailed(f"worker has compaction-sim {here} but the sweep was planned with {task.version}; "
                         "install the same version (and code) on every worker")
     tok = get_tokenizer(task.run_config.tokenizer)
+    # Per-message values are keyed by message object, and each task brings its own conversation object:
+    # keeping the last task's would hold its conversation in memory for nothing. Text counts stay.
+    tok.derived.clear()
     policies = [make_policy(planned.policy, dict(planned.params)) for planned in task.runs]
     try:
         # All configurations at once: they share the replay for as long as their policies agree.
