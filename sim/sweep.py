@@ -186,7 +186,15 @@ def _run_options() -> dict[str, argparse.Action]:
 
     p = argparse.ArgumentParser(add_help=False)
     _add_run_config(p)
+    add_calibration_option(p)
     return {a.dest: a for a in p._actions if a.dest != "seed"}
+
+
+def add_calibration_option(p: argparse.ArgumentParser) -> None:
+    """A sweep's ``--calibration FILE`` (``[run] calibration`` in a spec)."""
+    p.add_argument("--calibration", metavar="FILE", default=None,
+                   help="apply a fit from csim calibrate --out to every run: context tokens become what the "
+                        "provider would count (the fit matched to the provider and each source's format)")
 
 
 def run_options_defaults() -> dict[str, Any]:
@@ -228,6 +236,7 @@ def build_run_config(run: Mapping[str, Any], seed: int = 0) -> RunConfig:
     from sim.cli import _run_config
 
     values = {**run_options_defaults(), **run}
+    values.pop("calibration", None)  # loaded per source by plan(): the fit depends on the source's format
     values["summariser"] = [f"{k}={v}" for k, v in sorted(dict(values.get("summariser") or {}).items())]
     return _run_config(argparse.Namespace(**values, seed=seed))
 
@@ -285,8 +294,12 @@ def spec_from_dict(data: Mapping[str, Any], base: Path, where: str = "sweep spec
         path = path if path.is_absolute() else (base / path)
         sources.append(Source("conversation", str(path.resolve()), format=str(e.get("format", "auto")),
                               lenient=bool(e.get("lenient", False))))
-    return SweepSpec(policies, tuple(sources), parse_seeds(head.get("seeds", 0)),
-                     normalise_run(data.get("run", {}), where), str(head.get("name", "")))
+    run = dict(data.get("run", {}))
+    if isinstance(run.get("calibration"), str):  # relative to the spec file, like the conversations
+        cal = Path(run["calibration"]).expanduser()
+        run["calibration"] = str((cal if cal.is_absolute() else base / cal).resolve())
+    return SweepSpec(policies, tuple(sources), parse_seeds(head.get("seeds", 0)), normalise_run(run, where),
+                     str(head.get("name", "")))
 
 
 def _scenario_sources(name: str, params: Mapping[str, Any]) -> list[Source]:
@@ -423,7 +436,7 @@ def plan(spec: SweepSpec, done: set[str] | frozenset[str] = frozenset()
 
     setts = settings(spec)
     base_config = spec.run_config()
-    config_dict = {k: v for k, v in _asdict(base_config).items() if k != "seed"}
+    calibration = dict(spec.run).get("calibration")
     refs = tuple(sorted({g.policy for g in spec.policies}))
     version = package_version(refs)
     tasks: list[Task] = []
@@ -431,6 +444,8 @@ def plan(spec: SweepSpec, done: set[str] | frozenset[str] = frozenset()
     seen: set[tuple[str, int]] = set()
     total = 0
     for source in spec.sources:
+        source_config = _calibrated(base_config, calibration, source)
+        config_dict = {k: v for k, v in _asdict(source_config).items() if k != "seed"}
         for fixed_seed, conv in conversations_of(source, spec.seeds):
             checksum = conversation_checksum(conv)
             for seed in ([fixed_seed] if fixed_seed is not None else spec.seeds):
@@ -446,8 +461,26 @@ def plan(spec: SweepSpec, done: set[str] | frozenset[str] = frozenset()
                         runs.append(PlannedRun(key, s.label, s.policy, s.params))
                 if runs:
                     shared[checksum] = conv
-                    tasks.append(Task(unit, tuple(runs), replace(base_config, seed=seed), version, refs))
+                    tasks.append(Task(unit, tuple(runs), replace(source_config, seed=seed), version, refs))
     return tasks, shared, total
+
+
+def _calibrated(config: RunConfig, path: str | None, source: Source) -> RunConfig:
+    """``config`` with the calibration at ``path`` that fits the provider and the source's format (as
+    ``csim run --calibration`` picks it); unchanged without a path. The fit's coefficients are part of
+    the config, so they enter every run key: another fit never reuses a run."""
+    if not path:
+        return config
+    from sim.calibration import load_for_run
+
+    fmt = None
+    if source.kind == "dataset":
+        from sim.datasets import get_dataset
+
+        fmt = get_dataset(source.name).format
+    elif source.kind == "conversation" and source.format != "auto":
+        fmt = source.format
+    return replace(config, calibration=load_for_run(path, config.model.provider, fmt))
 
 
 def _asdict(config: RunConfig) -> dict[str, Any]:

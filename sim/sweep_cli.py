@@ -43,6 +43,7 @@ class _Group(argparse.Action):
 def register(sub: Any) -> None:
     from sim.cli import _add_run_config
     from sim.executors import EXECUTORS
+    from sim.sweep import add_calibration_option
 
     p = sub.add_parser(
         "sweep", help="run a grid of policy settings over many conversations and seeds, resumably",
@@ -75,6 +76,7 @@ def register(sub: Any) -> None:
     x.add_argument("--scheduler", help="Dask scheduler address for --executor dask, e.g. tcp://HOST:8786")
     x.add_argument("--quiet", action="store_true", help="no progress output")
     _add_run_config(p)
+    add_calibration_option(p)
     for action in p._actions:  # a sweep's seeds are --seeds; --seed would silently mean nothing
         if action.dest == "seed":
             action.help = argparse.SUPPRESS
@@ -132,6 +134,8 @@ def spec_from_args(args: argparse.Namespace) -> Any:
                           lenient=args.lenient) for c in args.conversation)
     if "summariser" in given_run:
         given_run["summariser"] = parse_kv(given_run["summariser"], "-R")
+    if given_run.get("calibration"):
+        given_run["calibration"] = str(Path(given_run["calibration"]).expanduser().resolve())
     return SweepSpec(policies, tuple(sources), parse_seeds(args.seeds if args.seeds is not None else "0"),
                      normalise_run(given_run, "flags"))
 

@@ -214,3 +214,40 @@ def test_a_failing_run_names_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr("policies.baselines.NoCompaction.decide", boom)
     with pytest.raises(sweep.RunFailed, match="'none' on conversation 'coding-agent-seed0-.*' seed 0.*policy bug"):
         run_sweep(tiny_spec(seeds=(0,)), tmp_path / "r", workers=1, progress=False)
+
+
+# -- calibration ----------------------------------------------------------------------------------------------
+def _calibration_file(tmp_path: Path) -> tuple[Path, object]:
+    from sim import calibration as cal
+
+    fit = cal.Calibration("anthropic", "native", "cl100k_base", cal.Coefficients(5_000, 20, 1.1, 300), 10,
+                          cal.HeldOut("conversation", 9, 10, 0, 0, 0, 0), "s", "c")
+    return cal.save([fit], tmp_path / "fit.json"), fit
+
+
+def test_a_calibrated_sweep_reports_provider_counts_and_keys_its_runs_apart(tmp_path: Path) -> None:
+    path, fit = _calibration_file(tmp_path)
+    raw = tiny_spec(seeds=(0,))
+    calibrated = SweepSpec(raw.policies, raw.sources, raw.seeds,
+                           normalise_run({"window": 12_000, "calibration": str(path)}, "test"))
+    tasks_raw, shared, _ = plan(raw)
+    tasks_cal, _, _ = plan(calibrated)
+    assert tasks_cal[0].run_config.calibration == fit and tasks_raw[0].run_config.calibration is None
+    assert {r.run_key for t in tasks_raw for r in t.runs}.isdisjoint(r.run_key for t in tasks_cal for r in t.runs)
+    a = run_task(shared[tasks_raw[0].unit.key], tasks_raw[0])["requests"]
+    b = run_task(shared[tasks_cal[0].unit.key], tasks_cal[0])["requests"]
+    first = a[a["request_kind"] == "agent"].iloc[0]
+    got = b[(b["request_kind"] == "agent") & (b["config"] == first["config"])].iloc[0]
+    assert got["context_tokens"] == fit.apply(int(first["context_tokens"]), int(first["messages_in_view"]))  # type: ignore[attr-defined]
+
+
+def test_spec_calibration_path_is_relative_to_the_spec_and_a_missing_file_says_so(tmp_path: Path) -> None:
+    _calibration_file(tmp_path)
+    (tmp_path / "s.toml").write_text('[run]\ncalibration = "fit.json"\n[[policies]]\npolicy = "none"\n'
+                                     '[[scenarios]]\nname = "support-chat"\nparams = { turns = 5 }\n')
+    spec = load_spec(tmp_path / "s.toml")
+    assert dict(spec.run)["calibration"] == str((tmp_path / "fit.json").resolve())
+    assert plan(spec)[0][0].run_config.calibration is not None
+    (tmp_path / "fit.json").unlink()
+    with pytest.raises(InvalidConfig, match="fit.json.*cannot be read"):
+        plan(spec)
