@@ -42,10 +42,11 @@ TEN = [PolicyGrid("none"),
 BAR = 2.0
 
 
-def spec_of(configs: int, args: argparse.Namespace) -> SweepSpec:
-    """The benchmark's sweep over the first ``configs`` grids of TEN (1: ``none`` alone; 4: all ten)."""
+def spec_of(grids: int, args: argparse.Namespace) -> SweepSpec:
+    """The benchmark's sweep over the first ``grids`` entries of TEN (1: ``none`` alone; 4: all ten
+    configurations)."""
     sources = tuple(Source("conversation", f) for f in args.conversation) or (Source("scenario", args.scenario),)
-    return SweepSpec(tuple(TEN[:configs]), sources, parse_seeds(args.seeds),
+    return SweepSpec(tuple(TEN[:grids]), sources, parse_seeds(args.seeds),
                      normalise_run({"window": args.window, "tokenizer": args.tokenizer}, "bench"))
 
 
@@ -66,9 +67,9 @@ def sweep_once(spec: SweepSpec, tokenizer: str) -> tuple[float, int, int]:
 def instructions(args: argparse.Namespace) -> tuple[int, int, int]:
     """Instructions of three processes under cachegrind: start-up only, one configuration, ten."""
     out = []
-    for configs in (0, 1, len(TEN)):
+    for grids in (0, 1, len(TEN)):
         cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-               sys.executable, __file__, "--child", str(configs), "--scenario", args.scenario,
+               sys.executable, __file__, "--child", str(grids), "--scenario", args.scenario,
                "--seeds", args.seeds, "--window", str(args.window), "--tokenizer", args.tokenizer,
                *(a for f in args.conversation for a in ("--conversation", f))]
         done = subprocess.run(cmd, capture_output=True, text=True, check=True)

@@ -376,6 +376,21 @@ def load_for_run(path: str | Path, provider: str | None = None, fmt: str | None 
     return choose(load(path), provider, fmt, where=str(path))
 
 
+def load_for_source(path: str | Path, provider: str | None, kind: str, name: str = "",
+                    fmt: str = "auto") -> Calibration:
+    """The fit in ``path`` for runs over one source (``csim run`` and ``csim sweep`` alike): matched to the
+    provider and the source's format: a dataset's own, a recording's when given (any when detected),
+    any for a synthetic scenario."""
+    source_format: str | None = None
+    if kind == "dataset":
+        from sim.datasets import get_dataset
+
+        source_format = get_dataset(name).format
+    elif kind == "conversation" and fmt != "auto":
+        source_format = fmt
+    return load_for_run(path, provider, source_format)
+
+
 def checksum_of(paths: Iterable[Path]) -> str:
     """SHA-256 over the files' own SHA-256 digests, in sorted path order."""
     from sim.datasets import sha256_of

@@ -88,14 +88,12 @@ def _with_calibration(config, args: argparse.Namespace):  # type: ignore[no-unty
         return config
     from dataclasses import replace
 
-    from sim.calibration import load_for_run
+    from sim.calibration import load_for_source
 
-    fmt = args.format if args.conversation else None
-    if getattr(args, "dataset", None):
-        from sim.datasets import get_dataset
-
-        fmt = get_dataset(args.dataset).format
-    return replace(config, calibration=load_for_run(args.calibration, args.provider, fmt))
+    dataset = getattr(args, "dataset", None)
+    kind = "dataset" if dataset else "conversation" if args.conversation else "scenario"
+    return replace(config, calibration=load_for_source(args.calibration, args.provider, kind, dataset or "",
+                                                       args.format))
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -180,7 +180,7 @@ class Engine:
         self.compactions: list[dict[str, Any]] = []
         self.overflows = 0
         self.run_id = run_id_for(policy, conversation, config)
-        self.status = policy.run_status if config.run_status == "auto" else config.run_status == "appended"
+        self.status = _appends_status(policy, config)
         self.tools_tokens = sum(
             self.tok.count(t.name) + self.tok.count(t.description) + self.tok.count(t.parameters) + PART_OVERHEAD
             for t in conversation.tools
@@ -190,12 +190,12 @@ class Engine:
         self._summary_tokens: dict[str, int] = {}
         self._index: dict[str, int] = {}
         self._facts_by_need, self._facts_by_source, self._facts_by_id = _fact_index(conversation)
-        # A replayed segment that starts from a recorded summary is "after a compaction" for calibration.
         # Bounding tool results on entry is skipped for policies that keep them as they are.
-        self._bounds = type(policy).bound_tool_result is not Policy.bound_tool_result
+        self._bounds = policy.bound_key() is not None
         # Lockstep (run_many): the policies replaying together, and the forks that left, with where.
         self._members: list[Policy] | None = None
         self._forks: list[tuple[Engine, int, int]] = []
+        # A replayed segment that starts from a recorded summary is "after a compaction" for calibration.
         self._opens_summarised = config.calibration is not None and opens_with_summary(conversation)
         self._fact_in_result: dict[str, bool] = {}
         self._lost_on_entry: set[str] = set()
@@ -502,15 +502,20 @@ class Engine:
     def _auto_compact(self, k: int, after_rollback: bool) -> None:
         """The policy's automatic compaction before the request answered by message ``k``; in lockstep, the
         rollback the members agree on (the others fork off in ``_sync``)."""
-        st = self.state
         if not after_rollback:
-            plan = self._sync(k, MESSAGE) if self._members is not None else self.policy.decide(st, "auto")
+            plan = self._decide(k, MESSAGE)
             if plan is None or not self._compact(plan, "auto") or plan.restore is None:
                 return
         # A rollback restores an earlier, larger view; the policy may compact it before sending.
-        plan = self._sync(k, AFTER_ROLLBACK) if self._members is not None else self.policy.decide(st, "auto")
+        plan = self._decide(k, AFTER_ROLLBACK)
         if plan is not None and plan.restore is None:
             self._compact(plan, "auto")
+
+    def _decide(self, k: int, phase: int) -> Plan | None:
+        """The policy's plan at ``phase`` of message ``k``; in lockstep, the one the members that stay agree on."""
+        if self._members is not None:
+            return self._sync(k, phase)
+        return self.policy.decide(self.state, "manual" if phase == MANUAL else "auto")
 
     def _agent_request(self, reply: Message, grace: bool = False) -> None:
         """Send the request that ``reply`` answers (compacting and retrying on overflow as the policy says)."""
@@ -651,8 +656,7 @@ class Engine:
                     phase = BUDGET
                 if phase == MANUAL:
                     self.state.compact_requested = True
-                    plan = self._sync(k, MANUAL) if self._members is not None else \
-                        self.policy.decide(self.state, "manual")
+                    plan = self._decide(k, MANUAL)
                     if plan is not None:
                         self._compact(plan, "manual")
                     self.state.compact_requested = False
@@ -803,8 +807,12 @@ class _Dissolved(Exception):
 def _replay_key(policy: Policy, config: RunConfig) -> tuple[object, ...]:
     """What shapes a replay besides the policy's decisions: policies with equal keys see the same
     requests for as long as they all decline to compact."""
-    status = policy.run_status if config.run_status == "auto" else config.run_status == "appended"
-    return (policy.placeholder, status, policy.bound_key())
+    return (policy.placeholder, _appends_status(policy, config), policy.bound_key())
+
+
+def _appends_status(policy: Policy, config: RunConfig) -> bool:
+    """Whether each request carries the run-status line: as the policy's system does, unless the run says."""
+    return policy.run_status if config.run_status == "auto" else config.run_status == "appended"
 
 
 def _complete(e: Engine, k: int, phase: int) -> dict[int, RunResult]:
@@ -817,8 +825,8 @@ def _complete(e: Engine, k: int, phase: int) -> dict[int, RunResult]:
     except _Dissolved:
         outcome = None
     done: dict[int, RunResult] = {}
-    if outcome is not None:  # the members still here finished together, on one log
-        problem = e._log_problem() if not e.config.strict or outcome[0] != "invariant-violation" else None
+    if outcome is not None:  # the members still here finished together, on one log: check it once
+        problem = e._log_problem()
         for p in e._members if e._members is not None else [e.policy]:
             done[id(p)] = e._fork(p)._finish(*outcome, checked=True, problem=problem)
     for fork, k2, phase2 in e._forks:

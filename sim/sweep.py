@@ -471,16 +471,10 @@ def _calibrated(config: RunConfig, path: str | None, source: Source) -> RunConfi
     the config, so they enter every run key: another fit never reuses a run."""
     if not path:
         return config
-    from sim.calibration import load_for_run
+    from sim.calibration import load_for_source
 
-    fmt = None
-    if source.kind == "dataset":
-        from sim.datasets import get_dataset
-
-        fmt = get_dataset(source.name).format
-    elif source.kind == "conversation" and source.format != "auto":
-        fmt = source.format
-    return replace(config, calibration=load_for_run(path, config.model.provider, fmt))
+    return replace(config, calibration=load_for_source(path, config.model.provider, source.kind, source.name,
+                                                       source.format))
 
 
 def _asdict(config: RunConfig) -> dict[str, Any]:
