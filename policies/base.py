@@ -6,9 +6,10 @@ A policy answers three questions, and nothing else:
 * :meth:`Policy.bound_tool_result`: what a tool result looks like when it enters the log;
 * ``retry_on_overflow``: how many times to compact and retry when the provider says "too long".
 
-A plan names positions in the log: where the kept tail starts, up to where tool results are
-cleared, which earlier messages stay pinned, and whether the newly covered span is summarised. The
-engine carries the plan out (calling the mock summariser when asked), checks the result against
+A plan names positions in the log: where the kept tail starts, which earlier spans stay, which
+parts of older messages are edited (tool results cleared, inputs cleared, thinking dropped, long
+texts truncated), what is injected, and whether what leaves the view is summarised. The engine
+carries the plan out (calling the mock summariser when asked), checks the result against
 the invariants, and records it; a policy never edits the log or the view itself.
 
 Write your own by subclassing :class:`Policy` with a nested frozen ``Config`` dataclass; the README
@@ -31,25 +32,34 @@ from sim.conversation import Part
 from sim.errors import InvalidConfig, UnknownName
 from sim.registry import Registry
 from sim.state import RunState
-from sim.view import DEFAULT_PLACEHOLDER, View
+from sim.view import DEFAULT_PLACEHOLDER, Edit, Injected, Role, Rule, View, spans_of
 
 Trigger = Literal["auto", "manual", "overflow"]
 
 
 @dataclass(frozen=True)
 class Plan:
-    """A compaction the policy asks for.
+    """A compaction the policy asks for: the view it wants, as positions in the log.
 
     Attributes:
-        start: first message index of the kept tail; messages before it leave the view (except
-            ``pinned``), summarised if ``summarize`` else dropped.
-        cleared_through: tool results in messages before this index show the placeholder.
-        summarize: summarise the newly covered span ``[view.start, start)`` together with the
-            previous summary (so summaries are incremental and the previous one is folded in).
-        pinned: earlier messages kept verbatim, e.g. the first user message.
+        start: first message index of the kept tail; messages before it leave the view unless a span
+            keeps them, summarised if ``summarize`` else dropped.
+        cleared_through: tool results in messages before this index show the policy's placeholder (the
+            standard edit); None leaves the bound where the view has it.
+        summarize: summarise what leaves the view (shown before, not after) together with the previous
+            summary (so summaries are incremental and the previous one is folded in).
+        pinned: earlier messages kept verbatim, e.g. the first user message (each one a span).
+        spans: earlier ranges ``(a, b)`` kept verbatim, with ``pinned`` the view's closed spans.
+        edits: the view's edits (:class:`sim.view.Edit`: which parts of messages before a bound become a
+            placeholder, are dropped or truncated); None keeps the view's. ``cleared_through`` is applied
+            on top, as the first edit.
+        injected: messages added that are not in the log (:class:`sim.view.Injected`); None keeps the view's.
+        summary_slot: where the summary goes: before ``spans[slot]``, the tail counting as the last span;
+            None (default) right before the tail.
+        summary_role: the role of the message that carries a new summary.
         mode: a label for reports (``prune``, ``summarize``, ``drop``...).
         summary_system_prompt: the summariser's instructions.
-        summary_wrapper: how the summary text is placed in the user message (``{summary}`` marks it).
+        summary_wrapper: how the summary text is placed in its message (``{summary}`` marks it).
         summary_input_max_chars: cap on the summariser's input (keeps the newest text).
         summary_clip_chars: per-message clip of the summariser's input.
         checkpoint: extra replay state to record with the compaction (name, value pairs).
@@ -58,9 +68,14 @@ class Plan:
     """
 
     start: int
-    cleared_through: int
+    cleared_through: int | None = None
     summarize: bool = False
     pinned: tuple[int, ...] = ()
+    spans: tuple[tuple[int, int], ...] = ()
+    edits: tuple[Edit, ...] | None = None
+    injected: tuple[Injected, ...] | None = None
+    summary_slot: int | None = None
+    summary_role: Role = "user"
     mode: str = "summarize"
     summary_system_prompt: str = "Summarise the conversation so far for the agent that continues it."
     summary_wrapper: str = "{summary}"
@@ -68,6 +83,23 @@ class Plan:
     summary_clip_chars: int | None = None
     checkpoint: tuple[tuple[str, str], ...] = ()
     restore: View | None = None
+
+    def view_from(self, before: View) -> View:
+        """The view this plan makes of ``before``, with ``before``'s summary (the engine replaces it when the
+        plan summarises). Pure; the engine checks the result (``sim.invariants.check_plan``)."""
+        if self.restore is not None:
+            return self.restore
+        edits = list(before.edits if self.edits is None else self.edits)
+        if self.cleared_through is not None:
+            std = Rule(text=before.placeholder)
+            edits = [e for e in edits if e.rule != std]
+            if self.cleared_through > 0:
+                edits.insert(0, Edit(std, self.cleared_through))
+        kept = [i for a, b in self.spans for i in range(a, b)]
+        return View(start=self.start, spans=spans_of([*self.pinned, *kept]), summary=before.summary,
+                    summary_slot=self.summary_slot, edits=tuple(e for e in edits if e.before > 0),
+                    injected=before.injected if self.injected is None else self.injected,
+                    placeholder=before.placeholder, checkpoint=self.checkpoint)
 
 
 @dataclass(frozen=True)

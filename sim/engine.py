@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, NamedTuple
 
@@ -31,7 +31,7 @@ from sim.calibration import Calibration, opens_with_summary
 from sim.conversation import Conversation, Fact, Message, Part
 from sim.cost import Pricer
 from sim.errors import InvalidConfig, InvalidRequest, InvariantViolation, PromptTooLong
-from sim.invariants import Violation, check_compaction, check_plan_bounds, check_view
+from sim.invariants import Violation, check_compaction, check_plan, check_view, edited_ranges, minus, ranges
 from sim.log import (
     BudgetWarned,
     CompactionCreated,
@@ -46,10 +46,7 @@ from sim.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
 from sim.state import Ledger, RunState
 from sim.summariser import SummariserConfig, summarise
 from sim.tokenizers import CountingTokenizer, get_tokenizer
-from sim.view import Summary, View, fold
-
-FINISH_REASONS = ("completed", "budget-exhausted", "budget-failed", "context-overflow", "provider-error",
-                  "invariant-violation")
+from sim.view import Messages, Rule, Summary, View, edit_parts, edited, edited_chars, fold, layout, rule_for
 
 
 @dataclass(frozen=True)
@@ -143,9 +140,7 @@ class MessageSizes(NamedTuple):
     """What the engine needs to know of a message's size, computed once per message per worker."""
 
     chars: int
-    cleared_chars: int  # with its tool results replaced by the policy's placeholder
     tokens: int
-    cleared_tokens: int
     calls: int  # tool calls it makes
     content_hash: int  # hash(message) when first seen, for the log's digest chain (sim.log)
 
@@ -168,7 +163,7 @@ class Engine:
         self.tok = tokenizer or get_tokenizer(config.tokenizer)
         self.model = config.model
         self.pricer = Pricer(config.model.name, config.model.price_provider)
-        self.ledger = Ledger()
+        self.ledger = Ledger(sizer=self._edited_sizes)
         self.state = RunState(self.ledger, config.model)
         self.state.view = View(placeholder=policy.placeholder)
         self.state.checkpoints.append(self.state.view)
@@ -186,7 +181,7 @@ class Engine:
             for t in conversation.tools
         )
         self.has_system = bool(conversation.messages) and conversation.messages[0].role == "system"
-        self.requests = RequestBuilder(self.ledger, config.model, self.has_system, self.tok.derived)
+        self.requests = RequestBuilder(self.ledger, config.model, self.has_system, self.tok.derived, self.tok.truncate)
         self._summary_tokens: dict[str, int] = {}
         self._index: dict[str, int] = {}
         self._facts_by_need, self._facts_by_source, self._facts_by_id = _fact_index(conversation)
@@ -197,7 +192,6 @@ class Engine:
         self._forks: list[tuple[Engine, int, int]] = []
         # A replayed segment that starts from a recorded summary is "after a compaction" for calibration.
         self._opens_summarised = config.calibration is not None and opens_with_summary(conversation)
-        self._fact_in_result: dict[str, bool] = {}
         self._lost_on_entry: set[str] = set()
         self._due: list[Fact] = []
         self._compaction_attempts = 0
@@ -206,9 +200,8 @@ class Engine:
         self.retention_by_kind: dict[str, list[int]] = {}
 
     # -- sizes ------------------------------------------------------------------------------------
-    def _part_tokens(self, p: Part, cleared: bool) -> int:
-        text = self.state.view.placeholder if cleared and p.kind == "tool_result" else p.text
-        n = self.tok.count(text)
+    def _part_tokens(self, p: Part) -> int:
+        n = self.tok.count(p.text)
         if p.kind in ("tool_call", "tool_result"):
             n += PART_OVERHEAD + self.tok.count(p.name or "") + self.tok.count(p.args or "")
         elif p.kind in ("change", "revert", "command"):
@@ -218,23 +211,30 @@ class Engine:
     def _sizes(self, m: Message) -> MessageSizes:
         # Memoised per message object on the shared tokenizer: every configuration a worker runs over
         # the same conversation reuses them, so a sweep pays for a message's sizes once (the memo holds
-        # the message, so its id cannot be reused while the entry lives). The placeholder is part of the
-        # key because a cleared result's size depends on it.
-        ph = self.state.view.placeholder
-        key = (id(m), ph)
+        # the message, so its id cannot be reused while the entry lives).
+        key = (id(m), "sizes")
         hit = self.tok.derived.get(key)
         if hit is not None and hit[0] is m:
-            return hit[1]
-        tokens = MESSAGE_OVERHEAD + sum(self._part_tokens(p, False) for p in m.parts)
-        chars = m.chars
-        if m.role == "tool":
-            cleared_chars = sum(len(ph) if p.kind == "tool_result" else p.chars for p in m.parts)
-            cleared_tokens = MESSAGE_OVERHEAD + sum(self._part_tokens(p, True) for p in m.parts)
-        else:
-            cleared_chars, cleared_tokens = chars, tokens
-        sizes = MessageSizes(chars, cleared_chars, tokens, cleared_tokens, len(m.calls), hash(m))
+            return hit[1]  # type: ignore[no-any-return]
+        tokens = MESSAGE_OVERHEAD + sum(self._part_tokens(p) for p in m.parts)
+        sizes = MessageSizes(m.chars, tokens, len(m.calls), hash(m))
         self.tok.derived[key] = (m, sizes)
         return sizes
+
+    def _edited_sizes(self, m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
+        """Characters and tokens of ``m`` as ``rules`` edit it ((0, 0): not sent); the ledger's sizer."""
+        if not rules:
+            sz = self._sizes(m)
+            return sz.chars, sz.tokens
+        key = (id(m), ("sizes", rules))
+        hit = self.tok.derived.get(key)
+        if hit is not None and hit[0] is m:
+            return hit[1]  # type: ignore[no-any-return]
+        e = edited(m, rules, self.tok.truncate)
+        out = (0, 0) if e is None else (edited_chars(m, rules, self.tok.truncate),
+                                        MESSAGE_OVERHEAD + sum(self._part_tokens(p) for p in e.parts))
+        self.tok.derived[key] = (m, out)
+        return out
 
     def _summary_message_tokens(self, s: Summary | None) -> int:
         if s is None:
@@ -244,26 +244,22 @@ class Engine:
             n = self._summary_tokens[s.compaction_id] = MESSAGE_OVERHEAD + self.tok.count(s.text)
         return n
 
-    def view_tokens(self, view: View) -> int:
-        """Exact prompt tokens of ``view`` without tools or the status line (O(pinned))."""
-        n = len(self.ledger.messages)
-        tp, cp = self.ledger.tokens_prefix, self.ledger.cleared_tokens_prefix
-        a = min(view.start, n)
-        c = min(max(view.cleared_through, a), n)
-        total = (cp[c] - cp[a]) + (tp[n] - tp[c])
-        if self.has_system and a > 0:
-            total += tp[1]
-        for p in view.pinned:
-            if p < n and not (self.has_system and p == 0):
-                total += (cp if p < view.cleared_through else tp)[p + 1] - (cp if p < view.cleared_through else tp)[p]
-        return total + self._summary_message_tokens(view.summary)
+    def view_size(self, view: View) -> tuple[int, int]:
+        """Exact prompt tokens of ``view`` without tools or the status line, and the messages it sends.
+        O(spans + edits + injected): every message range is a difference of prefix sums."""
+        tokens = sent = 0
+        for item in layout(view, len(self.ledger.messages), self.has_system):
+            if isinstance(item, Messages):
+                _, t, k = self.ledger.sizes(item.a, item.b, item.rules)
+                tokens, sent = tokens + t, sent + k
+            elif isinstance(item, Summary):
+                tokens, sent = tokens + self._summary_message_tokens(item), sent + 1
+            else:
+                tokens, sent = tokens + MESSAGE_OVERHEAD + self.tok.count(item.text), sent + 1
+        return tokens, sent
 
-    def messages_in_view(self, view: View) -> int:
-        n = len(self.ledger.messages)
-        k = max(0, n - view.start) + len([p for p in view.pinned if p < view.start])
-        if self.has_system and view.start > 0 and 0 not in view.pinned:
-            k += 1
-        return k + (1 if view.summary else 0)
+    def view_tokens(self, view: View) -> int:
+        return self.view_size(view)[0]
 
     # -- log ----------------------------------------------------------------------------------------
     def _append(self, m: Message, synthetic: bool = False) -> int:
@@ -272,13 +268,11 @@ class Engine:
             if bounded != m.parts:
                 m = Message(m.id, m.role, bounded, m.pending, m.resolves, m.usage, m.meta)
         sz = self._sizes(m)
-        i = self.ledger.append(m, sz.chars, sz.cleared_chars, sz.tokens, sz.cleared_tokens)
+        i = self.ledger.append(m, sz.chars, sz.tokens)
         self._index[m.id] = i
         self.log.append(MessageAppended(i, m, synthetic), sz.content_hash)
         for f in self._facts_by_source.get(m.id, ()):
-            where = [p for p in m.parts if f.text in p.text]
-            self._fact_in_result[f.id] = bool(where) and all(p.kind == "tool_result" for p in where)
-            if not where:
+            if not any(f.text in p.text for p in m.parts):
                 self._lost_on_entry.add(f.id)  # bounded away on entry (or never present)
         self._due.extend(self._facts_by_need.get(m.id, ()))
         return i
@@ -291,15 +285,29 @@ class Engine:
 
     # -- facts ----------------------------------------------------------------------------------------
     def fact_visible(self, f: Fact, view: View) -> bool:
+        """Whether ``view`` shows fact ``f``: its summary or an injected message carries it, or its source
+        message is shown with a part that still holds the fact's text (not replaced, dropped or truncated away)."""
         if view.summary is not None and f.id in view.summary.facts:
+            return True
+        if any(f.id in x.facts for x in view.injected):
             return True
         src = self._index.get(f.source)
         if src is None or f.id in self._lost_on_entry:
             return False
-        shown = view.shows(src) or (src == 0 and self.has_system)
-        if shown and self._fact_in_result.get(f.id) and view.is_cleared(src):
+        if src == 0 and self.has_system:
+            return True
+        if not view.shows(src):
             return False
-        return shown
+        rules = view.rules_at(src)
+        if not rules:
+            return True
+        m = self.ledger.messages[src]
+        for old, new in zip(m.parts, edit_parts(m, rules, self.tok.truncate), strict=True):
+            if f.text not in old.text or new is None:
+                continue
+            if new is old or (rule_for(old, rules).action == "truncate" and f.text in new.text):  # type: ignore[union-attr]
+                return True
+        return False
 
     def _facts_lost(self, before: View, after: View) -> str:
         """Ids of the facts established so far that ``before`` showed and ``after`` does not (comma-joined).
@@ -310,12 +318,12 @@ class Engine:
         """
         msgs = self.ledger.messages
         n = len(msgs)
-        dropped = range(before.start, min(after.start, n))  # shown before, cut now (empty for a rollback)
-        cleared = range(before.cleared_through, min(after.cleared_through, n))  # results newly cleared
-        indices = {*dropped, *cleared, *(p for p in before.pinned if p < n)}
-        candidates = {f.id: f for i in indices for f in self._facts_by_source.get(msgs[i].id, ())}
-        if before.summary is not None:
-            candidates.update((fid, self._facts_by_id[fid]) for fid in before.summary.facts if fid in self._facts_by_id)
+        touched = [*minus(ranges(before, n), ranges(after, n)), *edited_ranges(before, after, n)]
+        candidates = {f.id: f for a, b in touched for i in range(a, b)
+                      for f in self._facts_by_source.get(msgs[i].id, ())}
+        for fid in (*(before.summary.facts if before.summary else ()), *(x for i in before.injected for x in i.facts)):
+            if fid in self._facts_by_id:
+                candidates[fid] = self._facts_by_id[fid]
         return ",".join(sorted(fid for fid, f in candidates.items()
                                if self.fact_visible(f, before) and not self.fact_visible(f, after)))
 
@@ -325,7 +333,8 @@ class Engine:
         before = self.state.view
         if plan.restore is not None:
             return self._restore(plan.restore, trigger)
-        bad = check_plan_bounds(self.state, before, plan.start, plan.cleared_through, plan.pinned)
+        view = plan.view_from(before)
+        bad = check_plan(self.state, before, view)
         if bad:
             self._violate("plan-invalid", "agent", f"{type(self.policy).__name__}: {bad}")
             return False
@@ -334,9 +343,8 @@ class Engine:
         tokens_before = self.view_tokens(before)
         summary = before.summary
         summarised = (0, 0)
-        placeholder = before.placeholder
         if plan.summarize:
-            outcome = self._summarise(plan, before, placeholder, cid, trigger)
+            outcome = self._summarise(plan, before, view, cid, trigger)
             if outcome is None:
                 if self.state.view is not before:
                     self._violate("failed-summary-unchanged", "summariser",
@@ -344,8 +352,7 @@ class Engine:
                 return False
             summary = outcome
             summarised = (before.start, plan.start)
-        view = View(start=plan.start, cleared_through=plan.cleared_through, pinned=plan.pinned, summary=summary,
-                    placeholder=placeholder, checkpoint=plan.checkpoint)
+            view = replace(view, summary=summary)
         tokens_after = self.view_tokens(view)
         if tokens_after == tokens_before and view == before:
             return False
@@ -356,14 +363,14 @@ class Engine:
                                           summarised))
         self.compactions.append({
             "compaction_id": cid, "turn": self.state.turn, "trigger": trigger, "mode": plan.mode,
-            "tokens_before": tokens_before, "tokens_after": tokens_after, "start": plan.start,
-            "cleared_through": plan.cleared_through, "summary_facts": len(summary.facts) if summary else 0,
+            "tokens_before": tokens_before, "tokens_after": tokens_after, "start": view.start,
+            "cleared_through": view.cleared_through, "summary_facts": len(summary.facts) if summary else 0,
             "facts_lost": self._facts_lost(before, view),
         })
         if tokens_after >= tokens_before:
             self._violate("compaction-shrinks", "agent",
                           f"compaction {cid} ({plan.mode}) went from {tokens_before} to {tokens_after} tokens")
-        for name, detail in check_compaction(self.state, before, view):
+        for name, detail in check_compaction(self.state, before, view, self._edit_changes(before, view)):
             self._violate(name, "agent", f"compaction {cid}: {detail}")
         if trigger == "auto":
             # A loop: automatic compactions on consecutive turns that each leave the view over the policy's
@@ -390,7 +397,7 @@ class Engine:
         self._compaction_attempts += 1
         cid = f"c{self._compaction_attempts}"
         tokens_before, tokens_after = self.view_tokens(before), self.view_tokens(view)
-        for name, detail in check_compaction(self.state, before, view):
+        for name, detail in check_compaction(self.state, before, view, self._edit_changes(before, view)):
             self._violate(name, "agent", f"rollback {cid}: {detail}")
         self.state.view = view
         self.log.append(CompactionCreated(cid, self.state.turn, trigger, "rollback", view, tokens_before, tokens_after))
@@ -402,9 +409,23 @@ class Engine:
         })
         return True
 
-    def _summarise(self, plan: Plan, before: View, placeholder: str, cid: str, trigger: str) -> Summary | None:
-        span = [i for i in range(before.start, plan.start) if i not in plan.pinned
-                and not (self.has_system and i == 0)]
+    def _edit_changes(self, before: View, after: View) -> Callable[[int], bool]:
+        """Whether going from ``before`` to ``after`` changes a part of message ``i`` (for check_compaction)."""
+        msgs, trunc = self.ledger.messages, self.tok.truncate
+
+        def changed(i: int) -> bool:
+            a = edit_parts(msgs[i], before.rules_at(i), trunc)
+            b = edit_parts(msgs[i], after.rules_at(i), trunc)
+            return any(x is not y for x, y in zip(a, b, strict=True))
+
+        return changed
+
+    def _summarise(self, plan: Plan, before: View, after: View, cid: str, trigger: str) -> Summary | None:
+        """The summary of what leaves the view (shown by ``before``, not by ``after``), each message as
+        ``after`` edits it, with the previous summary folded in; None when the summariser call fails."""
+        n = len(self.ledger.messages)
+        span = [i for a, b in minus(ranges(before, n), ranges(after, n)) for i in range(a, b)
+                if not (self.has_system and i == 0)]
         clip = plan.summary_clip_chars
         texts = []
         candidates: list[Fact] = []
@@ -413,7 +434,10 @@ class Engine:
             candidates.extend(f for f in self.conv.facts if f.id in prev_ids)
         pieces: list[str] = []  # the transcript in pieces, for counting: see below
         for i in span:
-            parts = flat_pieces(self.ledger.messages[i], i < plan.cleared_through, placeholder)
+            shown = self.requests.message(i, after.rules_at(i))
+            if shown is None:
+                continue
+            parts = flat_pieces(shown)
             if clip is not None and sum(map(len, parts)) > clip:
                 parts = [*head_pieces(parts, clip), " …"]
             t = "".join(parts)
@@ -463,7 +487,8 @@ class Engine:
         if outcome.failed or not outcome.text.strip():
             self.log.append(CompactionFailed(self.state.turn, trigger, outcome.failed or "empty summary"))
             return None
-        return Summary(plan.summary_wrapper.replace("{summary}", outcome.text), outcome.facts, plan.start, cid)
+        return Summary(plan.summary_wrapper.replace("{summary}", outcome.text), outcome.facts, plan.start, cid,
+                       plan.summary_role)
 
     # -- requests -----------------------------------------------------------------------------------
     def _charge(self, input_tokens: int, output_tokens: int) -> float:
@@ -491,9 +516,9 @@ class Engine:
     def _request_size(self, view: View, grace: bool) -> tuple[str | None, int, int]:
         """The status line, prompt tokens and messages of a request for ``view`` (pure)."""
         status = self.tracker.status_line() if self.status else None
-        tokens = (REQUEST_OVERHEAD + self.view_tokens(view) + (0 if grace else self.tools_tokens)
+        view_tokens, in_view = self.view_size(view)
+        tokens = (REQUEST_OVERHEAD + view_tokens + (0 if grace else self.tools_tokens)
                   + (MESSAGE_OVERHEAD + self.tok.count(status) if status else 0))
-        in_view = self.messages_in_view(view)
         if self.config.calibration is not None:  # report what the provider would count (sim.calibration)
             summarised = view.summary is not None or self._opens_summarised
             tokens = self.config.calibration.apply(tokens, in_view, summarised)
@@ -655,11 +680,9 @@ class Engine:
                     self._agent_request(m)
                     phase = BUDGET
                 if phase == MANUAL:
-                    self.state.compact_requested = True
                     plan = self._decide(k, MANUAL)
                     if plan is not None:
                         self._compact(plan, "manual")
-                    self.state.compact_requested = False
                     continue
                 self._sync(k, BUDGET)
                 self._exhaustion(m, list(msgs[k + 1:k + 40]))
@@ -702,7 +725,7 @@ class Engine:
         groups: list[list[Policy]] = []
         plans: list[Plan | None] = []
         if phase in (MESSAGE, AFTER_ROLLBACK, MANUAL):
-            trigger: Trigger = "manual" if phase == MANUAL else "auto"  # MANUAL: the caller set compact_requested
+            trigger: Trigger = "manual" if phase == MANUAL else "auto"
             for p in members:
                 plan = p.decide(st, trigger)
                 shareable = plan is None or phase == MANUAL or (phase == MESSAGE and plan.restore is not None)
@@ -755,7 +778,7 @@ class Engine:
         e.violations, e.rows, e.fact_rows = list(self.violations), list(self.rows), list(self.fact_rows)
         e.compactions = list(self.compactions)
         e._summary_tokens, e._index = dict(self._summary_tokens), dict(self._index)
-        e._fact_in_result, e._lost_on_entry = dict(self._fact_in_result), set(self._lost_on_entry)
+        e._lost_on_entry = set(self._lost_on_entry)
         e._due, e.retained = list(self._due), dict(self.retained)
         e.retention_by_kind = {k: list(v) for k, v in self.retention_by_kind.items()}
         return e

@@ -1,6 +1,6 @@
 """Invariants checked on every request, each named after the failure it catches.
 
-Drawn from ``reference/failure-modes.md``. Structural checks here cost O(pinned + reverts +
+Drawn from ``reference/failure-modes.md``. Structural checks here cost O(spans + reverts +
 pending) per request, never O(conversation); the provider's own pairing rules are checked on the
 rendered request by :mod:`sim.model`, and the log's append-only property by :meth:`RunLog.verify`.
 
@@ -23,11 +23,12 @@ Names (stable, used in results and in ``Policy.known_deviations``):
   prompt past it again, or the first was held back (by revert protection, say) and the next caught up.
 * ``failed-summary-unchanged``: a failed or empty summary changed the view.
 * ``plan-invalid``: the policy asked for something impossible (moving the view backwards, indices
-  out of range); the plan is ignored.
+  out of range, an edit past the log); the plan is ignored.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.state import RunState
@@ -52,28 +53,55 @@ class Violation:
         return f"[{self.invariant}] turn {self.turn} ({self.request_kind}): {self.detail}"
 
 
+def ranges(view: View, n: int) -> list[tuple[int, int]]:
+    """The log ranges ``view`` shows (its closed spans and its tail), clipped to ``[0, n)``; the system
+    prompt is shown besides."""
+    return [(a, min(b, n)) for a, b in (*view.spans, (view.start, n)) if a < min(b, n)]
+
+
+def minus(xs: list[tuple[int, int]], ys: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The messages of ranges ``xs`` that no range of ``ys`` holds, as ranges (both sorted, disjoint)."""
+    out: list[tuple[int, int]] = []
+    for a, b in xs:
+        lo = a
+        for c, d in ys:
+            if d <= lo or c >= b:
+                continue
+            if c > lo:
+                out.append((lo, c))
+            lo = max(lo, d)
+        if lo < b:
+            out.append((lo, b))
+    return out
+
+
 def check_view(state: RunState, view: View) -> list[tuple[str, str]]:
-    """Structural checks of the view an agent request is about to send: (invariant, detail) pairs."""
+    """Structural checks of the view an agent request is about to send: (invariant, detail) pairs.
+
+    O(spans + reverts): every span edge is checked against the unit it falls in, and the rest asks
+    ``view.shows``."""
     out: list[tuple[str, str]] = []
     n = len(state)
     msgs = state.messages
-    # Every unit is shown whole or not at all. The tail may open inside a unit only when the
-    # message before it is pinned (and the pinned checks below then see that unit's opening).
-    if 0 < view.start < n and not state.can_cut(view.start) and (view.start - 1) not in view.pinned:
+    # Every unit is shown whole or not at all: a range may open or close inside a unit only where the
+    # neighbouring message is shown too (by another range).
+    if 0 < view.start < n and not state.can_cut(view.start) and not view.shows(view.start - 1):
         u = state.unit_start(view.start)
         out.append(("atomic-units", f"the view starts at message {view.start} ({msgs[view.start].id!r}), inside "
                     f"the unit that starts at {u} ({msgs[u].id!r})"))
-    for p in view.pinned:
-        if p >= n:
+    for a, b in view.spans:
+        if a >= n:
             continue
-        # A pinned message keeps its neighbours in the same unit: each is pinned too or in the tail.
-        # Checked pairwise, this makes the whole unit shown, in O(1) per pinned message.
-        missing = [q for q in (p - 1, p + 1) if 0 <= q < n and not view.shows(q)
-                   and not state.can_cut(max(p, q))]
-        if missing:
+        b = min(b, n)
+        edges = []
+        if a > 0 and not state.can_cut(a) and not view.shows(a - 1):
+            edges.append((a, a - 1))
+        if b < n and not state.can_cut(b) and not view.shows(b):
+            edges.append((b - 1, b))
+        for p, q in edges[:1] if b - a == 1 else edges:
             u = state.unit_start(p)
             out.append(("atomic-units", f"pinned message {p} ({msgs[p].id!r}) keeps only part of the unit that "
-                        f"starts at {u} ({msgs[u].id!r}): message {missing[0]} is not in the view"))
+                        f"starts at {u} ({msgs[u].id!r}): message {q} is not in the view"))
     lu = state.last_user_index
     if lu >= 0 and not view.shows(lu):
         out.append(("live-turn", f"the last user message {lu} ({msgs[lu].id!r}) is not in the view "
@@ -85,12 +113,22 @@ def check_view(state: RunState, view: View) -> list[tuple[str, str]]:
     return out
 
 
-def check_compaction(state: RunState, before: View, after: View) -> list[tuple[str, str]]:
+def edited_ranges(before: View, after: View, n: int) -> list[tuple[int, int]]:
+    """Ranges of messages whose edits differ between ``before`` and ``after``: O(edits) ranges, covering
+    what a compaction newly edited (a moved bound covers only the messages between its two positions)."""
+    bounds = sorted({0, n, *(min(e.before, n) for e in (*before.edits, *after.edits))})
+    return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False)
+            if a < b and before.rules_at(a) != after.rules_at(a)]
+
+
+def check_compaction(state: RunState, before: View, after: View,
+                     changed: Callable[[int], bool] | None = None) -> list[tuple[str, str]]:
     """Checks of one compaction (``before`` -> ``after``) against what was protected when it was made.
 
-    Only what this compaction newly compacts is judged: messages leaving the view (moved out of the
-    tail and not pinned) and tool results newly cleared. A message compacted by an earlier compaction,
-    before a later turn raised a pending request, was not protected then and is not a breach now.
+    Only what this compaction newly compacts is judged: messages leaving the view and messages whose
+    parts it newly edits (``changed(i)``: whether the edit changes message ``i``; by default, whether it
+    is a tool message). A message compacted by an earlier compaction, before a later turn raised a
+    pending request, was not protected then and is not a breach now.
     """
     pf = state.protected_from
     if pf is None:
@@ -98,28 +136,36 @@ def check_compaction(state: RunState, before: View, after: View) -> list[tuple[s
     out: list[tuple[str, str]] = []
     msgs = state.messages
     n = len(state)
-    left = next((i for i in range(max(pf, before.start), min(after.start, n)) if i not in after.pinned), None)
+    left = next((i for a, b in minus(ranges(before, n), ranges(after, n)) for i in range(max(a, pf), b)), None)
     if left is not None:
         out.append(("protected-span", f"messages from {pf} on belong to an unresolved pending turn, but message "
                     f"{left} ({msgs[left].id!r}) left the view (the view now starts at {after.start})"))
-    cleared = next((i for i in range(max(pf, before.cleared_through), min(after.cleared_through, n))
-                    if msgs[i].role == "tool" and after.shows(i)), None)
-    if cleared is not None:
+    changed = changed or (lambda i: msgs[i].role == "tool")
+    edited = next((i for a, b in edited_ranges(before, after, n) for i in range(max(a, pf), b)
+                   if after.shows(i) and changed(i)), None)
+    if edited is not None:
         out.append(("protected-span", f"messages from {pf} on belong to an unresolved pending turn, but the tool "
-                    f"results of message {cleared} ({msgs[cleared].id!r}) were cleared"))
+                    f"results of message {edited} ({msgs[edited].id!r}) were cleared"))
     return out
 
 
-def check_plan_bounds(state: RunState, before: View, start: int, cleared_through: int,
-                      pinned: tuple[int, ...]) -> str | None:
-    """Why a plan is impossible, or None."""
+def check_plan(state: RunState, before: View, after: View) -> str | None:
+    """Why the view a plan asks for is impossible, or None."""
     n = len(state)
-    if not 0 <= start <= n:
-        return f"start {start} is outside 0..{n}"
-    if start < before.start:
-        return f"start {start} moves the view back before {before.start}; compaction never un-compacts"
-    if cleared_through < before.cleared_through:
-        return f"cleared_through {cleared_through} is below the previous bound {before.cleared_through}"
-    if any(not 0 <= p < start for p in pinned):
-        return f"pinned {pinned} must lie before start {start}"
+    if not 0 <= after.start <= n:
+        return f"start {after.start} is outside 0..{n}"
+    if after.start < before.start:
+        return f"start {after.start} moves the view back before {before.start}; compaction never un-compacts"
+    if after.cleared_through < before.cleared_through:
+        return f"cleared_through {after.cleared_through} is below the previous bound {before.cleared_through}"
+    if any(not 0 <= a < b <= after.start for a, b in after.spans):
+        return f"pinned {after.pinned} must lie before start {after.start}"
+    far = next((e for e in after.edits if e.before > n), None)
+    if far is not None:
+        return f"an edit reaches message {far.before}, past the log's {n} messages"
+    slots = len(after.spans) + 1
+    if after.summary_slot is not None and not 0 <= after.summary_slot < slots:
+        return f"summary_slot {after.summary_slot} is outside 0..{slots - 1}"
+    if any(x.slot is not None and not 0 <= x.slot < slots for x in after.injected):
+        return f"an injected message's slot is outside 0..{slots - 1}"
     return None

@@ -21,7 +21,7 @@ from sim.conversation import Message
 from sim.errors import FormatError
 from sim.view import View
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: views hold spans, edits and injected messages
 
 
 @dataclass(frozen=True, slots=True)

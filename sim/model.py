@@ -71,13 +71,11 @@ def _part_openai(p: Part) -> str:
     return p.text
 
 
-def render_message_openai(m: Message, cleared: bool, placeholder: str) -> list[dict[str, Any]]:
-    """One log message as OpenAI chat messages (a tool message becomes one message per result)."""
+def render_message_openai(m: Message) -> list[dict[str, Any]]:
+    """One log message (as the view edits it) as OpenAI chat messages (a tool message becomes one message
+    per result)."""
     if m.role == "tool":
-        return [
-            {"role": "tool", "tool_call_id": p.call_id, "content": placeholder if cleared else p.text}
-            for p in m.parts
-        ]
+        return [{"role": "tool", "tool_call_id": p.call_id, "content": p.text} for p in m.parts]
     text = "\n".join(t for p in m.parts if p.kind not in ("tool_call", "thinking") and (t := _part_openai(p)))
     out: dict[str, Any] = {"role": m.role, "content": text}
     calls = [
@@ -89,13 +87,14 @@ def render_message_openai(m: Message, cleared: bool, placeholder: str) -> list[d
     return [out]
 
 
-def render_message_anthropic(m: Message, cleared: bool, placeholder: str) -> dict[str, Any]:
-    """One log message as an Anthropic message (role tool becomes a user message of tool_result blocks)."""
+def render_message_anthropic(m: Message) -> dict[str, Any]:
+    """One log message (as the view edits it) as an Anthropic message (role tool becomes a user message of
+    tool_result blocks)."""
     blocks: list[dict[str, Any]] = []
     for p in m.parts:
         if p.kind == "tool_result":
             blocks.append({"type": "tool_result", "tool_use_id": p.call_id,
-                           "content": placeholder if cleared else p.text, "is_error": p.is_error})
+                           "content": p.text, "is_error": p.is_error})
         elif p.kind == "tool_call":
             blocks.append({"type": "tool_use", "id": p.call_id, "name": p.name or "", "input": p.args or "{}"})
         elif p.kind == "thinking":

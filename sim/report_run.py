@@ -49,9 +49,14 @@ def headline(results: Results, run_key: str, log: RunLog) -> Html:
 
 
 def _view(v: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A logged view (``sim.view.View`` as JSON): its tail, the messages of its spans, the bound below which
+    tool results are edited (cleared, dropped or truncated), and its summary."""
     v = v or {}
-    return {"start": int(v.get("start", 0)), "cleared_through": int(v.get("cleared_through", 0)),
-            "pinned": set(v.get("pinned", ())), "summary": v.get("summary")}
+    edits = v.get("edits", ())
+    results_edited = max((int(e.get("before", 0)) for e in edits
+                          if "tool_result" in (e.get("rule") or {}).get("kinds", ["tool_result"])), default=0)
+    return {"start": int(v.get("start", 0)), "cleared_through": results_edited,
+            "pinned": {i for a, b in v.get("spans", ()) for i in range(int(a), int(b))}, "summary": v.get("summary")}
 
 
 def _shown(view: Mapping[str, Any], n: int, has_system: bool) -> set[int]:

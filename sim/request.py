@@ -14,20 +14,20 @@ from sim import model as wire
 from sim.conversation import Message
 from sim.model import ModelConfig
 from sim.state import Ledger
-from sim.view import View
+from sim.view import Edit, Item, Messages, Rule, TruncateFn, View, edited, layout
 
 
-def flat_pieces(m: Message, cleared: bool, placeholder: str) -> list[str]:
-    """A message as plain text for the summariser, in pieces whose concatenation is the text: tool calls
-    and results inline, error flags kept (without the flag a summariser could describe a failed
-    operation as a success). Part texts stay whole pieces, so counting the pieces reuses the counts the
-    agent's requests already made."""
+def flat_pieces(m: Message) -> list[str]:
+    """A message (as the view edits it) as plain text for the summariser, in pieces whose concatenation is
+    the text: tool calls and results inline, error flags kept (without the flag a summariser could
+    describe a failed operation as a success). Part texts stay whole pieces, so counting the pieces
+    reuses the counts the agent's requests already made."""
     out = [f"{'assistant' if m.role == 'assistant' else 'user'}: "]
     first = True
     for p in m.parts:
         if p.kind == "tool_result":
             label = "error" if p.is_error else "result"
-            piece = [f"[{p.name or 'tool'} {label} ", placeholder if cleared else p.text, "]"]
+            piece = [f"[{p.name or 'tool'} {label} ", p.text, "]"]
         elif p.kind == "tool_call":
             piece = [f"[{p.name} ", p.args or "{}", "]"]
         elif p.kind in ("change", "revert"):
@@ -43,11 +43,6 @@ def flat_pieces(m: Message, cleared: bool, placeholder: str) -> list[str]:
         out.extend(piece)
         first = False
     return out
-
-
-def flatten_message(m: Message, cleared: bool, placeholder: str) -> str:
-    """:func:`flat_pieces` joined: the message as the summariser reads it."""
-    return "".join(flat_pieces(m, cleared, placeholder))
 
 
 def head_pieces(pieces: list[str], n: int) -> list[str]:
@@ -74,16 +69,27 @@ def tail_pieces(pieces: list[str], n: int) -> list[str]:
 
 
 def _same_structure(a: View, b: View) -> bool:
-    """Views that differ at most in which results are cleared send the same roles and ids."""
-    return a is b or (a.start == b.start and a.pinned == b.pinned and a.summary is b.summary)
+    """Views that differ at most in edits that keep every part (placeholders, truncations) send the same
+    roles, calls and results, so a provider validates them alike."""
+    if a is b:
+        return True
+    return (a.start == b.start and a.spans == b.spans and a.summary is b.summary and a.summary_slot == b.summary_slot
+            and a.injected == b.injected and _drops(a) == _drops(b))
+
+
+def _drops(v: View) -> tuple[Edit, ...]:
+    return tuple(e for e in v.edits if e.rule.action == "drop")
 
 
 class RequestBuilder:
-    """Renders views of one run's log and validates them as the configured provider would."""
+    """Renders views of one run's log (through :func:`sim.view.layout`) and validates them as the configured
+    provider would."""
 
     def __init__(self, ledger: Ledger, model: ModelConfig, has_system: bool,
-                 memo: dict[tuple[int, object], tuple[object, Any]] | None = None) -> None:
+                 memo: dict[tuple[int, object], tuple[object, Any]] | None = None,
+                 truncate: TruncateFn | None = None) -> None:
         self.ledger, self.model, self.has_system = ledger, model, has_system
+        self.truncate = truncate
         # Renderings by message object, shareable between the runs of a worker (see
         # CountingTokenizer.derived): a message renders the same in every run and every request.
         self._memo = {} if memo is None else memo
@@ -105,18 +111,33 @@ class RequestBuilder:
         """Forget the validation state (after a rejected request)."""
         self._val_view = None
 
-    def _rendered(self, i: int, view: View) -> list[dict[str, Any]]:
-        """Message ``i`` in the wire format, memoised per message object."""
+    def message(self, i: int, rules: tuple[Rule, ...]) -> Message | None:
+        """Message ``i`` as ``rules`` edit it (None: nothing of it is sent), memoised per message object."""
         m = self.ledger.messages[i]
-        cleared = i < view.cleared_through and m.role == "tool"
-        key = (id(m), (self.model.provider, view.placeholder if cleared else None))
+        if not rules:
+            return m
+        key = (id(m), ("edited", rules))
         hit = self._memo.get(key)
         if hit is not None and hit[0] is m:
-            return hit[1]
-        if self.model.provider == "anthropic":
-            r = [wire.render_message_anthropic(m, cleared, view.placeholder)]
+            return hit[1]  # type: ignore[no-any-return]
+        out = edited(m, rules, self.truncate)
+        self._memo[key] = (m, out)
+        return out
+
+    def _rendered(self, i: int, rules: tuple[Rule, ...]) -> list[dict[str, Any]]:
+        """Message ``i`` in the wire format, memoised per message object."""
+        m = self.ledger.messages[i]
+        key = (id(m), (self.model.provider, rules))
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is m:
+            return hit[1]  # type: ignore[no-any-return]
+        e = self.message(i, rules)
+        if e is None:
+            r: list[dict[str, Any]] = []
+        elif self.model.provider == "anthropic":
+            r = [wire.render_message_anthropic(e)]
         else:
-            r = wire.render_message_openai(m, cleared, view.placeholder)
+            r = wire.render_message_openai(e)
         self._memo[key] = (m, r)
         return r
 
@@ -125,26 +146,19 @@ class RequestBuilder:
             return {"role": role, "content": [{"type": "text", "text": text}]}
         return {"role": role, "content": text}
 
-    def _head(self, view: View) -> list[dict[str, Any]]:
-        """System prompt, pinned messages and summary: the part of the request before the tail."""
+    def _render_items(self, items: list[Item]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        if self.has_system:
-            out += self._rendered(0, view)
-        for p in view.pinned:
-            if p < view.start and not (self.has_system and p == 0):
-                out += self._rendered(p, view)
-        if view.summary is not None:
-            out.append(self._text_message("user", view.summary.text))
+        for item in items:
+            if isinstance(item, Messages):
+                for i in range(item.a, item.b):
+                    out += self._rendered(i, item.rules)
+            else:
+                out.append(self._text_message(item.role, item.text))
         return out
-
-    def _tail_from(self, view: View) -> int:
-        return max(view.start, 1 if self.has_system else 0)
 
     def render(self, view: View, status: str | None = None) -> list[dict[str, Any]]:
         """The whole request's messages (system first) in the configured wire format."""
-        out = self._head(view)
-        for i in range(self._tail_from(view), len(self.ledger.messages)):
-            out += self._rendered(i, view)
+        out = self._render_items(layout(view, len(self.ledger.messages), self.has_system))
         if status:
             out.append(self._text_message("user", status))
         return out
@@ -152,17 +166,17 @@ class RequestBuilder:
     def validate(self, view: View, status: str | None) -> None:
         """The provider's validation of the request, in O(new messages) while the view is unchanged.
 
-        The validator's state after the unchanged prefix is kept between requests; a compaction (a
-        new view object) starts it over.
+        The validator's state after what was validated is kept between requests; a compaction that changes
+        the request's structure starts it over. Messages appended since are past every edit's bound.
         """
         n = len(self.ledger.messages)
         if self._val_view is None or not _same_structure(self._val_view, view):
             self._val = self._new_validator()
-            for m in self._head(view):
+            for m in self._render_items(layout(view, n, self.has_system)):
                 self._val.feed(m)
-            self._val_view, self._val_upto = view, self._tail_from(view)
+            self._val_view, self._val_upto = view, n
         for i in range(self._val_upto, n):
-            for m in self._rendered(i, view):
+            for m in self._rendered(i, view.rules_at(i)):
                 self._val.feed(m)
         self._val_upto = n
         final = self._val.copy()
@@ -181,7 +195,8 @@ class RequestBuilder:
         return problem
 
     def _system_problem(self, view: View) -> str | None:
-        head = self._head(view)
+        items = layout(view, len(self.ledger.messages), self.has_system)
+        head = self._render_items(items[:1])
         first = head[0] if head else None
         if first is None or first.get("role") != "system":
             return "the first message of the request is not the system prompt"

@@ -13,38 +13,62 @@ exact counts, because real clients do not have them.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from sim.conversation import Message
 from sim.model import ModelConfig
-from sim.view import View
+from sim.view import Messages, Rule, View, edited_chars, layout
+
+#: ``(message, rules) -> (chars, tokens)`` of the message as ``rules`` edit it; (0, 0) when nothing of it is sent.
+Sizer = Callable[[Message, tuple[Rule, ...]], tuple[int, int]]
+
+
+def _chars_only(m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
+    """A sizer for ledgers built without an engine: characters, and chars/4 as tokens."""
+    c = edited_chars(m, rules)
+    return c, -(-c // 4)
+
+
+@dataclass
+class _Prefix:
+    """Prefix sums of one rule set's edited sizes: x[i] = sum over messages[:i]."""
+
+    chars: list[int] = field(default_factory=lambda: [0])
+    tokens: list[int] = field(default_factory=lambda: [0])
+    sent: list[int] = field(default_factory=lambda: [0])
+
+    def copy(self) -> _Prefix:
+        return _Prefix(list(self.chars), list(self.tokens), list(self.sent))
 
 
 @dataclass
 class Ledger:
-    """Per-message sizes and structure, appended to as messages enter the log."""
+    """Per-message sizes and structure, appended to as messages enter the log.
+
+    Sizes are prefix sums, so any range costs O(1). Edited sizes are kept per distinct rule set (the
+    rules that reach a message, see ``sim.view.layout``): built the first time a view uses that set and
+    extended lazily after, so a policy that edits pays O(messages) once per kind of edit, and nothing per
+    request beyond the messages appended since."""
 
     messages: list[Message] = field(default_factory=list)
-    # prefix sums: x_prefix[i] = sum of x over messages[:i]
+    # prefix sums of the messages as stored: x_prefix[i] = sum of x over messages[:i]
     chars_prefix: list[int] = field(default_factory=lambda: [0])
-    cleared_chars_prefix: list[int] = field(default_factory=lambda: [0])
     tokens_prefix: list[int] = field(default_factory=lambda: [0])
-    cleared_tokens_prefix: list[int] = field(default_factory=lambda: [0])
     unit_start: list[int] = field(default_factory=list)
     last_user: int = -1
     reverts: list[tuple[int, int]] = field(default_factory=list)  # (revert index, change index)
     change_at: dict[str, int] = field(default_factory=dict)
     pending: dict[str, int] = field(default_factory=dict)  # unresolved pending message id -> index
+    sizer: Sizer = _chars_only
+    edited: dict[tuple[Rule, ...], _Prefix] = field(default_factory=dict)
     _loop_has_thinking: bool = False
 
-    def append(self, m: Message, chars: int, cleared_chars: int, tokens: int, cleared_tokens: int) -> int:
+    def append(self, m: Message, chars: int, tokens: int) -> int:
         i = len(self.messages)
         self.messages.append(m)
         self.chars_prefix.append(self.chars_prefix[-1] + chars)
-        self.cleared_chars_prefix.append(self.cleared_chars_prefix[-1] + cleared_chars)
         self.tokens_prefix.append(self.tokens_prefix[-1] + tokens)
-        self.cleared_tokens_prefix.append(self.cleared_tokens_prefix[-1] + cleared_tokens)
         self.unit_start.append(self._unit_start_for(i, m))
         if m.role == "user" and m.command is None:
             self.last_user = i
@@ -59,12 +83,33 @@ class Ledger:
             self.pending[m.id] = i
         return i
 
+    def prefix(self, rules: tuple[Rule, ...]) -> _Prefix:
+        """The prefix sums of the messages as ``rules`` edit them, brought up to the log's length."""
+        p = self.edited.get(rules)
+        if p is None:
+            p = self.edited[rules] = _Prefix()
+        for m in self.messages[len(p.chars) - 1:]:
+            c, t = self.sizer(m, rules)
+            p.chars.append(p.chars[-1] + c)
+            p.tokens.append(p.tokens[-1] + t)
+            p.sent.append(p.sent[-1] + (1 if c or t else 0))
+        return p
+
+    def sizes(self, a: int, b: int, rules: tuple[Rule, ...]) -> tuple[int, int, int]:
+        """Characters, tokens and messages sent of ``messages[a:b]`` under ``rules``."""
+        if b <= a:
+            return 0, 0, 0
+        if not rules:
+            return self.chars_prefix[b] - self.chars_prefix[a], self.tokens_prefix[b] - self.tokens_prefix[a], b - a
+        p = self.prefix(rules)
+        return p.chars[b] - p.chars[a], p.tokens[b] - p.tokens[a], p.sent[b] - p.sent[a]
+
     def copy(self) -> Ledger:
         """An independent copy (the messages themselves are immutable and shared)."""
         return replace(self, messages=list(self.messages), chars_prefix=list(self.chars_prefix),
-                       cleared_chars_prefix=list(self.cleared_chars_prefix), tokens_prefix=list(self.tokens_prefix),
-                       cleared_tokens_prefix=list(self.cleared_tokens_prefix), unit_start=list(self.unit_start),
-                       reverts=list(self.reverts), change_at=dict(self.change_at), pending=dict(self.pending))
+                       tokens_prefix=list(self.tokens_prefix), unit_start=list(self.unit_start),
+                       reverts=list(self.reverts), change_at=dict(self.change_at), pending=dict(self.pending),
+                       edited={k: v.copy() for k, v in self.edited.items()})
 
     def _unit_start_for(self, i: int, m: Message) -> int:
         """Atomic units: a cut may fall only before a unit start.
@@ -98,7 +143,6 @@ class RunState:
         self.last_input_tokens: int | None = None
         self.view_at_last_request: View | None = None
         self.chars_at_last_request = 0
-        self.compact_requested = False
         self.compactions = 0
         # The view at the start and after each compaction, oldest first: the checkpoints a policy may
         # roll back to (Plan.restore).
@@ -167,10 +211,24 @@ class RunState:
         return p[len(p) - 1 if b is None else b] - p[a]
 
     def view_chars(self, a: int, b: int, cleared_through: int) -> int:
-        """Characters of messages[a:b] as the view shows them with results cleared before ``cleared_through``."""
+        """Characters of messages[a:b] with tool results before ``cleared_through`` replaced by the view's
+        placeholder (the classic clearing bound; :meth:`chars_in_view` measures any view)."""
         c = min(max(cleared_through, a), b)
-        cp, p = self._l.cleared_chars_prefix, self._l.chars_prefix
-        return (cp[c] - cp[a]) + (p[b] - p[c])
+        return self._l.sizes(a, c, (Rule(text=self.view.placeholder),))[0] + self._l.sizes(c, b, ())[0]
+
+    def chars_in_view(self, view: View | None = None) -> int:
+        """Characters of everything ``view`` (default: the current one) shows: the system prompt, its
+        spans and tail as edited, the summary and injected messages. O(spans + edits)."""
+        v = self.view if view is None else view
+        total = 0
+        for item in layout(v, len(self), self.has_system):
+            total += self._l.sizes(item.a, item.b, item.rules)[0] if isinstance(item, Messages) else len(item.text)
+        return total
+
+    @property
+    def has_system(self) -> bool:
+        """Whether message 0 is a system prompt (always sent first, never compacted)."""
+        return bool(self._l.messages) and self._l.messages[0].role == "system"
 
     @property
     def chars_since_last_request(self) -> int:
@@ -187,11 +245,5 @@ class RunState:
         if self.last_input_tokens is None or changed:
             # No report yet, or the view changed since the report (a compaction or a rollback): the
             # seeds' fallback, chars/4 of everything in the view.
-            v = self.view
-            chars = self.view_chars(v.start, len(self), v.cleared_through)
-            chars += sum(self.chars(p, p + 1) for p in v.pinned if p < v.start)
-            chars += len(v.summary.text) if v.summary else 0
-            if v.start > 0 and self._l.messages[0].role == "system" and 0 not in v.pinned:
-                chars += self.chars(0, 1)
-            return -(-chars // 4)
+            return -(-self.chars_in_view() // 4)
         return self.last_input_tokens + -(-self.chars_since_last_request // 4)

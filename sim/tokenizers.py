@@ -32,6 +32,8 @@ class Tokenizer(Protocol):
 
     def count(self, text: str) -> int: ...
 
+    def truncate(self, text: str, max_tokens: int, head_share: float, marker: str) -> str: ...
+
 
 @dataclass
 class Chars4:
@@ -41,6 +43,11 @@ class Chars4:
 
     def count(self, text: str) -> int:
         return math.ceil(len(text) / 4)
+
+    def truncate(self, text: str, max_tokens: int, head_share: float, marker: str) -> str:
+        from sim.view import truncate_chars4
+
+        return truncate_chars4(text, max_tokens, head_share, marker)
 
 
 @cache
@@ -78,6 +85,17 @@ class Tiktoken:
         # disallowed_special=() counts special-token text as ordinary text, as providers do for user data
         return len(self._enc.encode(text, disallowed_special=()))
 
+    def truncate(self, text: str, max_tokens: int, head_share: float, marker: str) -> str:
+        """``text`` cut to ``max_tokens`` tokens: ``head_share`` of them from the start, the rest from the
+        end, ``marker`` between (``{n}``: the tokens cut). Decoding a cut inside a character gives U+FFFD."""
+        ids = self._enc.encode(text, disallowed_special=())
+        if len(ids) <= max_tokens:
+            return text
+        head = round(max_tokens * head_share)
+        tail = max_tokens - head
+        return (self._enc.decode(ids[:head]) + marker.replace("{n}", str(len(ids) - max_tokens))
+                + (self._enc.decode(ids[len(ids) - tail:]) if tail else ""))
+
     def count_many(self, texts: list[str]) -> list[int]:
         return [len(t) for t in self._enc.encode_batch(texts, disallowed_special=(), num_threads=1)]
 
@@ -102,10 +120,19 @@ class CountingTokenizer:
     #: ``(id(obj), variant)`` and holding the object itself, so an id is never reused while its entry
     #: lives. Each value is a pure function of the object, so sharing cannot change results.
     derived: dict[tuple[int, object], tuple[object, Any]] = field(default_factory=dict)
+    _truncated: dict[tuple[str, int, float, str], str] = field(default_factory=dict, repr=False)
 
     @property
     def name(self) -> str:
         return self.inner.name
+
+    def truncate(self, text: str, max_tokens: int, head_share: float, marker: str) -> str:
+        """The inner tokenizer's truncation (a view's ``truncate`` edits), memoised like counts."""
+        key = (text, max_tokens, head_share, marker)
+        out = self._truncated.get(key)
+        if out is None:
+            out = self._truncated[key] = self.inner.truncate(text, max_tokens, head_share, marker)
+        return out
 
     def count(self, text: str) -> int:
         n = self.memo.get(text)

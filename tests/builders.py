@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies.base import Policy
-from sim import model as wire
 from sim.conversation import Conversation, Fact, Message, Part, Tool
 from sim.engine import Engine, RunConfig, RunResult
 from sim.log import CompactionCreated, MessageAppended
@@ -49,7 +48,6 @@ __all__ = [
     "envelope",
     "fact",
     "log_messages",
-    "render",
     "revert",
     "run_capture",
     "state_of",
@@ -259,15 +257,6 @@ def tool_contents(rendered: list[dict[str, Any]]) -> dict[str, str]:
                 if b.get("type") == "tool_result":
                     out[b["tool_use_id"]] = b["content"]
     return out
-
-
-def render(
-    m: Message, provider: str = "anthropic", cleared: bool = False, placeholder: str = ""
-) -> list[dict[str, Any]]:
-    """How the engine renders one log message, as a list of wire messages."""
-    if provider == "anthropic":
-        return [wire.render_message_anthropic(m, cleared, placeholder)]
-    return wire.render_message_openai(m, cleared, placeholder)
 
 
 def log_messages(result: RunResult) -> list[Message]:

@@ -36,7 +36,7 @@ def test_run_writes_requests_run_json_and_log(tmp_path: Path, capsys: pytest.Cap
     agent = frame[frame["request_kind"] == "agent"]
     assert summary["agent_requests"] == (agent["error"] == "").sum()
     header = json.loads((tmp_path / "log.jsonl").read_text().splitlines()[0])
-    assert header["format"] == "csim-log" and header["schema_version"] == 1
+    assert header["format"] == "csim-log" and header["schema_version"] == 2
     assert "wrote" in capsys.readouterr().out
 
 

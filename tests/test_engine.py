@@ -129,10 +129,10 @@ def test_protected_from_without_a_user_message_starts_after_the_system_prompt(wi
         Message("b", "assistant", (Part("text", "waiting"),))]
     ledger = Ledger()
     for m in msgs:
-        ledger.append(m, m.chars, m.chars, 1, 1)
+        ledger.append(m, m.chars, 1)
     state = RunState(ledger, SMALL)
     assert state.protected_from == expected
-    ledger.append(Message("u", "user", (Part("text", "yes"),), resolves=("a",)), 3, 3, 1, 1)
+    ledger.append(Message("u", "user", (Part("text", "yes"),), resolves=("a",)), 3, 1)
     assert state.protected_from is None
 
 

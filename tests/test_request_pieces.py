@@ -6,7 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sim.conversation import Message, Part
-from sim.request import flat_pieces, flatten_message, head_pieces, tail_pieces
+from sim.request import flat_pieces, head_pieces, tail_pieces
+from sim.view import Rule, edited
 
 pieces_st = st.lists(st.text(alphabet="ab \n…", max_size=12), min_size=1, max_size=8)
 
@@ -24,8 +25,9 @@ def test_tail_pieces_are_the_tail_of_the_joined_text(pieces: list[str], n: int) 
 def test_flat_pieces_keep_part_texts_whole_and_join_to_the_flattened_message() -> None:
     m = Message("m1", "tool", (Part("tool_result", "BIG OUTPUT", call_id="c1", name="read_file", is_error=True),
                                Part("tool_result", "second", call_id="c2", name="grep")))
-    pieces = flat_pieces(m, cleared=False, placeholder="[cleared]")
+    pieces = flat_pieces(m)
     assert "BIG OUTPUT" in pieces and "second" in pieces
-    assert "".join(pieces) == flatten_message(m, False, "[cleared]")
-    assert flatten_message(m, False, "[cleared]") == "user: [read_file error BIG OUTPUT]\n[grep result second]"
-    assert "BIG OUTPUT" not in flatten_message(m, True, "[cleared]")
+    assert "".join(pieces) == "user: [read_file error BIG OUTPUT]\n[grep result second]"
+    cleared = edited(m, (Rule(text="[cleared]"),))
+    assert cleared is not None
+    assert "".join(flat_pieces(cleared)) == "user: [read_file error [cleared]]\n[grep result [cleared]]"

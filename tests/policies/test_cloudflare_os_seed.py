@@ -477,13 +477,13 @@ def test_compacted_prompt_is_summary_then_the_retained_tail():
     msgs = eng.ledger.messages
     tail_len = len(after.rendered) - 2
     expected_tail = [
-        render_message_anthropic(msgs[i], False, after.view.placeholder)
+        render_message_anthropic(msgs[i])
         for i in range(start, start + tail_len)
     ]
     assert after.rendered[0]["role"] == "system"
     assert after.rendered[2:] == expected_tail
     assert start + tail_len <= len(msgs)
-    assert after.rendered[2]["content"] == render_message_anthropic(msgs[start], False, "")["content"]
+    assert after.rendered[2]["content"] == render_message_anthropic(msgs[start])["content"]
 
 
 def test_summary_stands_in_for_the_discarded_prefix():

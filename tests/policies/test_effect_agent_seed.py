@@ -876,7 +876,7 @@ def test_view_is_instruction_prefix_then_summary_then_kept_tail():
     assert r[1] == {"role": "user", "content": [{"type": "text", "text": view.summary.text}]}
     msgs = eng.ledger.messages
     assert r[2:-1] == [
-        render_message_anthropic(msgs[i], False, PLACEHOLDER) for i in range(view.start, len(msgs) - 1)
+        render_message_anthropic(msgs[i]) for i in range(view.start, len(msgs) - 1)
     ]
     assert text_of(r[-1]["content"]) == after.status
 
@@ -998,7 +998,7 @@ def test_cleared_through_bound_is_monotone():
     c = conv(*grep_chat(10).messages[:-1])
     high = len(c.messages) - 3
     p = policy(context_token_limit=100, keep_recent_tokens=10_000, mode="prune")
-    st = state_of(p, c, context=10_000, view=View(cleared_through=high, placeholder=PLACEHOLDER))
+    st = state_of(p, c, context=10_000, view=View.of(cleared_through=high, placeholder=PLACEHOLDER))
     plan = p.decide(st, "auto")
     assert plan is None or plan.cleared_through >= high
     res = run(policy(context_token_limit=3_000, keep_recent_tokens=800), mixed_chat(40), C4)
