@@ -26,7 +26,7 @@ import types
 import typing
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from sim.conversation import Part
 from sim.errors import InvalidConfig, UnknownName
@@ -35,6 +35,10 @@ from sim.state import RunState
 from sim.view import DEFAULT_PLACEHOLDER, Edit, Injected, Role, Rule, View, spans_of
 
 Trigger = Literal["auto", "manual", "overflow"]
+#: When a policy is asked for an automatic compaction: ``request``, before every model call (mid tool loop
+#: included); ``user_turn``, before the first model call after a user message only.
+When = Literal["request", "user_turn"]
+C = TypeVar("C")
 
 
 @dataclass(frozen=True)
@@ -107,25 +111,30 @@ class NoConfig:
     """A policy without parameters."""
 
 
-class Policy:
-    """Base class of every policy. Subclasses set ``Config`` and override :meth:`decide`.
+class Policy(Generic[C]):
+    """Base class of every policy. Subclasses set ``Config`` and override :meth:`decide`; subclass
+    ``Policy[MyConfig]`` so that ``self.config`` is typed.
 
     Class attributes:
         Config: the frozen dataclass of parameters; validate in its ``__post_init__``.
+        when: the points at which the engine asks for an automatic compaction (:data:`When`); it always
+            asks after ``/compact`` (trigger ``manual``) and, ``retry_on_overflow`` times, after the
+            provider rejected a prompt as too long (trigger ``overflow``).
         known_deviations: invariants the modelled real system is documented to break; the property
             suite expects them instead of failing on them, and a test shows each one happens.
         run_status: whether the modelled system appends the run-status line to each request.
         placeholder: the text that replaces a cleared tool result.
     """
 
-    Config: ClassVar[type] = NoConfig
+    Config: ClassVar[type[Any]] = NoConfig
+    when: ClassVar[frozenset[When]] = frozenset({"request"})
     name: ClassVar[str] = ""
     known_deviations: ClassVar[frozenset[str]] = frozenset()
     run_status: ClassVar[bool] = False
     placeholder: ClassVar[str] = DEFAULT_PLACEHOLDER
 
-    def __init__(self, config: Any = None) -> None:
-        self.config = config if config is not None else self.Config()
+    def __init__(self, config: C | None = None) -> None:
+        self.config: C = config if config is not None else self.Config()
         if not isinstance(self.config, self.Config):
             raise InvalidConfig(f"{type(self).__name__} needs a {self.Config.__name__}, got {type(config).__name__}")
 
@@ -146,9 +155,16 @@ class Policy:
             return None
         return json.dumps(self.spec(), sort_keys=True, default=str)
 
+    def asked_at(self, state: RunState) -> bool:
+        """Whether the engine asks for an automatic compaction before the model call about to be made
+        (:attr:`when`)."""
+        if "request" in self.when:
+            return True
+        return "user_turn" in self.when and len(state) > 0 and state.messages[-1].role == "user"
+
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-        """Compact now or not. ``trigger`` is ``auto`` before a request, ``manual`` after ``/compact``,
-        ``overflow`` after the provider rejected the prompt as too long.
+        """Compact now or not. ``trigger`` is ``auto`` before a request (at the points :attr:`when` names),
+        ``manual`` after ``/compact``, ``overflow`` after the provider rejected the prompt as too long.
 
         Pure: the answer depends on the state and the config only, and asking changes nothing. A sweep
         relies on it (``sim.engine.run_many`` asks every configuration at every step and may ask twice);

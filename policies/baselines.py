@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policies._cuts import floor_index, keep_reverts, rollback_target
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import NoConfig, Plan, Policy, Trigger, register
+from policies.helpers import floor_index, keep_reverts, rollback_target
 from sim.errors import InvalidConfig
 from sim.state import RunState
 
 
 @register("none")
-class NoCompaction(Policy):
+class NoCompaction(Policy[NoConfig]):
     """Never compacts; the prompt grows until the provider rejects it, as an agent without compaction would.
 
     The reference point every other policy is compared against: its cumulative input is the cost of
@@ -39,7 +39,7 @@ class SlidingWindowConfig:
 
 
 @register("sliding-window")
-class SlidingWindow(Policy):
+class SlidingWindow(Policy[SlidingWindowConfig]):
     """Drops the oldest whole units to fit a target; keeps the system prompt and the first user message.
 
     Models the truncation baselines of LangChain ``trim_messages`` (strategy "last", include_system)
@@ -55,11 +55,11 @@ class SlidingWindow(Policy):
     Config = SlidingWindowConfig
 
     def over_trigger(self, state: RunState) -> bool:
-        cfg: SlidingWindowConfig = self.config
+        cfg = self.config
         return state.estimated_context_tokens() >= cfg.trigger_ratio * state.model.input_budget
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-        cfg: SlidingWindowConfig = self.config
+        cfg = self.config
         if trigger != "overflow":
             target = rollback_target(state)
             if target is not None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policies._cuts import floor_index, keep_reverts, live_changes, rollback_target, unit_floor
 from policies.base import Plan, Policy, Trigger, register
+from policies.helpers import floor_index, keep_reverts, live_changes, rollback_target, unit_floor
 from sim.errors import InvalidConfig
 from sim.state import RunState
 
@@ -67,7 +67,7 @@ class CloudflareOSConfig:
 
 
 @register("cloudflare-os")
-class CloudflareOS(Policy):
+class CloudflareOS(Policy[CloudflareOSConfig]):
     """Cloudflare OS Workshop compaction: 0.85 trigger, 0.30 tail, cut at canCut, summary as a user message.
 
     * ``shouldCompactChat``: compact before a turn when the context (last provider usage plus chars/4
@@ -115,7 +115,7 @@ class CloudflareOS(Policy):
     known_deviations = frozenset({"live-turn"})
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-        cfg: CloudflareOSConfig = self.config
+        cfg = self.config
         if trigger == "overflow":
             return None
         rollback = self._rollback(state)
@@ -183,7 +183,7 @@ class CloudflareOS(Policy):
 
     def over_trigger(self, state: RunState) -> bool:
         """``shouldCompactChat`` on the current view."""
-        cfg: CloudflareOSConfig = self.config
+        cfg = self.config
         return state.estimated_context_tokens() >= state.model.input_budget * cfg.trigger_ratio
 
     @staticmethod

@@ -14,8 +14,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from policies._cuts import floor_index, unit_floor
 from policies.base import Plan, Policy, Trigger, register
+from policies.helpers import floor_index, unit_floor
 from sim.conversation import Part
 from sim.errors import InvalidConfig
 from sim.state import RunState
@@ -87,7 +87,7 @@ def bound_result(part: Part, max_bytes: int) -> Part:
 
 
 @register("effect-agent")
-class EffectAgent(Policy):
+class EffectAgent(Policy[EffectAgentConfig]):
     """Effect-style agent: bound results at 50 KiB, prune old results, then summarise, keeping 20K recent tokens.
 
     * Tool results pass ``toolResultBounds`` once, as they enter history: within ``max_bytes`` they are
@@ -121,7 +121,7 @@ class EffectAgent(Policy):
 
     @property
     def retry_on_overflow(self) -> int:
-        cfg: EffectAgentConfig = self.config
+        cfg = self.config
         return cfg.overflow_retries if cfg.context_token_limit is not None else 0
 
     def bound_tool_result(self, part: Part) -> Part:
@@ -131,7 +131,7 @@ class EffectAgent(Policy):
         return ("effect-agent", self.config.max_bytes)
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-        cfg: EffectAgentConfig = self.config
+        cfg = self.config
         limit = cfg.context_token_limit
         if limit is None or trigger == "manual":
             return None

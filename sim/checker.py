@@ -4,7 +4,9 @@ The checker generates conversations with :func:`sim.strategies.conversations`, r
 the policy with every invariant checked on every request (``deep_checks`` on, so the log's
 append-only digest and the view folded from the log are re-verified at each request too), and
 fails an example when the run records a violation the policy class does not declare in
-``known_deviations`` (nor the caller in ``allow``), or when the policy raises. Everything else,
+``known_deviations`` (nor the caller in ``allow``), when the policy raises, or when it is not pure
+(``policy-purity``: ``decide`` asked twice answers differently, or a lockstep replay of two
+configurations, as ``csim sweep`` makes, differs from the run alone). Everything else,
 including a context overflow, is a legitimate outcome: a policy may fail to fit, it may not send an
 invalid request.
 
@@ -21,13 +23,15 @@ import traceback
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 
-from policies.base import Policy, load_policy_class, make_config
+from policies.base import Plan, Policy, Trigger, load_policy_class, make_config
 from sim.conversation import Conversation
-from sim.engine import Engine, RunConfig
+from sim.engine import Engine, RunConfig, RunResult, run_many
 from sim.invariants import Violation
+from sim.state import RunState
 from sim.strategies import conversations, describe, small_model
 
 # Defaults applied to a policy whose configuration is sized for a 200K window and would never act
@@ -226,6 +230,7 @@ def _replay(cls: type[Policy], params: dict[str, str], conv: Conversation, confi
             known: frozenset[str], deviations: Counter[str]) -> Counterexample | None:
     """One example: run, sort violations into known and unexpected; a Counterexample when it fails."""
     policy = cls(make_config(cls.Config, params))  # a fresh policy per example: no state leaks between runs
+    impure = _ask_twice(policy)
     listing = describe(conv)  # before the run: a policy that edits messages in place must not hide it
     engine = Engine(policy, conv, config)
     try:
@@ -233,6 +238,14 @@ def _replay(cls: type[Policy], params: dict[str, str], conv: Conversation, confi
     except Exception as exc:  # the policy (or the engine under it) raised: always a failure
         text = "".join(traceback.format_exception(exc, limit=-3))  # the innermost frames say where
         return Counterexample(conv, listing, (), text, engine.state.turn, "agent", "exception")
+    if impure:
+        return Counterexample(conv, listing, tuple(impure[:1]), None, impure[0].turn, "agent",
+                              result.summary["finish_reason"])
+    if not result.violations:
+        lockstep = _lockstep_difference(cls, params, conv, config, result)
+        if lockstep is not None:
+            return Counterexample(conv, listing, (lockstep,), None, lockstep.turn, "agent",
+                                  result.summary["finish_reason"])
     unexpected = tuple(v for v in result.violations if v.invariant not in known)
     for name in sorted({v.invariant for v in result.violations if v.invariant in known}):
         deviations[name] += 1
@@ -241,6 +254,48 @@ def _replay(cls: type[Policy], params: dict[str, str], conv: Conversation, confi
     first = unexpected[0]
     return Counterexample(conv, listing, unexpected, None, first.turn, first.request_kind,
                           result.summary["finish_reason"])
+
+
+def _ask_twice(policy: Policy[Any]) -> list[Violation]:
+    """Make ``policy.decide`` ask the policy twice at every call; the list fills when the answers differ.
+
+    Policies must be pure (a sweep's lockstep replay asks every configuration at every step, sometimes
+    twice): a policy that keeps state of its own answers the same question differently."""
+    found: list[Violation] = []
+    real = policy.decide
+
+    def decide(state: RunState, trigger: Trigger) -> Plan | None:
+        first, second = real(state, trigger), real(state, trigger)
+        if first != second and not found:
+            found.append(Violation("policy-purity", state.turn, "agent",
+                                   f"decide(state, {trigger!r}) answered {_brief(first)}, then {_brief(second)} to "
+                                   "the same state: a policy must not keep state of its own (csim sweep relies on it)"))
+        return first
+
+    policy.decide = decide  # type: ignore[method-assign]
+    return found
+
+
+def _brief(plan: Plan | None) -> str:
+    """A plan as its fields that differ from the defaults."""
+    if plan is None:
+        return "None"
+    fields = (f"{f.name}={getattr(plan, f.name)!r}" for f in dataclasses.fields(plan)
+              if f.name == "start" or getattr(plan, f.name) != f.default)
+    return f"Plan({', '.join(fields)})"
+
+
+def _lockstep_difference(cls: type[Policy[Any]], params: dict[str, str], conv: Conversation, config: RunConfig,
+                         alone: RunResult) -> Violation | None:
+    """Two configurations of the policy replayed in lockstep (as ``csim sweep`` does) against the run alone."""
+    together = run_many([cls(make_config(cls.Config, params)) for _ in range(2)], conv, config)
+    for r in together:
+        if r.summary != alone.summary or r.rows != alone.rows:
+            turn = next((a["turn"] for a, b in zip(alone.rows, r.rows, strict=False) if a != b),
+                        alone.summary["requests"])
+            return Violation("policy-purity", turn, "agent", "replayed in lockstep with a second configuration (as "
+                             "csim sweep replays them), the run differs from the run alone; decide must be pure")
+    return None
 
 
 __all__ = ["CheckReport", "Counterexample", "check_policy", "effective_params"]

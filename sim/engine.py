@@ -46,7 +46,7 @@ from sim.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
 from sim.state import Ledger, RunState
 from sim.summariser import SummariserConfig, summarise
 from sim.tokenizers import CountingTokenizer, get_tokenizer
-from sim.view import Messages, Rule, Summary, View, edit_parts, edited, edited_chars, fold, layout, rule_for
+from sim.view import Rule, Summary, View, edit_parts, edited, edited_chars, fold, rule_for
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ class Engine:
         self.tok = tokenizer or get_tokenizer(config.tokenizer)
         self.model = config.model
         self.pricer = Pricer(config.model.name, config.model.price_provider)
-        self.ledger = Ledger(sizer=self._edited_sizes)
+        self.ledger = Ledger(sizer=self._edited_sizes, count=self.tok.count)
         self.state = RunState(self.ledger, config.model)
         self.state.view = View(placeholder=policy.placeholder)
         self.state.checkpoints.append(self.state.view)
@@ -182,7 +182,6 @@ class Engine:
         )
         self.has_system = bool(conversation.messages) and conversation.messages[0].role == "system"
         self.requests = RequestBuilder(self.ledger, config.model, self.has_system, self.tok.derived, self.tok.truncate)
-        self._summary_tokens: dict[str, int] = {}
         self._index: dict[str, int] = {}
         self._facts_by_need, self._facts_by_source, self._facts_by_id = _fact_index(conversation)
         # Bounding tool results on entry is skipped for policies that keep them as they are.
@@ -236,27 +235,9 @@ class Engine:
         self.tok.derived[key] = (m, out)
         return out
 
-    def _summary_message_tokens(self, s: Summary | None) -> int:
-        if s is None:
-            return 0
-        n = self._summary_tokens.get(s.compaction_id)
-        if n is None:
-            n = self._summary_tokens[s.compaction_id] = MESSAGE_OVERHEAD + self.tok.count(s.text)
-        return n
-
     def view_size(self, view: View) -> tuple[int, int]:
-        """Exact prompt tokens of ``view`` without tools or the status line, and the messages it sends.
-        O(spans + edits + injected): every message range is a difference of prefix sums."""
-        tokens = sent = 0
-        for item in layout(view, len(self.ledger.messages), self.has_system):
-            if isinstance(item, Messages):
-                _, t, k = self.ledger.sizes(item.a, item.b, item.rules)
-                tokens, sent = tokens + t, sent + k
-            elif isinstance(item, Summary):
-                tokens, sent = tokens + self._summary_message_tokens(item), sent + 1
-            else:
-                tokens, sent = tokens + MESSAGE_OVERHEAD + self.tok.count(item.text), sent + 1
-        return tokens, sent
+        """Exact prompt tokens of ``view`` without tools or the status line, and the messages it sends."""
+        return self.state.view_size(view)
 
     def view_tokens(self, view: View) -> int:
         return self.view_size(view)[0]
@@ -540,7 +521,9 @@ class Engine:
         """The policy's plan at ``phase`` of message ``k``; in lockstep, the one the members that stay agree on."""
         if self._members is not None:
             return self._sync(k, phase)
-        return self.policy.decide(self.state, "manual" if phase == MANUAL else "auto")
+        if phase == MANUAL:
+            return self.policy.decide(self.state, "manual")
+        return self.policy.decide(self.state, "auto") if self.policy.asked_at(self.state) else None
 
     def _agent_request(self, reply: Message, grace: bool = False) -> None:
         """Send the request that ``reply`` answers (compacting and retrying on overflow as the policy says)."""
@@ -727,7 +710,7 @@ class Engine:
         if phase in (MESSAGE, AFTER_ROLLBACK, MANUAL):
             trigger: Trigger = "manual" if phase == MANUAL else "auto"
             for p in members:
-                plan = p.decide(st, trigger)
+                plan = p.decide(st, trigger) if phase == MANUAL or p.asked_at(st) else None
                 shareable = plan is None or phase == MANUAL or (phase == MESSAGE and plan.restore is not None)
                 for g, q in zip(groups, plans, strict=True):
                     if shareable and q == plan and (plan is None or type(g[0]) is type(p)):
@@ -777,7 +760,7 @@ class Engine:
         e.tracker = replace(self.tracker, warned=set(self.tracker.warned))
         e.violations, e.rows, e.fact_rows = list(self.violations), list(self.rows), list(self.fact_rows)
         e.compactions = list(self.compactions)
-        e._summary_tokens, e._index = dict(self._summary_tokens), dict(self._index)
+        e._index = dict(self._index)
         e._lost_on_entry = set(self._lost_on_entry)
         e._due, e.retained = list(self._due), dict(self.retained)
         e.retention_by_kind = {k: list(v) for k, v in self.retention_by_kind.items()}

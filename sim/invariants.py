@@ -22,6 +22,8 @@ Names (stable, used in results and in ``Policy.known_deviations``):
   Consecutive compactions are fine when either got under the trigger: the turn between grew the
   prompt past it again, or the first was held back (by revert protection, say) and the next caught up.
 * ``failed-summary-unchanged``: a failed or empty summary changed the view.
+* ``policy-purity`` (``csim check`` only): ``decide`` answered the same question differently, or a
+  lockstep replay differed from the run alone (``sim.checker``).
 * ``plan-invalid``: the policy asked for something impossible (moving the view backwards, indices
   out of range, an edit past the log); the plan is ignored.
 """
@@ -37,6 +39,7 @@ from sim.view import View
 NAMES = (
     "tool-pairing", "atomic-units", "live-turn", "system-first", "revert-resolution", "protected-span",
     "log-append-only", "compaction-shrinks", "compaction-loop", "failed-summary-unchanged", "plan-invalid",
+    "policy-purity",
 )
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from sim.conversation import Message
-from sim.model import ModelConfig
+from sim.model import MESSAGE_OVERHEAD, ModelConfig
 from sim.view import Messages, Rule, View, edited_chars, layout
 
 #: ``(message, rules) -> (chars, tokens)`` of the message as ``rules`` edit it; (0, 0) when nothing of it is sent.
@@ -61,6 +61,8 @@ class Ledger:
     change_at: dict[str, int] = field(default_factory=dict)
     pending: dict[str, int] = field(default_factory=dict)  # unresolved pending message id -> index
     sizer: Sizer = _chars_only
+    #: Counts a text the view adds (a summary, an injected message) as the sizer counts messages.
+    count: Callable[[str], int] = lambda text: -(-len(text) // 4)
     edited: dict[tuple[Rule, ...], _Prefix] = field(default_factory=dict)
     _loop_has_thinking: bool = False
 
@@ -224,6 +226,23 @@ class RunState:
         for item in layout(v, len(self), self.has_system):
             total += self._l.sizes(item.a, item.b, item.rules)[0] if isinstance(item, Messages) else len(item.text)
         return total
+
+    def view_size(self, view: View | None = None) -> tuple[int, int]:
+        """Exact prompt tokens of ``view`` (default: the current one) without tools or a status line, and the
+        messages it sends: the measure of the ``compaction-shrinks`` invariant. O(spans + edits + injected).
+
+        Exact counts are the engine's; a real client that counts with a tokenizer has them, one that
+        estimates (the seeds' chars/4) does not, and a policy modelling such a client should decide on
+        :meth:`estimated_context_tokens` instead."""
+        v = self.view if view is None else view
+        tokens = sent = 0
+        for item in layout(v, len(self), self.has_system):
+            if isinstance(item, Messages):
+                _, t, k = self._l.sizes(item.a, item.b, item.rules)
+                tokens, sent = tokens + t, sent + k
+            else:
+                tokens, sent = tokens + MESSAGE_OVERHEAD + self._l.count(item.text), sent + 1
+        return tokens, sent
 
     @property
     def has_system(self) -> bool:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from policies._cuts import floor_index, keep_reverts
 from policies.base import Plan, Policy, Trigger
+from policies.helpers import floor_index, keep_reverts
 from sim.conversation import Part
 from sim.state import RunState
+from sim.view import Edit, Rule
 
 
 class CutsMidUnit(Policy):
@@ -113,6 +114,32 @@ class NeverUnderItsTrigger(Policy):
         return Plan(start=s, cleared_through=state.view.cleared_through, mode="drop")
 
 
+class KeepsACounter(Policy):
+    """Counts the times it is asked and compacts on every other question: state of its own, so it answers
+    the same question differently (a sweep's lockstep replay would diverge from the run alone)."""
+
+    def __init__(self, config: object = None) -> None:
+        super().__init__(config)
+        self.asked = 0
+
+    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
+        self.asked += 1
+        if self.asked % 2 or state.last_user_index <= floor_index(state):
+            return None
+        return Plan(start=state.view.start, cleared_through=len(state), mode="prune")
+
+
+class DropsToolResults(Policy):
+    """Drops old tool results outright (a ``drop`` edit) but keeps the calls that asked for them: the
+    provider rejects the orphaned calls, and the simulator must not hide it."""
+
+    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
+        bound = len(state)
+        if trigger != "auto" or state.messages[-1].role != "tool" or any(e.before >= bound for e in state.view.edits):
+            return None
+        return Plan(start=state.view.start, edits=(Edit(Rule(action="drop"), bound),), mode="drop-results")
+
+
 class RaisesMidRun(Policy):
     """Raises as soon as a tool result is in the log: a policy bug the checker must report as such."""
 
@@ -131,6 +158,8 @@ BROKEN: dict[type[Policy], set[str]] = {
     ForgetsReverts: {"revert-resolution"},
     GrowsView: {"compaction-shrinks", "plan-invalid"},
     NeverUnderItsTrigger: {"compaction-loop"},
+    KeepsACounter: {"policy-purity"},
+    DropsToolResults: {"tool-pairing"},
     RaisesMidRun: {"exception"},
 }
 

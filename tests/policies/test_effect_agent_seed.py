@@ -1165,7 +1165,7 @@ def test_limit_below_a_200k_window_leaves_room_for_output_and_summary():
 # -- the kept tail found by bisection is the one the seed's walk finds ------------------------------------
 def _walked_cut(state: object, keep_tokens: int, cleared_through: int) -> int:
     """The seed's walk, as written before bisection: newest back until chars/4 reach ``keep_tokens``."""
-    from policies._cuts import floor_index
+    from policies.helpers import floor_index
 
     lo = floor_index(state)  # type: ignore[arg-type]
     kept, i = 0.0, len(state)  # type: ignore[arg-type]
