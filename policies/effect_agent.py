@@ -103,7 +103,8 @@ class EffectAgent(Policy[EffectAgentConfig]):
       (incremental), input capped at 80,000 chars with each message clipped at 2,000. The view becomes
       instructions + summary (a user message) + the kept tail.
     * Provider overflow: compact and retry once; a second rejection, or an overflow with no limit
-      configured, ends the run with ``ContextOverflowError``.
+      configured, ends the run with the seed's typed ``ContextOverflowError``: here the run's finish
+      reason ``context-overflow`` (a result, not an exception, so a sweep carries on).
     * The run-status line is appended to every request (``runStatus: "appended"``, the default).
 
     Our additions, for the harness's contract: the cut never passes an unresolved pending turn (an

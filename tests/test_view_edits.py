@@ -22,19 +22,7 @@ from sim.model import MESSAGE_OVERHEAD, ModelConfig
 from sim.state import RunState
 from sim.strategies import TOOL_NAMES, conversations
 from sim.view import Edit, Injected, Rule, Summary, View, edited, spans_of
-from tests.builders import (
-    Draft,
-    asst,
-    call,
-    compaction_records,
-    conv,
-    fact,
-    run_capture,
-    sys,
-    tool,
-    tool_contents,
-    user,
-)
+from tests.builders import Draft, asst, call, conv, fact, run_capture, sys, tool, tool_contents, user
 
 PROVIDERS = ("anthropic", "openai")
 LONG = " ".join(f"line{i} of the file says something" for i in range(40))  # ~1,400 chars, ASCII
@@ -65,8 +53,10 @@ def engine(provider: str, tokenizer: str = "chars4", c: Conversation | None = No
 
 
 def render(eng: Engine, view: View) -> list[dict[str, Any]]:
-    """The request for ``view``, after checking that both the engine's and the full validator accept it."""
+    """The request for ``view``, after checking that the engine's validation (from scratch) and the full
+    validator of the provider both accept it."""
     out = eng.requests.render(view)
+    eng.requests.reset()
     eng.requests.validate(view, None)
     (wire.validate_anthropic if eng.model.provider == "anthropic" else wire.validate_openai)(out)
     return out
@@ -121,19 +111,16 @@ def test_clearing_tool_inputs_keeps_call_ids_and_names(provider: str) -> None:
     assert tool_contents(out) == ORIGINAL
 
 
-def thinking_blocks(rendered: list[dict[str, Any]]) -> list[str]:
-    return [b["thinking"] for m in rendered if isinstance(m["content"], list) for b in m["content"]
-            if b["type"] == "thinking"]
-
-
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_dropping_thinking(provider: str) -> None:
     eng = engine(provider)
     full = render(eng, View())
     out = render(eng, view_with(Edit(Rule(kinds=frozenset({"thinking"}), action="drop"), 8)))
     if provider == "anthropic":
-        assert thinking_blocks(full) == ["THINK " + LONG]
-        assert thinking_blocks(out) == []
+        def thinking_blocks(r: list[dict[str, Any]]) -> list[str]:
+            return [b["thinking"] for m in r for b in m["content"] if b["type"] == "thinking"]
+
+        assert thinking_blocks(full) == ["THINK " + LONG] and thinking_blocks(out) == []
         assert len(out) == len(full)  # the assistant message keeps its tool call
     else:
         assert out == full  # OpenAI never receives thinking
@@ -219,6 +206,17 @@ def test_dropping_results_without_their_calls_is_rejected(provider: str, rule: R
     assert "c2" not in calls_of(out) and "c2" not in tool_contents(out)
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_request_ending_with_a_call_whose_result_was_dropped_is_rejected(provider: str) -> None:
+    full = script()
+    eng = engine(provider, c=replace(full, messages=full.messages[:6]))  # ends with c3's result (message 5)
+    view = View(start=4, edits=(Edit(Rule(action="drop"), 6),))
+    assert eng.requests.render(view)[-1]["role"] == "assistant"  # message 5 is not sent at all
+    with pytest.raises(InvalidRequest):
+        eng.requests.validate(view, None)
+    render(eng, View(start=4))  # the same request with the result is fine
+
+
 # -- 2. token counts agree with what is rendered -------------------------------------------------------------
 def direct_size(eng: Engine, view: View) -> tuple[int, int]:
     """Tokens and messages of ``view`` counted message by message, without layout() or the ledger."""
@@ -286,10 +284,9 @@ def test_view_size_equals_the_direct_count_for_random_edits(c: Conversation, dat
     tokens, sent = eng.view_size(view)
     assert (tokens, sent) == direct_size(eng, view)
     assert sent == len(eng.requests.render(view))  # Anthropic: one wire message per message sent
-    eng._append(Message("later", "user", (Part("text", "one more message " * 5),)))  # the prefix sums extend
-    assert eng.view_size(view) == direct_size(eng, view) == (tokens + direct_size(eng, View(start=len(c.messages)))[0]
-                                                              - direct_size(eng, View(start=len(c.messages) + 1))[0],
-                                                              sent + 1)
+    later = Message("later", "user", (Part("text", "one more message " * 5),))
+    eng._append(later)  # past every bound, in the tail: the edited prefix sums extend by its plain size
+    assert eng.view_size(view) == direct_size(eng, view) == (tokens + eng._sizes(later).tokens, sent + 1)
 
 
 # -- 3. classic views render as before ------------------------------------------------------------------------
@@ -337,18 +334,17 @@ class ClearAndReattach(Policy):
 
 
 def long_script() -> Conversation:
-    drafts: list[Draft] = [sys("You are a coding agent."), user("Fix the failing test.", id="u0"),
-                           asst("Looking.", [call("c0", "read_file", '{"path": "app.py"}'), call("g0", "grep")]),
-                           Draft("tool", (Part("tool_result", "app.py: SECRET_LINE=42 " + LONG, call_id="c0",
-                                               name="read_file"),
-                                          Part("tool_result", "hit main.py:7", call_id="g0", name="grep")), id="t0")]
+    batch = (Part("tool_result", "app.py: SECRET_LINE=42 " + LONG, call_id="c0", name="read_file"),
+             Part("tool_result", "hit main.py:7", call_id="g0", name="grep"))
+    drafts = [sys("You are a coding agent."), user("Fix the failing test.", id="u0"),
+              asst("Looking.", [call("c0", "read_file", '{"path": "app.py"}'), call("g0", "grep")]),
+              Draft("tool", batch, id="t0")]
     for k in range(1, 5):
         drafts += [asst(f"step {k}", [call(f"c{k}", "read_file", f'{{"path": "f{k}.py"}}')]),
                    tool(f"c{k}", f"f{k}.py: HELPER_{k}=xyz " + LONG, name="read_file", id=f"t{k}")]
     drafts += [user("What were SECRET_LINE, HELPER_1 and the main hit?", id="u1"), asst("42, xyz, main.py:7")]
-    facts = [fact("f-inj", "recall", "SECRET_LINE=42", "t0", ["u1"]), fact("f-lost", "recall", "HELPER_1=xyz", "t1",
-                                                                            ["u1"]),
-             fact("f-grep", "recall", "main.py:7", "t0", ["u1"])]
+    facts = [fact(f, "recall", text, source, ["u1"]) for f, text, source in
+             [("f-inj", "SECRET_LINE=42", "t0"), ("f-lost", "HELPER_1=xyz", "t1"), ("f-grep", "main.py:7", "t0")]]
     return conv(*drafts, facts=facts)
 
 
@@ -370,8 +366,7 @@ def test_policy_that_clears_and_reattaches_end_to_end(provider: str) -> None:
     assert wire_text(last[1]) == "re-attached file app.py: SECRET_LINE=42" and last[1]["role"] == "user"
     results = tool_contents(last)
     assert results["g0"] == "hit main.py:7"
-    (record,) = compaction_records(res)
-    (edit,) = record.view.edits
+    (edit,) = captured[-1].view.edits
     assert edit.before == 8 == c.index()["t2"] + 1  # the policy cleared what was in the log at the trigger
     placeholder = "[tool result cleared by compaction]"
     for k in range(5):

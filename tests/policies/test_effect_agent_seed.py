@@ -997,10 +997,14 @@ def test_cleared_through_bound_is_monotone():
     """
     c = conv(*grep_chat(10).messages[:-1])
     high = len(c.messages) - 3
+    view = View.of(cleared_through=high, placeholder=PLACEHOLDER)
+    # Everything past the bound is inside the protected recent window: nothing to prune, and no plan lowers it.
     p = policy(context_token_limit=100, keep_recent_tokens=10_000, mode="prune")
-    st = state_of(p, c, context=10_000, view=View.of(cleared_through=high, placeholder=PLACEHOLDER))
-    plan = p.decide(st, "auto")
-    assert plan is None or plan.cleared_through >= high
+    assert p.decide(state_of(p, c, context=10_000, view=view), "auto") is None
+    # A short recent window: the prune moves the bound, upwards only.
+    p = policy(context_token_limit=100, keep_recent_tokens=100, mode="prune")
+    plan = p.decide(state_of(p, c, context=10_000, view=view), "auto")
+    assert plan is not None and plan.cleared_through is not None and plan.cleared_through > high
     res = run(policy(context_token_limit=3_000, keep_recent_tokens=800), mixed_chat(40), C4)
     recs = compaction_records(res)
     assert len(recs) >= 3
