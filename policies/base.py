@@ -184,7 +184,7 @@ class Policy(Generic[C]):
 
     # -- identity ------------------------------------------------------------------------------
     def params(self) -> dict[str, Any]:
-        return dataclasses.asdict(self.config)
+        return dataclasses.asdict(self.config)  # type: ignore[call-overload, no-any-return]  # Config: a dataclass
 
     def spec(self) -> dict[str, Any]:
         """A JSON-able recipe that rebuilds this policy: its name and full config."""
@@ -195,13 +195,13 @@ class Policy(Generic[C]):
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-POLICIES: Registry[type[Policy]] = Registry("policy")
+POLICIES: Registry[type[Policy[Any]]] = Registry("policy")
 
 
 def register(name: str) -> Any:
     """Class decorator: register a policy under ``name`` with its config's defaults listed."""
 
-    def deco(cls: type[Policy]) -> type[Policy]:
+    def deco(cls: type[Policy[Any]]) -> type[Policy[Any]]:
         cls.name = name
         doc = (cls.__doc__ or "").strip().splitlines()
         defaults = ", ".join(f"{f.name}={_fmt(f.default)}" for f in dataclasses.fields(cls.Config))
@@ -261,7 +261,7 @@ def make_config(cfg_cls: type, params: Mapping[str, Any], owner: str = "") -> An
         raise InvalidConfig(f"bad parameters {dict(params)!r}: {exc}") from None
 
 
-def load_policy_class(ref: str) -> type[Policy]:
+def load_policy_class(ref: str) -> type[Policy[Any]]:
     """A registered name, or ``package.module:attr`` naming a user's Policy subclass."""
     if ":" not in ref:
         _load_builtin()
@@ -279,7 +279,7 @@ def load_policy_class(ref: str) -> type[Policy]:
     return obj
 
 
-def make_policy(ref: str, params: Mapping[str, Any] | None = None) -> Policy:
+def make_policy(ref: str, params: Mapping[str, Any] | None = None) -> Policy[Any]:
     """Build a policy from a registered name (or ``module:attr``) and parameters."""
     cls = load_policy_class(ref)
     return cls(make_config(cls.Config, params or {}, f"policy {cls.name or ref!r}"))

@@ -275,7 +275,8 @@ def fit_coefficients(rows: Sequence[Sample], baseline: bool = False) -> np.ndarr
 
 def relative_errors(rows: Sequence[Sample], coef: np.ndarray, baseline: bool = False) -> np.ndarray:
     y = np.array([s.recorded for s in rows], dtype=float)
-    return np.abs(_design(rows, baseline) @ coef - y) / y
+    out: np.ndarray = np.abs(_design(rows, baseline) @ coef - y) / y
+    return out
 
 
 def _folds(rows: Sequence[Sample], split: str) -> tuple[str, list[tuple[list[Sample], list[Sample]]]]:
@@ -284,7 +285,8 @@ def _folds(rows: Sequence[Sample], split: str) -> tuple[str, list[tuple[list[Sam
         return "conversation", [([s for s in rows if s.conversation != c], [s for s in rows if s.conversation == c])
                                 for c in convs]
     index: dict[str, int] = {}
-    train, test = [], []
+    train: list[Any] = []
+    test: list[Any] = []
     for s in rows:
         k = index.get(s.conversation, 0)
         index[s.conversation] = k + 1

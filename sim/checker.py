@@ -127,7 +127,7 @@ def _params_text(params: dict[str, str]) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(params.items())) or "(defaults)"
 
 
-def effective_params(cls: type[Policy], params: dict[str, str],
+def effective_params(cls: type[Policy[Any]], params: dict[str, str],
                      window: int) -> tuple[dict[str, str], list[str]]:
     """The parameters to check with, and a note for each default the checker applied.
 
@@ -226,7 +226,7 @@ def check_policy(policy_ref: str, params: dict[str, str], *, examples: int = 200
                        failure[-1] if not passed else None)
 
 
-def _replay(cls: type[Policy], params: dict[str, str], conv: Conversation, config: RunConfig,
+def _replay(cls: type[Policy[Any]], params: dict[str, str], conv: Conversation, config: RunConfig,
             known: frozenset[str], deviations: Counter[str]) -> Counterexample | None:
     """One example: run, sort violations into known and unexpected; a Counterexample when it fails."""
     policy = cls(make_config(cls.Config, params))  # a fresh policy per example: no state leaks between runs

@@ -71,7 +71,8 @@ def _model_price(model: str, provider: str) -> Any:
         found = None
     if found is None:
         raise UnknownName("model in the genai-prices table", f"{provider}:{model}", [])
-    return found.prices if not isinstance(found.prices, list) else found.get_prices(None)
+    # No timestamp: results must not depend on the wall clock (the first standing price applies).
+    return found.prices if not isinstance(found.prices, list) else found.get_prices(None)  # type: ignore[arg-type]
 
 
 def _exact(model: str, provider: str, i: int, o: int, cr: int, cw: int) -> float:

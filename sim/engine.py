@@ -90,7 +90,7 @@ class RunResult:
     fact_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
-def run_id_for(policy: Policy, conversation: Conversation, config: RunConfig) -> str:
+def run_id_for(policy: Policy[Any], conversation: Conversation, config: RunConfig) -> str:
     """A stable id from the policy spec, the conversation id and the seed: same inputs, same id."""
     blob = json.dumps([policy.spec(), conversation.id, config.seed, _config_dict(config)], sort_keys=True,
                       default=str)
@@ -157,7 +157,7 @@ class _Finished(Exception):
 class Engine:
     """One run of one policy over one conversation. Use :func:`run` rather than this class."""
 
-    def __init__(self, policy: Policy, conversation: Conversation, config: RunConfig,
+    def __init__(self, policy: Policy[Any], conversation: Conversation, config: RunConfig,
                  tokenizer: CountingTokenizer | None = None) -> None:
         self.policy, self.conv, self.config = policy, conversation, config
         self.tok = tokenizer or get_tokenizer(config.tokenizer)
@@ -187,7 +187,7 @@ class Engine:
         # Bounding tool results on entry is skipped for policies that keep them as they are.
         self._bounds = policy.bound_key() is not None
         # Lockstep (run_many): the policies replaying together, and the forks that left, with where.
-        self._members: list[Policy] | None = None
+        self._members: list[Policy[Any]] | None = None
         self._forks: list[tuple[Engine, int, int]] = []
         # A replayed segment that starts from a recorded summary is "after a compaction" for calibration.
         self._opens_summarised = config.calibration is not None and opens_with_summary(conversation)
@@ -408,7 +408,7 @@ class Engine:
         span = [i for a, b in minus(ranges(before, n), ranges(after, n)) for i in range(a, b)
                 if not (self.has_system and i == 0)]
         clip = plan.summary_clip_chars
-        texts = []
+        texts: list[str] = []
         candidates: list[Fact] = []
         if before.summary is not None:
             prev_ids = before.summary.facts
@@ -705,7 +705,7 @@ class Engine:
         if members is None:
             return None
         st = self.state
-        groups: list[list[Policy]] = []
+        groups: list[list[Policy[Any]]] = []
         plans: list[Plan | None] = []
         if phase in (MESSAGE, AFTER_ROLLBACK, MANUAL):
             trigger: Trigger = "manual" if phase == MANUAL else "auto"
@@ -744,7 +744,7 @@ class Engine:
         self._members = groups[keep] if len(groups[keep]) > 1 else None  # alone, it runs as a plain engine
         return plans[keep]
 
-    def _fork(self, policy: Policy) -> Engine:
+    def _fork(self, policy: Policy[Any]) -> Engine:
         """A copy of this engine's state under ``policy``, sharing nothing mutable with it.
 
         Only valid between steps, where everything a run has done is in the fields below; a field added
@@ -800,7 +800,7 @@ def _count(items: Iterable[str]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def run(policy: Policy, conversation: Conversation, config: RunConfig | None = None, *,
+def run(policy: Policy[Any], conversation: Conversation, config: RunConfig | None = None, *,
         tokenizer: CountingTokenizer | None = None) -> RunResult:
     """Replay ``conversation`` under ``policy``; deterministic in (policy, conversation, config)."""
     return Engine(policy, conversation, config or RunConfig(), tokenizer).run()
@@ -810,13 +810,13 @@ class _Dissolved(Exception):
     """Every member of a lockstep replay has forked off."""
 
 
-def _replay_key(policy: Policy, config: RunConfig) -> tuple[object, ...]:
+def _replay_key(policy: Policy[Any], config: RunConfig) -> tuple[object, ...]:
     """What shapes a replay besides the policy's decisions: policies with equal keys see the same
     requests for as long as they all decline to compact."""
     return (policy.placeholder, _appends_status(policy, config), policy.bound_key())
 
 
-def _appends_status(policy: Policy, config: RunConfig) -> bool:
+def _appends_status(policy: Policy[Any], config: RunConfig) -> bool:
     """Whether each request carries the run-status line: as the policy's system does, unless the run says."""
     return policy.run_status if config.run_status == "auto" else config.run_status == "appended"
 
@@ -840,7 +840,7 @@ def _complete(e: Engine, k: int, phase: int) -> dict[int, RunResult]:
     return done
 
 
-def run_many(policies: Sequence[Policy], conversation: Conversation, config: RunConfig | None = None, *,
+def run_many(policies: Sequence[Policy[Any]], conversation: Conversation, config: RunConfig | None = None, *,
              tokenizer: CountingTokenizer | None = None) -> list[RunResult]:
     """:func:`run` for each policy, in order, with the same results, sharing the work they have in common.
 

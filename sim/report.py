@@ -132,19 +132,19 @@ def write_report(results_path: str | Path, out_dir: str | Path, show_code: bool 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     params = {"compare": {"results": str(src)}, "run": {"results": str(src), "run_key": run_key}}
-    notebooks: dict[str, nbformat.NotebookNode] = {}
+    books: dict[str, nbformat.NotebookNode] = {}
     for name in NOTEBOOKS:
         path = folder / f"{name}.ipynb"
         if not path.is_file():
             raise InvalidConfig(f"report notebook {path} is missing (csim report uses the notebooks/ folder of "
                                 "its checkout)")
-        notebooks[name] = parameterise(nbformat.read(path, as_version=4), params[name])
+        books[name] = parameterise(nbformat.read(path, as_version=4), params[name])
     try:
-        execute(notebooks, Path.cwd())  # the caller's folder: a user's policy module imports as in the sweep
+        execute(books, Path.cwd())  # the caller's folder: a user's policy module imports as in the sweep
     finally:
-        for name, nb in notebooks.items():  # kept, also when a cell failed: the traceback is in there
+        for name, nb in books.items():  # kept, also when a cell failed: the traceback is in there
             nbformat.write(nb, out / f"{name}.ipynb")
-    for name, nb in notebooks.items():
+    for name, nb in books.items():
         (out / f"{name}.html").write_text(to_html(nb, TITLES[name], show_code), encoding="utf-8")
     index = out / "index.html"
     index.write_text(_index(data, src, row), encoding="utf-8")

@@ -176,7 +176,9 @@ def _load_run(root: Path) -> Results:
         source_name = str(source.get("dataset") or Path(str(source.get("conversation", "?"))).name)
     checksums = {c["id"]: c.get("checksum", "") for c in doc.get("conversations", [])}
     version = doc.get("versions", {}).get("compaction-sim", "")
-    runs, comps, viols = [], [], []
+    runs: list[Any] = []
+    comps: list[Any] = []
+    viols: list[Any] = []
     key_of: dict[str, str] = {}
     for r in doc.get("runs", []):
         conv = r["conversation"]

@@ -72,7 +72,7 @@ def recorded_conversations(path: str | Path, fmt: str, lenient: bool = False) ->
     return result.conversations, [str(s) for s in result.skipped]
 
 
-def execute(policy: Policy, conversations: Sequence[Conversation], config: RunConfig,
+def execute(policy: Policy[Any], conversations: Sequence[Conversation], config: RunConfig,
             progress: bool = False) -> list[RunResult]:
     """Run ``policy`` over each conversation with one shared memoised tokenizer."""
     tok = get_tokenizer(config.tokenizer)
@@ -84,7 +84,7 @@ def execute(policy: Policy, conversations: Sequence[Conversation], config: RunCo
     return [run(policy, c, config, tokenizer=tok) for c in items]
 
 
-def write_run(out: Path, results: Sequence[RunResult], config: RunConfig, policy: Policy,
+def write_run(out: Path, results: Sequence[RunResult], config: RunConfig, policy: Policy[Any],
               conversations: Sequence[Conversation], source: dict[str, Any]) -> None:
     """Write ``requests.parquet``, ``facts.parquet``, ``run.json`` and the run log(s) under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -104,7 +104,7 @@ def write_run(out: Path, results: Sequence[RunResult], config: RunConfig, policy
     write_json(doc, out / "run.json")
 
 
-def run_header(config: RunConfig, policy: Policy, source: dict[str, Any]) -> dict[str, Any]:
+def run_header(config: RunConfig, policy: Policy[Any], source: dict[str, Any]) -> dict[str, Any]:
     """What identifies a run: config, policy spec, seed, tokenizer, versions, source of the script."""
     return {"config": asdict(config), "policy": policy.spec(), "seed": config.seed, "tokenizer": config.tokenizer,
             "versions": versions(), "source": source}

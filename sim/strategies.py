@@ -97,7 +97,7 @@ class TurnSpec:
 def _log_size(top: int, x: int) -> int:
     """Map 0..1000 to 1..top, heavy-tailed: log-uniform warped upwards (median about top**0.78),
     so most texts are short, many are hundreds of characters, and some take most of a unit."""
-    return max(1, round(max(top, 2) ** ((x / 1000) ** 0.35)))
+    return max(1, round(float(max(top, 2) ** ((x / 1000) ** 0.35))))
 
 
 def _edit(x: int) -> int:

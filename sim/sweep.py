@@ -25,11 +25,11 @@ import shutil
 import sys
 import time
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -221,7 +221,7 @@ def normalise_run(raw: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], 
             continue
         if value is not None and action.type is not None and not isinstance(value, bool):
             try:
-                value = action.type(value)
+                value = cast(Callable[[str], Any], action.type)(value)
             except (TypeError, ValueError):
                 raise InvalidConfig(f"{where}: run option {key}={value!r} is not a valid "
                                     f"{getattr(action.type, '__name__', action.type)}") from None
@@ -238,7 +238,8 @@ def build_run_config(run: Mapping[str, Any], seed: int = 0) -> RunConfig:
     values = {**run_options_defaults(), **run}
     values.pop("calibration", None)  # loaded per source by plan(): the fit depends on the source's format
     values["summariser"] = [f"{k}={v}" for k, v in sorted(dict(values.get("summariser") or {}).items())]
-    return _run_config(argparse.Namespace(**values, seed=seed))
+    config: RunConfig = _run_config(argparse.Namespace(**values, seed=seed))
+    return config
 
 
 # -- reading specs ------------------------------------------------------------------------------------------
@@ -485,7 +486,8 @@ def _calibrated(config: RunConfig, path: str | None, source: Source) -> RunConfi
 def _asdict(config: RunConfig) -> dict[str, Any]:
     from dataclasses import asdict
 
-    return json.loads(json.dumps(asdict(config), sort_keys=True, default=str))
+    out: dict[str, Any] = json.loads(json.dumps(asdict(config), sort_keys=True, default=str))
+    return out
 
 
 # -- the worker side --------------------------------------------------------------------------------------------
@@ -532,7 +534,11 @@ def task_frames(unit: Unit, results: Sequence[tuple[PlannedRun, RunResult]]) -> 
     """The five tables of :mod:`sim.results` for the runs of one unit."""
     from sim.metrics import SUMMARY_COLUMNS
 
-    runs, requests, facts, comps, viols = [], [], [], [], []
+    runs: list[Any] = []
+    requests: list[Any] = []
+    facts: list[Any] = []
+    comps: list[Any] = []
+    viols: list[Any] = []
     for planned, r in results:
         ident = {"run_key": planned.run_key, "config": planned.label}
         base = {**ident, "conversation": r.conversation_id, "seed": r.seed}

@@ -93,8 +93,9 @@ class Tiktoken:
             return text
         head = round(max_tokens * head_share)
         tail = max_tokens - head
-        return (self._enc.decode(ids[:head]) + marker.replace("{n}", str(len(ids) - max_tokens))
-                + (self._enc.decode(ids[len(ids) - tail:]) if tail else ""))
+        head_text: str = self._enc.decode(ids[:head])
+        tail_text: str = self._enc.decode(ids[len(ids) - tail:]) if tail else ""
+        return head_text + marker.replace("{n}", str(len(ids) - max_tokens)) + tail_text
 
     def count_many(self, texts: list[str]) -> list[int]:
         return [len(t) for t in self._enc.encode_batch(texts, disallowed_special=(), num_threads=1)]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sim.conversation import Conversation, Part, Tool, Usage
 from sim.errors import InvalidConfig
@@ -256,7 +256,7 @@ def block_text(block: Any, what: str) -> str:
     check(block, dict, what)
     kind = block.get("type")
     if kind == "text":
-        return get(block, "text", str, what, "")
+        return cast(str, get(block, "text", str, what, ""))
     if kind in _PLACEHOLDERS:
         return _PLACEHOLDERS[kind]
     return dumps_args(block)

@@ -19,7 +19,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sim.conversation import Conversation, Part, Tool
 from sim.errors import InvalidConfig
@@ -277,7 +277,7 @@ def _block_text(block: Any, what: str) -> str:
     check(block, dict, what)
     kind = get(block, "type", str, what)
     if kind in _TEXT_BLOCKS:
-        return get(block, "text", str, what, "")
+        return cast(str, get(block, "text", str, what, ""))
     if kind in _IMAGE_BLOCKS:
         return "[image]"
     return dumps_args(block)

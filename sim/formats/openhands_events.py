@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sim.conversation import Conversation, Part, Tool
 from sim.errors import InvalidConfig
@@ -142,7 +142,7 @@ def _action_text(raw: dict[str, Any], args: dict[str, Any], what: str) -> str:
         value = args.get(key)
         if isinstance(value, str) and value:
             return value
-    return get(raw, "message", str, what, "")
+    return cast(str, get(raw, "message", str, what, ""))
 
 
 def _called_action(

@@ -35,7 +35,7 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
         raise issues.fatal(1, "the document is not a list of tasks", _EXPECTED)
     seen: set[str] = set()
     for src in sources:
-        cid, meta = "", {}
+        cid, meta = "", dict[str, object]()
         with issues.record(src.line, src.label):
             cid, meta = _identity(src)
             if cid in seen:

@@ -18,7 +18,7 @@ A malformed object raises :class:`~sim.formats._common.BadRecord` naming the fie
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sim.conversation import Usage
 from sim.formats._common import BadRecord, check, get
@@ -28,7 +28,7 @@ def _count(raw: dict[str, Any], key: str, what: str) -> int:
     value = get(raw, key, int, what, 0)
     if value < 0:
         raise BadRecord(f"{what} {key!r} is negative ({value})")
-    return value
+    return cast(int, value)
 
 
 def anthropic_usage(raw: Any, what: str) -> Usage | None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import yaml
@@ -89,7 +89,7 @@ def _load(path: Path, issues: Issues) -> tuple[list[Any], list[int]]:
     if not isinstance(doc, dict) or not isinstance(doc.get("interactions"), list):
         raise issues.fatal(1, f"no 'interactions' list (the document is {type(doc).__name__})", _EXPECTED)
     lines: list[int] = []
-    for key, value in node.value:
+    for key, value in getattr(node, "value", ()):
         if getattr(key, "value", None) == "interactions" and isinstance(value, yaml.SequenceNode):
             lines = [n.start_mark.line + 1 for n in value.value]
     return doc["interactions"], lines
@@ -162,7 +162,7 @@ def _status(response: dict[str, Any], what: str) -> int:
         status = status.get("code")
     if status is None:
         return 200
-    return check(status, int, f"{what} response status")
+    return cast(int, check(status, int, f"{what} response status"))
 
 
 def _error_text(response: dict[str, Any]) -> str:
@@ -274,7 +274,7 @@ def _responses_sse(text: str, what: str) -> dict[str, Any]:
             final = get(ev, "response", dict, f"{what} {ev.get('type')} event")
     if final is None:
         raise BadRecord(f"{what} stream has no response.completed event")
-    return final
+    return cast(dict[str, Any], final)
 
 
 def _chat(

@@ -23,7 +23,7 @@ import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -105,7 +105,7 @@ class Rng:
     def indices(self, n: int, k: int) -> list[int]:
         """``k`` integers in ``[0, n)``: a bulk draw when ``k`` is large enough to repay numpy's call cost."""
         if k > 48:
-            return self.gen.integers(0, n, k).tolist()
+            return cast(list[int], self.gen.integers(0, n, k).tolist())
         if self._i + k > len(self._u):
             self._u = self._u[self._i:] + self.gen.random(self._BLOCK).tolist()
             self._i = 0
