@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,13 @@ install: $(STAMP)
 demo: install
 	$(BIN)/csim demo --out reports/demo
 
-test: install
+test: install lint
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q
+
+lint: install   # ruff (lint and format) and mypy (strict on the core and policies/): part of make test, so of CI
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench: install
 	$(BIN)/python benchmarks/bench_turns.py

@@ -41,8 +41,12 @@ from sim.engine import RunConfig, run_many
 from sim.runner import scenario_conversation
 from sim.tokenizers import get_tokenizer
 
-POLICIES = (("none", {}), ("sliding-window", {}), ("cloudflare-os", {}),
-            ("effect-agent", {"context_token_limit": "150000"}))
+POLICIES = (
+    ("none", {}),
+    ("sliding-window", {}),
+    ("cloudflare-os", {}),
+    ("effect-agent", {"context_token_limit": "150000"}),
+)
 SCENARIOS = (("coding-agent", {"turns": "250"}), ("research-agent", {}), ("support-chat", {}))
 
 
@@ -85,9 +89,20 @@ def instructions(args: argparse.Namespace) -> tuple[int, int]:
     """Instructions of two processes under cachegrind: warm-up only, and warm-up plus one pass."""
     out = []
     for passes in (0, 1):
-        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-               sys.executable, __file__, "--child", str(passes), "--seeds", args.seeds,
-               "--tokenizer", args.tokenizer]
+        cmd = [
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            "--cachegrind-out-file=/dev/null",
+            sys.executable,
+            __file__,
+            "--child",
+            str(passes),
+            "--seeds",
+            args.seeds,
+            "--tokenizer",
+            args.tokenizer,
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True, check=True)
         found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
         if not found:
@@ -117,17 +132,20 @@ def main() -> int:
         times.append(t)
     us = [t / n * 1e6 for t in times]
     print(f"tree {Path(sim.__file__).parent.parent}")
-    print(f"demo grid: {len(POLICIES)} policies x {len(convs)} conversations (seeds {args.seeds}), "
-          f"{n:,} requests per pass, {args.repeat} passes, CPU time")
-    print(f"per request: median {statistics.median(us):.1f} us, best {min(us):.1f} us; "
-          f"passes: " + " ".join(f"{u:.1f}" for u in us))
+    print(
+        f"demo grid: {len(POLICIES)} policies x {len(convs)} conversations (seeds {args.seeds}), "
+        f"{n:,} requests per pass, {args.repeat} passes, CPU time"
+    )
+    print(
+        f"per request: median {statistics.median(us):.1f} us, best {min(us):.1f} us; "
+        f"passes: " + " ".join(f"{u:.1f}" for u in us)
+    )
     if args.instructions:
         if shutil.which("valgrind") is None:
             print("--instructions: valgrind is not installed; skipped")
         else:
             base, one = instructions(args)
-            print(f"instructions: warm-up {base:,}; one pass +{one - base:,}; "
-                  f"per request {(one - base) / n:,.0f}")
+            print(f"instructions: warm-up {base:,}; one pass +{one - base:,}; per request {(one - base) / n:,.0f}")
     return 0
 
 

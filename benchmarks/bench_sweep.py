@@ -35,10 +35,12 @@ import time
 from sim import tokenizers
 from sim.sweep import PolicyGrid, Source, SweepSpec, normalise_run, parse_seeds, plan, run_task
 
-TEN = [PolicyGrid("none"),
-       PolicyGrid("sliding-window", (("trigger_ratio", ("0.6", "0.75", "0.9")),)),
-       PolicyGrid("cloudflare-os", (("trigger_ratio", ("0.6", "0.75", "0.9")),)),
-       PolicyGrid("effect-agent", (("context_token_limit", ("20000", "30000", "40000")),))]
+TEN = [
+    PolicyGrid("none"),
+    PolicyGrid("sliding-window", (("trigger_ratio", ("0.6", "0.75", "0.9")),)),
+    PolicyGrid("cloudflare-os", (("trigger_ratio", ("0.6", "0.75", "0.9")),)),
+    PolicyGrid("effect-agent", (("context_token_limit", ("20000", "30000", "40000")),)),
+]
 BAR = 2.0
 
 
@@ -46,8 +48,12 @@ def spec_of(grids: int, args: argparse.Namespace) -> SweepSpec:
     """The benchmark's sweep over the first ``grids`` entries of TEN (1: ``none`` alone; 4: all ten
     configurations)."""
     sources = tuple(Source("conversation", f) for f in args.conversation) or (Source("scenario", args.scenario),)
-    return SweepSpec(tuple(TEN[:grids]), sources, parse_seeds(args.seeds),
-                     normalise_run({"window": args.window, "tokenizer": args.tokenizer}, "bench"))
+    return SweepSpec(
+        tuple(TEN[:grids]),
+        sources,
+        parse_seeds(args.seeds),
+        normalise_run({"window": args.window, "tokenizer": args.tokenizer}, "bench"),
+    )
 
 
 def sweep_once(spec: SweepSpec, tokenizer: str) -> tuple[float, int, int]:
@@ -68,10 +74,25 @@ def instructions(args: argparse.Namespace) -> tuple[int, int, int]:
     """Instructions of three processes under cachegrind: start-up only, one configuration, ten."""
     out = []
     for grids in (0, 1, len(TEN)):
-        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-               sys.executable, __file__, "--child", str(grids), "--scenario", args.scenario,
-               "--seeds", args.seeds, "--window", str(args.window), "--tokenizer", args.tokenizer,
-               *(a for f in args.conversation for a in ("--conversation", f))]
+        cmd = [
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            "--cachegrind-out-file=/dev/null",
+            sys.executable,
+            __file__,
+            "--child",
+            str(grids),
+            "--scenario",
+            args.scenario,
+            "--seeds",
+            args.seeds,
+            "--window",
+            str(args.window),
+            "--tokenizer",
+            args.tokenizer,
+            *(a for f in args.conversation for a in ("--conversation", f)),
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True, check=True)
         found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
         if not found:
@@ -83,8 +104,13 @@ def instructions(args: argparse.Namespace) -> tuple[int, int, int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", default="coding-agent")
-    ap.add_argument("--conversation", action="append", default=[], metavar="FILE",
-                    help="a recorded conversation instead of the scenario (repeatable; format detected)")
+    ap.add_argument(
+        "--conversation",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a recorded conversation instead of the scenario (repeatable; format detected)",
+    )
     ap.add_argument("--seeds", default="0-5")
     ap.add_argument("--window", type=int, default=200_000)
     ap.add_argument("--tokenizer", default="cl100k_base")
@@ -108,21 +134,31 @@ def main() -> int:
         tens.append(t10)
     ratio = statistics.median(b / a for a, b in zip(ones, tens, strict=True))
     source = f"{len(args.conversation)} recorded conversations" if args.conversation else f"scenario {args.scenario}"
-    print(f"{source}, seeds {args.seeds}, window {args.window:,}, tokenizer {args.tokenizer}, "
-          f"one worker, {args.repeat} pairs, CPU time")
-    print(f"1 configuration:   {n1:3d} runs, {c1:,} texts counted, best {min(ones):.2f} s, "
-          f"median {statistics.median(ones):.2f} s")
-    print(f"10 configurations: {n10:3d} runs, {c10:,} texts counted, best {min(tens):.2f} s, "
-          f"median {statistics.median(tens):.2f} s")
-    print(f"ratio of the best times {min(tens) / min(ones):.2f}; of each pair: "
-          + " ".join(f"{b / a:.2f}" for a, b in zip(ones, tens, strict=True)))
+    print(
+        f"{source}, seeds {args.seeds}, window {args.window:,}, tokenizer {args.tokenizer}, "
+        f"one worker, {args.repeat} pairs, CPU time"
+    )
+    print(
+        f"1 configuration:   {n1:3d} runs, {c1:,} texts counted, best {min(ones):.2f} s, "
+        f"median {statistics.median(ones):.2f} s"
+    )
+    print(
+        f"10 configurations: {n10:3d} runs, {c10:,} texts counted, best {min(tens):.2f} s, "
+        f"median {statistics.median(tens):.2f} s"
+    )
+    print(
+        f"ratio of the best times {min(tens) / min(ones):.2f}; of each pair: "
+        + " ".join(f"{b / a:.2f}" for a, b in zip(ones, tens, strict=True))
+    )
     if args.instructions:
         if shutil.which("valgrind") is None:
             print("--instructions: valgrind is not installed; skipped")
         else:
             base, one, ten = instructions(args)
-            print(f"instructions: start-up {base:,}; 1 configuration +{one - base:,}; 10 configurations "
-                  f"+{ten - base:,}; ratio {(ten - base) / (one - base):.2f}")
+            print(
+                f"instructions: start-up {base:,}; 1 configuration +{one - base:,}; 10 configurations "
+                f"+{ten - base:,}; ratio {(ten - base) / (one - base):.2f}"
+            )
     print(f"{'PASS' if ratio < BAR else 'FAIL'}: median ratio {ratio:.2f} {'<' if ratio < BAR else '>='} {BAR}")
     return 0 if ratio < BAR else 1
 

@@ -72,8 +72,9 @@ def main() -> None:
                 per_turn[n].append(cpu_seconds(replay) / requests[n])
         ratio = statistics.median(b / a for a, b in zip(per_turn[LENGTHS[0]], per_turn[LENGTHS[-1]], strict=True))
         worst = max(worst, ratio)
-        print(f"{name:<16}" + "".join(f"{1 / min(per_turn[n]):>10,.0f}/s" for n in LENGTHS)
-              + f"{ratio:>9.2f}  {finish}")
+        print(
+            f"{name:<16}" + "".join(f"{1 / min(per_turn[n]):>10,.0f}/s" for n in LENGTHS) + f"{ratio:>9.2f}  {finish}"
+        )
     print(f"worst median per-turn cost ratio {LENGTHS[-1]:,} vs {LENGTHS[0]:,} turns: {worst:.2f} (bar: 1.5)")
 
 

@@ -27,33 +27,51 @@ from pathlib import Path
 #: that shares their folder.
 DATASETS: dict[str, dict[str, str]] = {
     "claude-code": {
-        "prefix": "claude-code/", "repo": "marot/spotter", "licence": "MIT", "format": "claude-code",
+        "prefix": "claude-code/",
+        "repo": "marot/spotter",
+        "licence": "MIT",
+        "format": "claude-code",
         "provider": "anthropic",
         "description": "Claude Code session transcripts: two long sessions with real compactions, their subagents, "
-                       "three small sessions; per-response Anthropic usage.",
+        "three small sessions; per-response Anthropic usage.",
     },
     "swe-agent": {
-        "prefix": "swe-agent/", "repo": "SWE-agent/SWE-agent", "licence": "MIT", "format": "swe-agent",
+        "prefix": "swe-agent/",
+        "repo": "SWE-agent/SWE-agent",
+        "licence": "MIT",
+        "format": "swe-agent",
         "provider": "openai",
         "description": "SWE-agent .traj trajectories (demonstrations and three real GPT-4 runs with token totals).",
     },
     "openhands-events": {
-        "prefix": "openhands/runtime_trajs/", "repo": "All-Hands-AI/OpenHands", "licence": "MIT",
-        "format": "openhands-events", "provider": "unknown",
+        "prefix": "openhands/runtime_trajs/",
+        "repo": "All-Hands-AI/OpenHands",
+        "licence": "MIT",
+        "format": "openhands-events",
+        "provider": "unknown",
         "description": "OpenHands runtime event streams (action/observation events).",
     },
     "openhands-llm": {
-        "prefix": "openhands/llm_data/", "repo": "OpenHands/software-agent-sdk", "licence": "MIT",
-        "format": "openhands-llm", "provider": "mixed",
+        "prefix": "openhands/llm_data/",
+        "repo": "OpenHands/software-agent-sdk",
+        "licence": "MIT",
+        "format": "openhands-llm",
+        "provider": "mixed",
         "description": "OpenHands LLM completion logs with tool schemas and the provider's prompt tokens.",
     },
     "tau-bench": {
-        "prefix": "tau-bench/", "repo": "sierra-research/tau-bench", "licence": "MIT", "format": "tau-bench",
+        "prefix": "tau-bench/",
+        "repo": "sierra-research/tau-bench",
+        "licence": "MIT",
+        "format": "tau-bench",
         "provider": "openai",
         "description": "tau-bench airline: 200 gpt-4o conversations in OpenAI chat form, no usage.",
     },
     "pydantic-ai-cassettes": {
-        "prefix": "pydantic-ai-cassettes/", "repo": "pydantic/pydantic-ai", "licence": "MIT", "format": "vcr-cassette",
+        "prefix": "pydantic-ai-cassettes/",
+        "repo": "pydantic/pydantic-ai",
+        "licence": "MIT",
+        "format": "vcr-cassette",
         "provider": "mixed",
         "description": "pydantic-ai VCR cassettes: recorded Anthropic and OpenAI HTTP exchanges with exact usage.",
     },
@@ -131,8 +149,15 @@ def render(rows: list[Row], sums: dict[str, str]) -> str:
         "",
     ]
     for name, d in DATASETS.items():
-        out += [f"[datasets.{name}]", f"description = {_q(d['description'])}", f"repo = {_q(d['repo'])}",
-                f"licence = {_q(d['licence'])}", f"format = {_q(d['format'])}", f"provider = {_q(d['provider'])}", ""]
+        out += [
+            f"[datasets.{name}]",
+            f"description = {_q(d['description'])}",
+            f"repo = {_q(d['repo'])}",
+            f"licence = {_q(d['licence'])}",
+            f"format = {_q(d['format'])}",
+            f"provider = {_q(d['provider'])}",
+            "",
+        ]
         licence_local = d["prefix"].split("/")[0] + "/LICENSE"
         chosen = []
         for local, group in by_local.items():
@@ -144,11 +169,17 @@ def render(rows: list[Row], sums: dict[str, str]) -> str:
             if local not in sums:
                 raise SystemExit(f"{local}: no checksum in SHA256SUMS")
             is_data = Path(local).name not in NOT_DATA
-            out += [f"[[datasets.{name}.files]]", f"local = {_q(local)}", f"repo = {_q(last.repo)}",
-                    f"commit = {_q(last.commit)}", f"path = {_q(last.path)}",
-                    f"url = {_q(raw_url(last.repo, last.commit, last.path))}", f"sha256 = {_q(sums[local])}",
-                    f"licence = {_q(d['licence'])}",
-                    f"format = {_q(FORMAT_OVERRIDES.get(local, d['format']) if is_data else '')}"]
+            out += [
+                f"[[datasets.{name}.files]]",
+                f"local = {_q(local)}",
+                f"repo = {_q(last.repo)}",
+                f"commit = {_q(last.commit)}",
+                f"path = {_q(last.path)}",
+                f"url = {_q(raw_url(last.repo, last.commit, last.path))}",
+                f"sha256 = {_q(sums[local])}",
+                f"licence = {_q(d['licence'])}",
+                f"format = {_q(FORMAT_OVERRIDES.get(local, d['format']) if is_data else '')}",
+            ]
             if len(group) > 1:
                 out.append("also_listed = [" + ", ".join(_q(r.path) for r in group[:-1]) + "]")
             out.append("")

@@ -100,10 +100,16 @@ class Plan:
             if self.cleared_through > 0:
                 edits.insert(0, Edit(std, self.cleared_through))
         kept = [i for a, b in self.spans for i in range(a, b)]
-        return View(start=self.start, spans=spans_of([*self.pinned, *kept]), summary=before.summary,
-                    summary_slot=self.summary_slot, edits=tuple(e for e in edits if e.before > 0),
-                    injected=before.injected if self.injected is None else self.injected,
-                    placeholder=before.placeholder, checkpoint=self.checkpoint)
+        return View(
+            start=self.start,
+            spans=spans_of([*self.pinned, *kept]),
+            summary=before.summary,
+            summary_slot=self.summary_slot,
+            edits=tuple(e for e in edits if e.before > 0),
+            injected=before.injected if self.injected is None else self.injected,
+            placeholder=before.placeholder,
+            checkpoint=self.checkpoint,
+        )
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,7 @@ class SlidingWindow(Policy[SlidingWindowConfig]):
         if trigger != "overflow":
             target = rollback_target(state)
             if target is not None:
-                return Plan(start=target.start, cleared_through=target.cleared_through, mode="rollback",
-                            restore=target)
+                return Plan(start=target.start, cleared_through=target.cleared_through, mode="rollback", restore=target)
         budget = state.model.input_budget
         estimate = state.estimated_context_tokens()
         if trigger == "auto" and estimate < cfg.trigger_ratio * budget:

@@ -81,7 +81,7 @@ def bound_result(part: Part, max_bytes: int) -> Part:
         "truncatedToolResult": True,
         "originalBytes": len(raw),
         "head": raw[:half].decode("utf-8", errors="ignore"),
-        "tail": raw[len(raw) - half:].decode("utf-8", errors="ignore"),
+        "tail": raw[len(raw) - half :].decode("utf-8", errors="ignore"),
     }
     return replace(part, text=json.dumps(envelope, ensure_ascii=False), original_bytes=len(raw))
 
@@ -145,8 +145,9 @@ class EffectAgent(Policy[EffectAgentConfig]):
         cleared = view.cleared_through
         if cfg.mode != "summarize":
             cleared = max(cleared, min(self._prune_bound(state, cfg.keep_recent_tokens), ceiling))
-            freed_chars = (state.view_chars(view.start, n, view.cleared_through)
-                           - state.view_chars(view.start, n, cleared))
+            freed_chars = state.view_chars(view.start, n, view.cleared_through) - state.view_chars(
+                view.start, n, cleared
+            )
             if freed_chars <= 0:
                 # Nothing to clear below the bound (a pending turn caps it before any tool result, or
                 # the results there are no longer than the placeholder): a prune that frees nothing is
@@ -164,10 +165,14 @@ class EffectAgent(Policy[EffectAgentConfig]):
                 return None
             return Plan(start=view.start, cleared_through=cleared, mode="prune")
         return Plan(
-            start=cut, cleared_through=cleared, summarize=True,
+            start=cut,
+            cleared_through=cleared,
+            summarize=True,
             mode="summarize" if cleared == view.cleared_through else "prune+summarize",
-            summary_system_prompt=SUMMARY_PROMPT, summary_wrapper=SUMMARY_WRAPPER,
-            summary_input_max_chars=SUMMARY_INPUT_MAX_CHARS, summary_clip_chars=SUMMARY_CLIP_CHARS,
+            summary_system_prompt=SUMMARY_PROMPT,
+            summary_wrapper=SUMMARY_WRAPPER,
+            summary_input_max_chars=SUMMARY_INPUT_MAX_CHARS,
+            summary_clip_chars=SUMMARY_CLIP_CHARS,
         )
 
     def over_trigger(self, state: RunState) -> bool:

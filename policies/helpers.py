@@ -62,8 +62,9 @@ def rollback_target(state: RunState) -> View | None:
     for cp in reversed(state.checkpoints):
         if cp is view or cp.start > view.start:  # a rollback only moves the view back
             continue
-        if all(cp.shows(c) or not cp.shows(r) for r, c in state.reverts) and \
-                all(cp.shows(r) for r, _ in state.reverts if view.shows(r)):
+        if all(cp.shows(c) or not cp.shows(r) for r, c in state.reverts) and all(
+            cp.shows(r) for r, _ in state.reverts if view.shows(r)
+        ):
             return cp
     return None
 

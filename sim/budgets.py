@@ -39,8 +39,11 @@ class Budgets:
 
     def limits(self) -> dict[str, float | None]:
         return {
-            "turns": self.max_turns, "tool-calls": self.max_tool_calls, "tokens": self.token_budget,
-            "cost": self.cost_budget, "context": self.context_token_limit,
+            "turns": self.max_turns,
+            "tool-calls": self.max_tool_calls,
+            "tokens": self.token_budget,
+            "cost": self.cost_budget,
+            "context": self.context_token_limit,
         }
 
 
@@ -57,8 +60,13 @@ class BudgetTracker:
     warned: set[str] = field(default_factory=set)
 
     def used(self) -> dict[str, float]:
-        return {"turns": self.turns, "tool-calls": self.tool_calls, "tokens": self.tokens, "cost": self.cost,
-                "context": self.last_context}
+        return {
+            "turns": self.turns,
+            "tool-calls": self.tool_calls,
+            "tokens": self.tokens,
+            "cost": self.cost,
+            "context": self.last_context,
+        }
 
     def new_warnings(self) -> list[tuple[str, float, float]]:
         """Dimensions that crossed 80% since the last call: (dimension, used, limit), once each."""

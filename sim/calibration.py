@@ -162,11 +162,19 @@ def segments(conv: Conversation) -> list[Conversation]:
             continue
         msgs = conv.messages[a:b]
         try:
-            out.append(Conversation(f"{conv.id}#{k}" if len(bounds) > 2 else conv.id, msgs, (), conv.tools,
-                                    {**dict(conv.meta), "segment": k}))
+            out.append(
+                Conversation(
+                    f"{conv.id}#{k}" if len(bounds) > 2 else conv.id,
+                    msgs,
+                    (),
+                    conv.tools,
+                    {**dict(conv.meta), "segment": k},
+                )
+            )
         except InvalidConfig as exc:
-            raise CsimError(f"conversation {conv.id!r}: segment {k} (messages {a}..{b - 1}) is not replayable "
-                            f"on its own: {exc}") from None
+            raise CsimError(
+                f"conversation {conv.id!r}: segment {k} (messages {a}..{b - 1}) is not replayable on its own: {exc}"
+            ) from None
     return out
 
 
@@ -197,12 +205,18 @@ def provider_of(conv: Conversation, default: str = "unknown") -> str:
     return default
 
 
-_FORMAT_PROVIDER = {"claude-code": "anthropic", "anthropic-messages": "anthropic", "codex": "openai",
-                    "openai-responses": "openai", "tau-bench": "openai"}
+_FORMAT_PROVIDER = {
+    "claude-code": "anthropic",
+    "anthropic-messages": "anthropic",
+    "codex": "openai",
+    "openai-responses": "openai",
+    "tau-bench": "openai",
+}
 
 
-def replay_counts(conv: Conversation, tokenizer: str = "cl100k_base", calibration: Calibration | None = None,
-                  probe_end: bool = False) -> list[dict[str, Any]]:
+def replay_counts(
+    conv: Conversation, tokenizer: str = "cl100k_base", calibration: Calibration | None = None, probe_end: bool = False
+) -> list[dict[str, Any]]:
     """The engine's agent-request rows for ``conv`` replayed under ``none`` (one per assistant message).
 
     ``probe_end`` appends one synthetic assistant reply so the last row is a request holding the whole
@@ -216,16 +230,19 @@ def replay_counts(conv: Conversation, tokenizer: str = "cl100k_base", calibratio
     if probe_end:
         probe = Message(f"{conv.id}~probe", "assistant", (Part("text", "(probe)"),))
         conv = Conversation(conv.id, (*conv.messages, probe), (), conv.tools, conv.meta)
-    config = RunConfig(model=ModelConfig(context_window=REPLAY_WINDOW), run_status="off", tokenizer=tokenizer,
-                       calibration=calibration)
+    config = RunConfig(
+        model=ModelConfig(context_window=REPLAY_WINDOW), run_status="off", tokenizer=tokenizer, calibration=calibration
+    )
     result = run(make_policy("none"), conv, config)
     rows = [r for r in result.rows if r["request_kind"] == "agent"]
     replies = [m for m in conv.messages if m.role == "assistant"]
     bad = [r for r in rows if r["error"]]
     if bad or len(rows) != len(replies):
         why = bad[0]["error"] if bad else f"finish reason {result.summary['finish_reason']}"
-        raise CsimError(f"conversation {conv.id!r}: the replay made {len(rows)} agent requests for "
-                        f"{len(replies)} assistant messages ({why})")
+        raise CsimError(
+            f"conversation {conv.id!r}: the replay made {len(rows)} agent requests for "
+            f"{len(replies)} assistant messages ({why})"
+        )
     return rows
 
 
@@ -246,9 +263,22 @@ def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "c
                     row = next(rows)
                     usage = m.usage
                     if usage is not None and usage.prompt_tokens > 0 and not m.meta.get("api_id_repeated"):
-                        out.append(Sample(conv.id, k, row["turn"], m.id, row["context_tokens"],
-                                          row["messages_in_view"], summarised, chars, usage.prompt_tokens,
-                                          provider, fmt, agent))
+                        out.append(
+                            Sample(
+                                conv.id,
+                                k,
+                                row["turn"],
+                                m.id,
+                                row["context_tokens"],
+                                row["messages_in_view"],
+                                summarised,
+                                chars,
+                                usage.prompt_tokens,
+                                provider,
+                                fmt,
+                                agent,
+                            )
+                        )
                 chars += m.chars
     return out
 
@@ -282,8 +312,9 @@ def relative_errors(rows: Sequence[Sample], coef: np.ndarray, baseline: bool = F
 def _folds(rows: Sequence[Sample], split: str) -> tuple[str, list[tuple[list[Sample], list[Sample]]]]:
     convs = sorted({s.conversation for s in rows})
     if split == "conversation" and len(convs) >= 2:
-        return "conversation", [([s for s in rows if s.conversation != c], [s for s in rows if s.conversation == c])
-                                for c in convs]
+        return "conversation", [
+            ([s for s in rows if s.conversation != c], [s for s in rows if s.conversation == c]) for c in convs
+        ]
     index: dict[str, int] = {}
     train: list[Any] = []
     test: list[Any] = []
@@ -311,12 +342,20 @@ def held_out(rows: Sequence[Sample], split: str = "conversation") -> HeldOut:
     if not errs:
         raise InvalidConfig(f"too few recorded requests ({len(rows)}) for a held-out evaluation")
     e, b = np.concatenate(errs), np.concatenate(base)
-    return HeldOut(used, n_fit, int(e.size), float(np.median(e)), float(np.percentile(e, 90)),
-                   float(np.median(b)), float(np.percentile(b, 90)))
+    return HeldOut(
+        used,
+        n_fit,
+        int(e.size),
+        float(np.median(e)),
+        float(np.percentile(e, 90)),
+        float(np.median(b)),
+        float(np.percentile(b, 90)),
+    )
 
 
-def calibrate(rows: Sequence[Sample], *, tokenizer: str, fitted_on: str, checksum: str,
-              split: str = "conversation") -> list[Calibration]:
+def calibrate(
+    rows: Sequence[Sample], *, tokenizer: str, fitted_on: str, checksum: str, split: str = "conversation"
+) -> list[Calibration]:
     """One calibration per (provider, format, agent) group of ``rows``, sorted by key."""
     groups: dict[tuple[str, str, str], list[Sample]] = {}
     for s in rows:
@@ -326,8 +365,19 @@ def calibrate(rows: Sequence[Sample], *, tokenizer: str, fitted_on: str, checksu
         if len(group) < 3:
             continue
         coef = fit_coefficients(group)
-        out.append(Calibration(provider, fmt, tokenizer, Coefficients(*(float(round(c, 6)) for c in coef)),
-                               len(group), held_out(group, split), fitted_on, checksum, agent))
+        out.append(
+            Calibration(
+                provider,
+                fmt,
+                tokenizer,
+                Coefficients(*(float(round(c, 6)) for c in coef)),
+                len(group),
+                held_out(group, split),
+                fitted_on,
+                checksum,
+                agent,
+            )
+        )
     return out
 
 
@@ -359,27 +409,38 @@ def load(path: str | Path) -> list[Calibration]:
         raise InvalidConfig(f"{p}: not a calibration file written by csim calibrate ({exc})") from None
 
 
-def choose(calibrations: Sequence[Calibration], provider: str | None = None, fmt: str | None = None,
-           agent: str = "main", where: str = "the calibration file") -> Calibration:
+def choose(
+    calibrations: Sequence[Calibration],
+    provider: str | None = None,
+    fmt: str | None = None,
+    agent: str = "main",
+    where: str = "the calibration file",
+) -> Calibration:
     """The one calibration for a run: the only one, else the one matching provider, format and agent."""
     if len(calibrations) == 1:
         return calibrations[0]
-    pick = [c for c in calibrations if c.agent == agent and (provider is None or c.provider == provider)
-            and (fmt is None or c.format == fmt)]
+    pick = [
+        c
+        for c in calibrations
+        if c.agent == agent and (provider is None or c.provider == provider) and (fmt is None or c.format == fmt)
+    ]
     if len(pick) == 1:
         return pick[0]
     keys = ", ".join(c.key for c in calibrations) or "(none)"
-    raise InvalidConfig(f"{where} holds {len(calibrations)} calibrations ({keys}); {len(pick)} match provider "
-                        f"{provider!r}, format {fmt!r}, agent {agent!r}: keep one group in the file "
-                        "(csim calibrate --group) or pass the run's --provider/--format to match exactly one")
+    raise InvalidConfig(
+        f"{where} holds {len(calibrations)} calibrations ({keys}); {len(pick)} match provider "
+        f"{provider!r}, format {fmt!r}, agent {agent!r}: keep one group in the file "
+        "(csim calibrate --group) or pass the run's --provider/--format to match exactly one"
+    )
 
 
 def load_for_run(path: str | Path, provider: str | None = None, fmt: str | None = None) -> Calibration:
     return choose(load(path), provider, fmt, where=str(path))
 
 
-def load_for_source(path: str | Path, provider: str | None, kind: str, name: str = "",
-                    fmt: str = "auto") -> Calibration:
+def load_for_source(
+    path: str | Path, provider: str | None, kind: str, name: str = "", fmt: str = "auto"
+) -> Calibration:
     """The fit in ``path`` for runs over one source (``csim run`` and ``csim sweep`` alike): matched to the
     provider and the source's format: a dataset's own, a recording's when given (any when detected),
     any for a synthetic scenario."""

@@ -96,18 +96,21 @@ class CheckReport:
 
     def render(self) -> str:
         """The CLI's text: one PASS line, or the counterexample block."""
-        seen = "; ".join(f"{label}: " + ", ".join(f"{k} x{v}" for k, v in sorted(counts.items()))
-                         for label, counts in (("known deviations seen", self.deviations),
-                                               ("allowed by request", self.allowed)) if counts)
+        seen = "; ".join(
+            f"{label}: " + ", ".join(f"{k} x{v}" for k, v in sorted(counts.items()))
+            for label, counts in (("known deviations seen", self.deviations), ("allowed by request", self.allowed))
+            if counts
+        )
         lines = [f"note: {n}" for n in self.notes]
         if self.passed:
-            lines.append(f"PASS {self.policy}: {self.examples} examples, no violation"
-                         + (f" ({seen})" if seen else ""))
+            lines.append(f"PASS {self.policy}: {self.examples} examples, no violation" + (f" ({seen})" if seen else ""))
             return "\n".join(lines)
         ce = self.counterexample
         assert ce is not None
-        lines.append(f"FAIL {self.policy}: {', '.join(ce.invariants())} after {self.examples} examples "
-                     f"(counterexample shrunk to {len(ce.conversation.messages)} messages)")
+        lines.append(
+            f"FAIL {self.policy}: {', '.join(ce.invariants())} after {self.examples} examples "
+            f"(counterexample shrunk to {len(ce.conversation.messages)} messages)"
+        )
         lines.append(f"params: {_params_text(self.params)}")
         lines.append(f"request: {ce.request_line()}")
         if ce.violations:
@@ -127,8 +130,7 @@ def _params_text(params: dict[str, str]) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(params.items())) or "(defaults)"
 
 
-def effective_params(cls: type[Policy[Any]], params: dict[str, str],
-                     window: int) -> tuple[dict[str, str], list[str]]:
+def effective_params(cls: type[Policy[Any]], params: dict[str, str], window: int) -> tuple[dict[str, str], list[str]]:
     """The parameters to check with, and a note for each default the checker applied.
 
     A policy configured for a 200K window may never act inside the checker's small window, and a
@@ -139,18 +141,29 @@ def effective_params(cls: type[Policy[Any]], params: dict[str, str],
     out = dict(params)
     notes: list[str] = []
     fields = {f.name: f for f in dataclasses.fields(cls.Config)}
-    if "context_token_limit" in fields and "context_token_limit" not in out \
-            and fields["context_token_limit"].default is None:
+    if (
+        "context_token_limit" in fields
+        and "context_token_limit" not in out
+        and fields["context_token_limit"].default is None
+    ):
         out["context_token_limit"] = str(int(window * CONTEXT_LIMIT_SHARE))
-        notes.append(f"context_token_limit={out['context_token_limit']} ({CONTEXT_LIMIT_SHARE:.0%} of the "
-                     f"{window}-token window): it was not given, and unset means the policy never compacts")
+        notes.append(
+            f"context_token_limit={out['context_token_limit']} ({CONTEXT_LIMIT_SHARE:.0%} of the "
+            f"{window}-token window): it was not given, and unset means the policy never compacts"
+        )
     keep = fields.get("keep_recent_tokens")
-    if keep is not None and "keep_recent_tokens" not in out and isinstance(keep.default, int) \
-            and keep.default >= window:
+    if (
+        keep is not None
+        and "keep_recent_tokens" not in out
+        and isinstance(keep.default, int)
+        and keep.default >= window
+    ):
         out["keep_recent_tokens"] = str(int(window * KEEP_RECENT_SHARE))
-        notes.append(f"keep_recent_tokens={out['keep_recent_tokens']} ({KEEP_RECENT_SHARE:.0%} of the "
-                     f"window): the default {keep.default} exceeds the {window}-token window, so no summary "
-                     "could ever cut")
+        notes.append(
+            f"keep_recent_tokens={out['keep_recent_tokens']} ({KEEP_RECENT_SHARE:.0%} of the "
+            f"window): the default {keep.default} exceeds the {window}-token window, so no summary "
+            "could ever cut"
+        )
     return out, notes
 
 
@@ -171,9 +184,17 @@ class _Failed(Exception):
     """Raised from one place only, so Hypothesis sees every failure as the same bug and shrinks it."""
 
 
-def check_policy(policy_ref: str, params: dict[str, str], *, examples: int = 200, seed: int = 0,
-                 window: int = 8_000, max_turns: int = 40, tokenizer: str = "cl100k_base",
-                 allow: Iterable[str] = ()) -> CheckReport:
+def check_policy(
+    policy_ref: str,
+    params: dict[str, str],
+    *,
+    examples: int = 200,
+    seed: int = 0,
+    window: int = 8_000,
+    max_turns: int = 40,
+    tokenizer: str = "cl100k_base",
+    allow: Iterable[str] = (),
+) -> CheckReport:
     """Fuzz ``policy_ref`` over generated conversations; see the module docstring.
 
     Args:
@@ -198,13 +219,19 @@ def check_policy(policy_ref: str, params: dict[str, str], *, examples: int = 200
     deviations: Counter[str] = Counter()
     failure: list[Counterexample] = []
 
-    @settings(max_examples=examples, derandomize=True, database=None, deadline=None, print_blob=False,
-              report_multiple_bugs=False, verbosity=Verbosity.quiet,
-              # No explain phase: it replays the shrunk example hundreds of times to say which parts
-              # could vary, which costs more than the search and the shrink together.
-              phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.large_base_example])
+    @settings(
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        print_blob=False,
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        # No explain phase: it replays the shrunk example hundreds of times to say which parts
+        # could vary, which costs more than the search and the shrink together.
+        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
     @given(conversations(window=window, max_turns=max_turns).map(_Shown))
     def inner(shown: _Shown) -> None:
         nonlocal count
@@ -220,14 +247,27 @@ def check_policy(policy_ref: str, params: dict[str, str], *, examples: int = 200
         inner()
     except _Failed:
         passed = False
-    return CheckReport(policy_ref, run_params, passed, count, window,
-                       {k: v for k, v in sorted(deviations.items()) if k in known},
-                       {k: v for k, v in sorted(deviations.items()) if k in allowed}, notes,
-                       failure[-1] if not passed else None)
+    return CheckReport(
+        policy_ref,
+        run_params,
+        passed,
+        count,
+        window,
+        {k: v for k, v in sorted(deviations.items()) if k in known},
+        {k: v for k, v in sorted(deviations.items()) if k in allowed},
+        notes,
+        failure[-1] if not passed else None,
+    )
 
 
-def _replay(cls: type[Policy[Any]], params: dict[str, str], conv: Conversation, config: RunConfig,
-            known: frozenset[str], deviations: Counter[str]) -> Counterexample | None:
+def _replay(
+    cls: type[Policy[Any]],
+    params: dict[str, str],
+    conv: Conversation,
+    config: RunConfig,
+    known: frozenset[str],
+    deviations: Counter[str],
+) -> Counterexample | None:
     """One example: run, sort violations into known and unexpected; a Counterexample when it fails."""
     policy = cls(make_config(cls.Config, params))  # a fresh policy per example: no state leaks between runs
     impure = _ask_twice(policy)
@@ -239,21 +279,24 @@ def _replay(cls: type[Policy[Any]], params: dict[str, str], conv: Conversation, 
         text = "".join(traceback.format_exception(exc, limit=-3))  # the innermost frames say where
         return Counterexample(conv, listing, (), text, engine.state.turn, "agent", "exception")
     if impure:
-        return Counterexample(conv, listing, tuple(impure[:1]), None, impure[0].turn, "agent",
-                              result.summary["finish_reason"])
+        return Counterexample(
+            conv, listing, tuple(impure[:1]), None, impure[0].turn, "agent", result.summary["finish_reason"]
+        )
     if not result.violations:
         lockstep = _lockstep_difference(cls, params, conv, config, result)
         if lockstep is not None:
-            return Counterexample(conv, listing, (lockstep,), None, lockstep.turn, "agent",
-                                  result.summary["finish_reason"])
+            return Counterexample(
+                conv, listing, (lockstep,), None, lockstep.turn, "agent", result.summary["finish_reason"]
+            )
     unexpected = tuple(v for v in result.violations if v.invariant not in known)
     for name in sorted({v.invariant for v in result.violations if v.invariant in known}):
         deviations[name] += 1
     if not unexpected:
         return None
     first = unexpected[0]
-    return Counterexample(conv, listing, unexpected, None, first.turn, first.request_kind,
-                          result.summary["finish_reason"])
+    return Counterexample(
+        conv, listing, unexpected, None, first.turn, first.request_kind, result.summary["finish_reason"]
+    )
 
 
 def _ask_twice(policy: Policy[Any]) -> list[Violation]:
@@ -267,9 +310,15 @@ def _ask_twice(policy: Policy[Any]) -> list[Violation]:
     def decide(state: RunState, trigger: Trigger) -> Plan | None:
         first, second = real(state, trigger), real(state, trigger)
         if first != second and not found:
-            found.append(Violation("policy-purity", state.turn, "agent",
-                                   f"decide(state, {trigger!r}) answered {_brief(first)}, then {_brief(second)} to "
-                                   "the same state: a policy must not keep state of its own (csim sweep relies on it)"))
+            found.append(
+                Violation(
+                    "policy-purity",
+                    state.turn,
+                    "agent",
+                    f"decide(state, {trigger!r}) answered {_brief(first)}, then {_brief(second)} to "
+                    "the same state: a policy must not keep state of its own (csim sweep relies on it)",
+                )
+            )
         return first
 
     policy.decide = decide  # type: ignore[method-assign]
@@ -280,21 +329,31 @@ def _brief(plan: Plan | None) -> str:
     """A plan as its fields that differ from the defaults."""
     if plan is None:
         return "None"
-    fields = (f"{f.name}={getattr(plan, f.name)!r}" for f in dataclasses.fields(plan)
-              if f.name == "start" or getattr(plan, f.name) != f.default)
+    fields = (
+        f"{f.name}={getattr(plan, f.name)!r}"
+        for f in dataclasses.fields(plan)
+        if f.name == "start" or getattr(plan, f.name) != f.default
+    )
     return f"Plan({', '.join(fields)})"
 
 
-def _lockstep_difference(cls: type[Policy[Any]], params: dict[str, str], conv: Conversation, config: RunConfig,
-                         alone: RunResult) -> Violation | None:
+def _lockstep_difference(
+    cls: type[Policy[Any]], params: dict[str, str], conv: Conversation, config: RunConfig, alone: RunResult
+) -> Violation | None:
     """Two configurations of the policy replayed in lockstep (as ``csim sweep`` does) against the run alone."""
     together = run_many([cls(make_config(cls.Config, params)) for _ in range(2)], conv, config)
     for r in together:
         if r.summary != alone.summary or r.rows != alone.rows:
-            turn = next((a["turn"] for a, b in zip(alone.rows, r.rows, strict=False) if a != b),
-                        alone.summary["requests"])
-            return Violation("policy-purity", turn, "agent", "replayed in lockstep with a second configuration (as "
-                             "csim sweep replays them), the run differs from the run alone; decide must be pure")
+            turn = next(
+                (a["turn"] for a, b in zip(alone.rows, r.rows, strict=False) if a != b), alone.summary["requests"]
+            )
+            return Violation(
+                "policy-purity",
+                turn,
+                "agent",
+                "replayed in lockstep with a second configuration (as "
+                "csim sweep replays them), the run differs from the run alone; decide must be pure",
+            )
     return None
 
 

@@ -39,17 +39,27 @@ COMMAND_MODULES: tuple[str, ...] = (
 def _add_run_config(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model and run")
     g.add_argument("--seed", type=int, default=0, help="the run's one integer seed (default 0)")
-    g.add_argument("--tokenizer", default="cl100k_base",
-                   help="cl100k_base (exact, offline) or chars4 (default cl100k_base)")
-    g.add_argument("--model", default="claude-sonnet-4-5",
-                   help="model name for pricing (genai-prices; default claude-sonnet-4-5)")
+    g.add_argument(
+        "--tokenizer", default="cl100k_base", help="cl100k_base (exact, offline) or chars4 (default cl100k_base)"
+    )
+    g.add_argument(
+        "--model", default="claude-sonnet-4-5", help="model name for pricing (genai-prices; default claude-sonnet-4-5)"
+    )
     g.add_argument("--price-provider", default="anthropic", help="provider id in the price table (default anthropic)")
-    g.add_argument("--provider", choices=("anthropic", "openai"), default="anthropic",
-                   help="wire format the mock provider renders and validates (default anthropic)")
+    g.add_argument(
+        "--provider",
+        choices=("anthropic", "openai"),
+        default="anthropic",
+        help="wire format the mock provider renders and validates (default anthropic)",
+    )
     g.add_argument("--window", type=int, default=200_000, help="context window in tokens (default 200000)")
     g.add_argument("--output-reserve", type=int, default=8_192, help="tokens reserved for output (default 8192)")
-    g.add_argument("--run-status", choices=("auto", "appended", "off"), default="auto",
-                   help="append the run-status line: auto = as the policy's system does (default)")
+    g.add_argument(
+        "--run-status",
+        choices=("auto", "appended", "off"),
+        default="auto",
+        help="append the run-status line: auto = as the policy's system does (default)",
+    )
     g.add_argument("--strict", action="store_true", help="stop at the first invariant violation")
     b = p.add_argument_group("budgets (unset = unlimited)")
     b.add_argument("--max-turns", type=int)
@@ -59,8 +69,13 @@ def _add_run_config(p: argparse.ArgumentParser) -> None:
     b.add_argument("--context-token-limit", type=int, help="warn at 80%% of this per-request context")
     b.add_argument("--on-exhaustion", choices=("final-answer", "fail"), default="final-answer")
     s = p.add_argument_group("mock summariser")
-    s.add_argument("--summariser", "-R", action="append", metavar="NAME=VALUE",
-                   help="retention model parameter, e.g. -R keep_recall=0.3 -R max_output_tokens=2048")
+    s.add_argument(
+        "--summariser",
+        "-R",
+        action="append",
+        metavar="NAME=VALUE",
+        help="retention model parameter, e.g. -R keep_recall=0.3 -R max_output_tokens=2048",
+    )
 
 
 def _run_config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -72,13 +87,26 @@ def _run_config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from sim.summariser import SummariserConfig
 
     return RunConfig(
-        model=ModelConfig(name=args.model, price_provider=args.price_provider, provider=args.provider,
-                          context_window=args.window, output_reserve=args.output_reserve),
-        budgets=Budgets(max_turns=args.max_turns, max_tool_calls=args.max_tool_calls, token_budget=args.token_budget,
-                        cost_budget=args.cost_budget, context_token_limit=args.context_token_limit,
-                        on_exhaustion=args.on_exhaustion),
+        model=ModelConfig(
+            name=args.model,
+            price_provider=args.price_provider,
+            provider=args.provider,
+            context_window=args.window,
+            output_reserve=args.output_reserve,
+        ),
+        budgets=Budgets(
+            max_turns=args.max_turns,
+            max_tool_calls=args.max_tool_calls,
+            token_budget=args.token_budget,
+            cost_budget=args.cost_budget,
+            context_token_limit=args.context_token_limit,
+            on_exhaustion=args.on_exhaustion,
+        ),
         summariser=make_config(SummariserConfig, parse_kv(args.summariser, "-R"), "the summariser (-R)"),
-        tokenizer=args.tokenizer, run_status=args.run_status, seed=args.seed, strict=args.strict,
+        tokenizer=args.tokenizer,
+        run_status=args.run_status,
+        seed=args.seed,
+        strict=args.strict,
     )
 
 
@@ -92,8 +120,9 @@ def _with_calibration(config, args: argparse.Namespace):  # type: ignore[no-unty
 
     dataset = getattr(args, "dataset", None)
     kind = "dataset" if dataset else "conversation" if args.conversation else "scenario"
-    return replace(config, calibration=load_for_source(args.calibration, args.provider, kind, dataset or "",
-                                                       args.format))
+    return replace(
+        config, calibration=load_for_source(args.calibration, args.provider, kind, dataset or "", args.format)
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -115,8 +144,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         source = {"dataset": args.dataset, "lenient": args.lenient}
     else:
         convs, skipped = recorded_conversations(args.conversation, args.format, args.lenient)
-        source = {"conversation": str(args.conversation), "format": args.format, "lenient": args.lenient,
-                  "skipped": len(skipped)}
+        source = {
+            "conversation": str(args.conversation),
+            "format": args.format,
+            "lenient": args.lenient,
+            "skipped": len(skipped),
+        }
     for line in skipped:
         print(line, file=sys.stderr)
     results = execute(policy, convs, config, progress=True)
@@ -125,10 +158,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     for r in results:
         s = r.summary
         recall = "n/a" if s["retention_recall"] is None else f"{s['retention_recall']:.3f}"
-        print(f"{r.conversation_id}: {s['finish_reason']}, {s['agent_requests']} agent requests, "
-              f"peak {s['peak_context_tokens']:,} tokens, cumulative input {s['cumulative_input_tokens']:,}, "
-              f"cost ${s['total_cost_usd']:.4f}, {s['compaction_count']} compactions, {s['overflows']} overflows, "
-              f"retention {recall}, {s['violation_count']} violations")
+        print(
+            f"{r.conversation_id}: {s['finish_reason']}, {s['agent_requests']} agent requests, "
+            f"peak {s['peak_context_tokens']:,} tokens, cumulative input {s['cumulative_input_tokens']:,}, "
+            f"cost ${s['total_cost_usd']:.4f}, {s['compaction_count']} compactions, {s['overflows']} overflows, "
+            f"retention {recall}, {s['violation_count']} violations"
+        )
     print(f"wrote {out / 'requests.parquet'}, {out / 'run.json'} and the run log")
     return 0
 
@@ -169,8 +204,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from sim.checker import check_policy
     from sim.runner import parse_kv
 
-    report = check_policy(args.policy, parse_kv(args.param), examples=args.examples, seed=args.seed,
-                          window=args.window)
+    report = check_policy(args.policy, parse_kv(args.param), examples=args.examples, seed=args.seed, window=args.window)
     print(report.render())
     return 0 if report.passed else 1
 
@@ -190,17 +224,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="csim", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        prog="csim",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
         description="Deterministic simulator of LLM-agent context compaction: replay conversations through "
-                    "policies with a mock model; measure tokens, cost, retention and invariant violations.",
+        "policies with a mock model; measure tokens, cost, retention and invariant violations.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("run", help="replay one scenario or recording under one policy",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="Run one policy over a synthetic scenario or a recorded conversation and write "
-                                   "OUT/requests.parquet (a row per model request), OUT/run.json (summary, config, "
-                                   "seed, versions, tokenizer) and OUT/log.jsonl (the run log).")
+    p = sub.add_parser(
+        "run",
+        help="replay one scenario or recording under one policy",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
+        description="Run one policy over a synthetic scenario or a recorded conversation and write "
+        "OUT/requests.parquet (a row per model request), OUT/run.json (summary, config, "
+        "seed, versions, tokenizer) and OUT/log.jsonl (the run log).",
+    )
     p.add_argument("--policy", required=True, help="registered name (csim list policies) or package.module:Class")
     p.add_argument("-P", "--param", action="append", metavar="NAME=VALUE", help="policy parameter, repeatable")
     src = p.add_argument_group("conversation (one of)")
@@ -210,8 +250,11 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--format", default="native", help="its format (csim list formats; default native)")
     src.add_argument("--lenient", action="store_true", help="skip malformed records and report each one")
     src.add_argument("--dataset", help="a fetched public dataset (csim datasets list; fetch it first)")
-    p.add_argument("--calibration", metavar="FILE",
-                   help="apply a fit from csim calibrate --out: context tokens become what the provider would count")
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="apply a fit from csim calibrate --out: context tokens become what the provider would count",
+    )
     p.add_argument("--out", required=True, help="output directory")
     _add_run_config(p)
     p.set_defaults(func=cmd_run)
@@ -220,11 +263,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("what", choices=("policies", "scenarios", "formats", "tokenizers"))
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("check", help="fuzz a policy's invariants with Hypothesis",
-                       description="Generate conversations (parallel calls, huge results, reverts, pending turns, "
-                                   "/compact) and replay them under the policy with every invariant checked on "
-                                   "every request. Prints a pass with the number of examples, or the shrunk "
-                                   "counterexample: the conversation, the request and the broken invariant.")
+    p = sub.add_parser(
+        "check",
+        help="fuzz a policy's invariants with Hypothesis",
+        description="Generate conversations (parallel calls, huge results, reverts, pending turns, "
+        "/compact) and replay them under the policy with every invariant checked on "
+        "every request. Prints a pass with the number of examples, or the shrunk "
+        "counterexample: the conversation, the request and the broken invariant.",
+    )
     p.add_argument("--policy", required=True, help="registered name or package.module:Class (your own policy)")
     p.add_argument("-P", "--param", action="append", metavar="NAME=VALUE", help="policy parameter, repeatable")
     p.add_argument("--examples", type=int, default=200, help="generated conversations to try (default 200)")
@@ -232,11 +278,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window", type=int, default=8_000, help="context window of the small test model (default 8000)")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("demo", help="every bundled policy on every bundled scenario: a sweep, its comparison "
-                                    "and an HTML report",
-                       description="Sweep every bundled policy over every bundled scenario into OUT (as csim sweep "
-                                   "does), print the csim compare table, and write the HTML report to "
-                                   "OUT/report/index.html.")
+    p = sub.add_parser(
+        "demo",
+        help="every bundled policy on every bundled scenario: a sweep, its comparison and an HTML report",
+        description="Sweep every bundled policy over every bundled scenario into OUT (as csim sweep "
+        "does), print the csim compare table, and write the HTML report to "
+        "OUT/report/index.html.",
+    )
     p.add_argument("--out", default="reports/demo", help="output directory (default reports/demo)")
     p.add_argument("--seeds", type=int, default=3, help="seeds per scenario (default 3)")
     p.add_argument("--no-report", action="store_true", help="skip the HTML report")

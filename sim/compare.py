@@ -31,9 +31,14 @@ from sim.results import SUMMARY, Results
 
 #: Metric column of the runs table -> short name used in the summary's column names.
 METRICS: dict[str, str] = {
-    "cumulative_input_tokens": "input_tokens", "total_cost_usd": "cost_usd", "peak_context_tokens": "peak_context",
-    "retention_recall": "retention", "compaction_count": "compactions", "overflows": "overflows",
-    "violation_count": "violations", "completed": "completed",
+    "cumulative_input_tokens": "input_tokens",
+    "total_cost_usd": "cost_usd",
+    "peak_context_tokens": "peak_context",
+    "retention_recall": "retention",
+    "compaction_count": "compactions",
+    "overflows": "overflows",
+    "violation_count": "violations",
+    "completed": "completed",
 }
 RESAMPLES = 2000
 BOOTSTRAP_SEED = 20_240_601
@@ -78,8 +83,13 @@ def compare(results: Results, baseline: str | None = None, by: Sequence[str] = (
     for keys, grp in runs.groupby(group_cols, sort=True):
         keys = keys if isinstance(keys, tuple) else (keys,)
         row: dict[str, object] = dict(zip(group_cols, keys, strict=True))
-        row.update(policy=grp["policy"].iloc[0], params=grp["params"].iloc[0], runs=len(grp),
-                   conversations=grp.groupby(UNIT).ngroups, baseline=baseline)
+        row.update(
+            policy=grp["policy"].iloc[0],
+            params=grp["params"].iloc[0],
+            runs=len(grp),
+            conversations=grp.groupby(UNIT).ngroups,
+            baseline=baseline,
+        )
         per_unit = grp.groupby(UNIT)[list(METRICS)].mean()
         base = runs[(runs["config"] == baseline)]
         for col in by:
@@ -90,18 +100,17 @@ def compare(results: Results, baseline: str | None = None, by: Sequence[str] = (
             if paired.empty:
                 row[f"{short}_diff"] = row[f"{short}_diff_lo"] = row[f"{short}_diff_hi"] = float("nan")
                 continue
-            diff = (paired[metric].astype("float64") - paired[f"{metric}_base"].astype("float64"))
+            diff = paired[metric].astype("float64") - paired[f"{metric}_base"].astype("float64")
             unit_diff = diff.groupby([paired[c] for c in UNIT]).mean().to_numpy()
             row[f"{short}_diff"], row[f"{short}_diff_lo"], row[f"{short}_diff_hi"] = bootstrap_mean(unit_diff)
         row["paired_conversations"] = 0 if paired.empty else paired.groupby(UNIT).ngroups
         rows.append(row)
     table = pd.DataFrame(rows)
     table["pareto"] = False
-    for _, grp in (table.groupby(list(by), sort=False) if by else [((), table)]):
+    for _, grp in table.groupby(list(by), sort=False) if by else [((), table)]:
         for i in pareto_front(grp["cost_usd_mean"].to_numpy(), grp["retention_mean"].to_numpy()):
             table.loc[grp.index[i], "pareto"] = True
-    return table.astype({"pareto": "bool", "runs": "int64", "conversations": "int64",
-                         "paired_conversations": "int64"})
+    return table.astype({"pareto": "bool", "runs": "int64", "conversations": "int64", "paired_conversations": "int64"})
 
 
 def pareto_front(cost: np.ndarray, retention: np.ndarray) -> list[int]:
@@ -126,19 +135,37 @@ def write_summary(table: pd.DataFrame, root: Path) -> tuple[Path, Path]:
 
 
 # -- the printed table ---------------------------------------------------------------------------------------
-_FORMATS = {"input_tokens": "{:,.0f}", "cost_usd": "{:,.4f}", "peak_context": "{:,.0f}", "retention": "{:.3f}",
-            "compactions": "{:.2f}", "overflows": "{:.2f}", "violations": "{:.2f}", "completed": "{:.2f}"}
-_HEAD = {"input_tokens": "input tokens", "cost_usd": "cost $", "peak_context": "peak context",
-         "retention": "retention", "compactions": "compactions", "overflows": "overflows", "violations": "violations",
-         "completed": "completed"}
+_FORMATS = {
+    "input_tokens": "{:,.0f}",
+    "cost_usd": "{:,.4f}",
+    "peak_context": "{:,.0f}",
+    "retention": "{:.3f}",
+    "compactions": "{:.2f}",
+    "overflows": "{:.2f}",
+    "violations": "{:.2f}",
+    "completed": "{:.2f}",
+}
+_HEAD = {
+    "input_tokens": "input tokens",
+    "cost_usd": "cost $",
+    "peak_context": "peak context",
+    "retention": "retention",
+    "compactions": "compactions",
+    "overflows": "overflows",
+    "violations": "violations",
+    "completed": "completed",
+}
 
 
 def _cell(table: pd.DataFrame, i: int, short: str, suffix: str = "", signed: bool = False) -> str:
     fmt = _FORMATS[short]
     if signed:
         fmt = fmt.replace("{:", "{:+")
-    m, lo, hi = (table[f"{short}{suffix}{p}"].iloc[i] for p in ("", "_lo", "_hi")) if suffix else (
-        table[f"{short}_{p}"].iloc[i] for p in ("mean", "lo", "hi"))
+    m, lo, hi = (
+        (table[f"{short}{suffix}{p}"].iloc[i] for p in ("", "_lo", "_hi"))
+        if suffix
+        else (table[f"{short}_{p}"].iloc[i] for p in ("mean", "lo", "hi"))
+    )
     if pd.isna(m):
         return "n/a"
     return f"{fmt.format(m)} [{fmt.format(lo)}, {fmt.format(hi)}]"
@@ -147,17 +174,30 @@ def _cell(table: pd.DataFrame, i: int, short: str, suffix: str = "", signed: boo
 def render(table: pd.DataFrame, by: Sequence[str] = ()) -> str:
     """Two readable tables: means with 95% intervals, then paired differences against the baseline."""
     keys = [*by, "config"]
-    first = pd.DataFrame({**{k: table[k] for k in keys}, "runs": table["runs"], "convs": table["conversations"],
-                          **{_HEAD[s]: [_cell(table, i, s) for i in range(len(table))] for s in METRICS.values()},
-                          "pareto": np.where(table["pareto"], "*", "")})
+    first = pd.DataFrame(
+        {
+            **{k: table[k] for k in keys},
+            "runs": table["runs"],
+            "convs": table["conversations"],
+            **{_HEAD[s]: [_cell(table, i, s) for i in range(len(table))] for s in METRICS.values()},
+            "pareto": np.where(table["pareto"], "*", ""),
+        }
+    )
     baseline = table["baseline"].iloc[0]
     diffs = ["input_tokens", "cost_usd", "peak_context", "retention", "compactions", "overflows", "violations"]
-    second = pd.DataFrame({**{k: table[k] for k in keys}, "pairs": table["paired_conversations"],
-                           **{"Δ " + _HEAD[s]: [_cell(table, i, s, "_diff", signed=True) for i in range(len(table))]
-                              for s in diffs}})
+    second = pd.DataFrame(
+        {
+            **{k: table[k] for k in keys},
+            "pairs": table["paired_conversations"],
+            **{"Δ " + _HEAD[s]: [_cell(table, i, s, "_diff", signed=True) for i in range(len(table))] for s in diffs},
+        }
+    )
     second = second[table["config"] != baseline]
-    lines = ["Mean [95% bootstrap CI over conversations]; * = on the Pareto frontier of cost against retention",
-             first.to_string(index=False), "",
-             f"Paired difference against baseline {baseline!r} (configuration minus baseline, same conversations "
-             "and seeds)", second.to_string(index=False) if len(second) else "(no other configuration)"]
+    lines = [
+        "Mean [95% bootstrap CI over conversations]; * = on the Pareto frontier of cost against retention",
+        first.to_string(index=False),
+        "",
+        f"Paired difference against baseline {baseline!r} (configuration minus baseline, same conversations and seeds)",
+        second.to_string(index=False) if len(second) else "(no other configuration)",
+    ]
     return "\n".join(lines)

@@ -55,7 +55,10 @@ def _rates(model: str, provider: str) -> tuple[float, float, float, float, float
     """Base $/MTok for input, output, cache read and cache write, and where the first price tier starts."""
     mp = _model_price(model, provider)
     (r_in, t1), (r_out, t2), (r_cr, t3), (r_cw, t4) = (
-        _rate(mp.input_mtok), _rate(mp.output_mtok), _rate(mp.cache_read_mtok), _rate(mp.cache_write_mtok)
+        _rate(mp.input_mtok),
+        _rate(mp.output_mtok),
+        _rate(mp.cache_read_mtok),
+        _rate(mp.cache_write_mtok),
     )
     return r_in, r_out, r_cr, r_cw, min(t1, t2, t3, t4)
 

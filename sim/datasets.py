@@ -140,8 +140,9 @@ def _download(url: str, dest: Path) -> None:
     tmp.replace(dest)
 
 
-def fetch(name: str, from_dir: str | Path | None = None, cache: str | Path | None = None,
-          manifest: str | Path = MANIFEST) -> Path:
+def fetch(
+    name: str, from_dir: str | Path | None = None, cache: str | Path | None = None, manifest: str | Path = MANIFEST
+) -> Path:
     """Put every file of dataset ``name`` into its cache folder, verified; returns the folder.
 
     Files already cached with the right checksum are kept. With ``from_dir`` the files are copied
@@ -176,8 +177,9 @@ def is_fetched(name: str, cache: str | Path | None = None, manifest: str | Path 
     return all((root / f.local).is_file() for f in ds.files)
 
 
-def dataset_files(name: str, cache: str | Path | None = None,
-                  manifest: str | Path = MANIFEST) -> list[tuple[DataFile, Path]]:
+def dataset_files(
+    name: str, cache: str | Path | None = None, manifest: str | Path = MANIFEST
+) -> list[tuple[DataFile, Path]]:
     """The data files of a fetched dataset with their cached paths; NotFetched when any is missing."""
     ds = get_dataset(name, manifest)
     root = cache_dir(name, cache)
@@ -190,8 +192,9 @@ def dataset_files(name: str, cache: str | Path | None = None,
     return [(f, root / f.local) for f in ds.data_files]
 
 
-def dataset_conversations(name: str, cache: str | Path | None = None, lenient: bool = False,
-                          manifest: str | Path = MANIFEST) -> list[Conversation]:
+def dataset_conversations(
+    name: str, cache: str | Path | None = None, lenient: bool = False, manifest: str | Path = MANIFEST
+) -> list[Conversation]:
     """Every conversation of a fetched dataset, read file by file with the file's format, in manifest order."""
     from sim.formats import read
 
@@ -209,5 +212,18 @@ def format_registered(fmt: str) -> bool:
     return fmt in FORMATS
 
 
-__all__ = ["MANIFEST", "ChecksumMismatch", "DataFile", "Dataset", "NotFetched", "cache_dir", "dataset_conversations",
-           "dataset_files", "fetch", "format_registered", "get_dataset", "is_fetched", "load_manifest"]
+__all__ = [
+    "MANIFEST",
+    "ChecksumMismatch",
+    "DataFile",
+    "Dataset",
+    "NotFetched",
+    "cache_dir",
+    "dataset_conversations",
+    "dataset_files",
+    "fetch",
+    "format_registered",
+    "get_dataset",
+    "is_fetched",
+    "load_manifest",
+]

@@ -92,8 +92,7 @@ class RunResult:
 
 def run_id_for(policy: Policy[Any], conversation: Conversation, config: RunConfig) -> str:
     """A stable id from the policy spec, the conversation id and the seed: same inputs, same id."""
-    blob = json.dumps([policy.spec(), conversation.id, config.seed, _config_dict(config)], sort_keys=True,
-                      default=str)
+    blob = json.dumps([policy.spec(), conversation.id, config.seed, _config_dict(config)], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -157,8 +156,13 @@ class _Finished(Exception):
 class Engine:
     """One run of one policy over one conversation. Use :func:`run` rather than this class."""
 
-    def __init__(self, policy: Policy[Any], conversation: Conversation, config: RunConfig,
-                 tokenizer: CountingTokenizer | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy[Any],
+        conversation: Conversation,
+        config: RunConfig,
+        tokenizer: CountingTokenizer | None = None,
+    ) -> None:
         self.policy, self.conv, self.config = policy, conversation, config
         self.tok = tokenizer or get_tokenizer(config.tokenizer)
         self.model = config.model
@@ -230,8 +234,14 @@ class Engine:
         if hit is not None and hit[0] is m:
             return hit[1]  # type: ignore[no-any-return]
         e = edited(m, rules, self.tok.truncate)
-        out = (0, 0) if e is None else (edited_chars(m, rules, self.tok.truncate),
-                                        MESSAGE_OVERHEAD + sum(self._part_tokens(p) for p in e.parts))
+        out = (
+            (0, 0)
+            if e is None
+            else (
+                edited_chars(m, rules, self.tok.truncate),
+                MESSAGE_OVERHEAD + sum(self._part_tokens(p) for p in e.parts),
+            )
+        )
         self.tok.derived[key] = (m, out)
         return out
 
@@ -300,13 +310,17 @@ class Engine:
         msgs = self.ledger.messages
         n = len(msgs)
         touched = [*minus(ranges(before, n), ranges(after, n)), *edited_ranges(before, after, n)]
-        candidates = {f.id: f for a, b in touched for i in range(a, b)
-                      for f in self._facts_by_source.get(msgs[i].id, ())}
+        candidates = {
+            f.id: f for a, b in touched for i in range(a, b) for f in self._facts_by_source.get(msgs[i].id, ())
+        }
         for fid in (*(before.summary.facts if before.summary else ()), *(x for i in before.injected for x in i.facts)):
             if fid in self._facts_by_id:
                 candidates[fid] = self._facts_by_id[fid]
-        return ",".join(sorted(fid for fid, f in candidates.items()
-                               if self.fact_visible(f, before) and not self.fact_visible(f, after)))
+        return ",".join(
+            sorted(
+                fid for fid, f in candidates.items() if self.fact_visible(f, before) and not self.fact_visible(f, after)
+            )
+        )
 
     # -- compaction -------------------------------------------------------------------------------
     def _compact(self, plan: Plan, trigger: str) -> bool:
@@ -328,8 +342,9 @@ class Engine:
             outcome = self._summarise(plan, before, view, cid, trigger)
             if outcome is None:
                 if self.state.view is not before:
-                    self._violate("failed-summary-unchanged", "summariser",
-                                  "the view changed although the summary failed")
+                    self._violate(
+                        "failed-summary-unchanged", "summariser", "the view changed although the summary failed"
+                    )
                 return False
             summary = outcome
             summarised = (before.start, plan.start)
@@ -340,17 +355,29 @@ class Engine:
         self.state.view = view
         self.state.compactions += 1
         self.state.checkpoints.append(view)
-        self.log.append(CompactionCreated(cid, self.state.turn, trigger, plan.mode, view, tokens_before, tokens_after,
-                                          summarised))
-        self.compactions.append({
-            "compaction_id": cid, "turn": self.state.turn, "trigger": trigger, "mode": plan.mode,
-            "tokens_before": tokens_before, "tokens_after": tokens_after, "start": view.start,
-            "cleared_through": view.cleared_through, "summary_facts": len(summary.facts) if summary else 0,
-            "facts_lost": self._facts_lost(before, view),
-        })
+        self.log.append(
+            CompactionCreated(cid, self.state.turn, trigger, plan.mode, view, tokens_before, tokens_after, summarised)
+        )
+        self.compactions.append(
+            {
+                "compaction_id": cid,
+                "turn": self.state.turn,
+                "trigger": trigger,
+                "mode": plan.mode,
+                "tokens_before": tokens_before,
+                "tokens_after": tokens_after,
+                "start": view.start,
+                "cleared_through": view.cleared_through,
+                "summary_facts": len(summary.facts) if summary else 0,
+                "facts_lost": self._facts_lost(before, view),
+            }
+        )
         if tokens_after >= tokens_before:
-            self._violate("compaction-shrinks", "agent",
-                          f"compaction {cid} ({plan.mode}) went from {tokens_before} to {tokens_after} tokens")
+            self._violate(
+                "compaction-shrinks",
+                "agent",
+                f"compaction {cid} ({plan.mode}) went from {tokens_before} to {tokens_after} tokens",
+            )
         for name, detail in check_compaction(self.state, before, view, self._edit_changes(before, view)):
             self._violate(name, "agent", f"compaction {cid}: {detail}")
         if trigger == "auto":
@@ -360,17 +387,23 @@ class Engine:
             if over is None:
                 over = self.policy.decide(self.state, "auto") is not None
             if over and self._last_auto_turn == self.state.turn - 1 and self.state.turn > 0:
-                self._violate("compaction-loop", "agent",
-                              f"compaction {cid} at turn {self.state.turn} leaves the view over the policy's trigger, "
-                              f"as the automatic compaction of turn {self.state.turn - 1} did: no progress")
+                self._violate(
+                    "compaction-loop",
+                    "agent",
+                    f"compaction {cid} at turn {self.state.turn} leaves the view over the policy's trigger, "
+                    f"as the automatic compaction of turn {self.state.turn - 1} did: no progress",
+                )
             self._last_auto_turn = self.state.turn if over else -10
         return True
 
     def _restore(self, view: View, trigger: str) -> bool:
         """Roll the view back to an earlier checkpoint (the view of an earlier compaction, or the start)."""
         if not any(view is c for c in self.state.checkpoints):
-            self._violate("plan-invalid", "agent", f"{type(self.policy).__name__}: restore names a view that is not "
-                          "an earlier checkpoint of this run")
+            self._violate(
+                "plan-invalid",
+                "agent",
+                f"{type(self.policy).__name__}: restore names a view that is not an earlier checkpoint of this run",
+            )
             return False
         before = self.state.view
         if view is before:
@@ -382,12 +415,20 @@ class Engine:
             self._violate(name, "agent", f"rollback {cid}: {detail}")
         self.state.view = view
         self.log.append(CompactionCreated(cid, self.state.turn, trigger, "rollback", view, tokens_before, tokens_after))
-        self.compactions.append({
-            "compaction_id": cid, "turn": self.state.turn, "trigger": trigger, "mode": "rollback",
-            "tokens_before": tokens_before, "tokens_after": tokens_after, "start": view.start,
-            "cleared_through": view.cleared_through, "summary_facts": len(view.summary.facts) if view.summary else 0,
-            "facts_lost": self._facts_lost(before, view),
-        })
+        self.compactions.append(
+            {
+                "compaction_id": cid,
+                "turn": self.state.turn,
+                "trigger": trigger,
+                "mode": "rollback",
+                "tokens_before": tokens_before,
+                "tokens_after": tokens_after,
+                "start": view.start,
+                "cleared_through": view.cleared_through,
+                "summary_facts": len(view.summary.facts) if view.summary else 0,
+                "facts_lost": self._facts_lost(before, view),
+            }
+        )
         return True
 
     def _edit_changes(self, before: View, after: View) -> Callable[[int], bool]:
@@ -405,8 +446,12 @@ class Engine:
         """The summary of what leaves the view (shown by ``before``, not by ``after``), each message as
         ``after`` edits it, with the previous summary folded in; None when the summariser call fails."""
         n = len(self.ledger.messages)
-        span = [i for a, b in minus(ranges(before, n), ranges(after, n)) for i in range(a, b)
-                if not (self.has_system and i == 0)]
+        span = [
+            i
+            for a, b in minus(ranges(before, n), ranges(after, n))
+            for i in range(a, b)
+            if not (self.has_system and i == 0)
+        ]
         clip = plan.summary_clip_chars
         texts: list[str] = []
         candidates: list[Fact] = []
@@ -427,12 +472,15 @@ class Engine:
             pieces.extend(parts)
             texts.append(t)
             for f in self._facts_by_source.get(self.ledger.messages[i].id, ()):
-                if f.id not in self._lost_on_entry and f.text in t and (before.summary is None
-                                                                         or f.id not in before.summary.facts):
+                if (
+                    f.id not in self._lost_on_entry
+                    and f.text in t
+                    and (before.summary is None or f.id not in before.summary.facts)
+                ):
                     candidates.append(f)
         body = "\n\n".join(texts)
         if plan.summary_input_max_chars is not None and len(body) > plan.summary_input_max_chars:
-            body = body[-plan.summary_input_max_chars:]
+            body = body[-plan.summary_input_max_chars :]
             candidates = [f for f in candidates if (before.summary and f.id in before.summary.facts) or f.text in body]
             pieces = tail_pieces(pieces, plan.summary_input_max_chars)
         prev_text = before.summary.text if before.summary else ""
@@ -442,8 +490,13 @@ class Engine:
         # the counts instead of tokenising one new half-megabyte text per compaction. The difference from
         # counting the joined text is BPE merges across piece boundaries.
         body_tokens = sum(self.tok.count(t) for t in pieces)
-        input_tokens = (REQUEST_OVERHEAD + 3 * MESSAGE_OVERHEAD + self.tok.count(plan.summary_system_prompt)
-                        + self.tok.count(prev_text) + body_tokens)
+        input_tokens = (
+            REQUEST_OVERHEAD
+            + 3 * MESSAGE_OVERHEAD
+            + self.tok.count(plan.summary_system_prompt)
+            + self.tok.count(prev_text)
+            + body_tokens
+        )
         if self.config.calibration is not None:  # the summariser call carries the agent's prompt overhead too
             input_tokens = self.config.calibration.apply(input_tokens, 3, before.summary is not None)
         cfg = self.config.summariser
@@ -452,24 +505,39 @@ class Engine:
             wire.check_window(input_tokens, self.model, max_output=cap)
         except PromptTooLong as exc:
             self.overflows += 1
-            self._record_request("summariser", input_tokens, 0, 0, error=f"prompt-too-long: {exc}",
-                                 compaction_id=cid)
+            self._record_request("summariser", input_tokens, 0, 0, error=f"prompt-too-long: {exc}", compaction_id=cid)
             self.log.append(CompactionFailed(self.state.turn, trigger, f"summariser overflow: {exc}"))
             return None
         goal_idx = next((i for i, m in enumerate(self.ledger.messages) if m.role == "user" and m.command is None), None)
         goal = self.ledger.messages[goal_idx].text if goal_idx is not None else ""
         calls = [p.name or "tool" for i in span for p in self.ledger.messages[i].parts if p.kind == "tool_call"]
         rng = np.random.default_rng(np.random.SeedSequence([self.config.seed, 1, self._compaction_attempts]))
-        outcome = summarise(goal=goal, covered_messages=len(span), covered_calls=calls, candidates=candidates,
-                            config=cfg, max_output_tokens=cap, rng=rng, count=self.tok.count)
+        outcome = summarise(
+            goal=goal,
+            covered_messages=len(span),
+            covered_calls=calls,
+            candidates=candidates,
+            config=cfg,
+            max_output_tokens=cap,
+            rng=rng,
+            count=self.tok.count,
+        )
         out_tokens = self.tok.count(outcome.text)
-        self._record_request("summariser", input_tokens, out_tokens, 0, error=outcome.failed, compaction_id=cid,
-                             billed=outcome.failed != "summariser call failed")
+        self._record_request(
+            "summariser",
+            input_tokens,
+            out_tokens,
+            0,
+            error=outcome.failed,
+            compaction_id=cid,
+            billed=outcome.failed != "summariser call failed",
+        )
         if outcome.failed or not outcome.text.strip():
             self.log.append(CompactionFailed(self.state.turn, trigger, outcome.failed or "empty summary"))
             return None
-        return Summary(plan.summary_wrapper.replace("{summary}", outcome.text), outcome.facts, plan.start, cid,
-                       plan.summary_role)
+        return Summary(
+            plan.summary_wrapper.replace("{summary}", outcome.text), outcome.facts, plan.start, cid, plan.summary_role
+        )
 
     # -- requests -----------------------------------------------------------------------------------
     def _charge(self, input_tokens: int, output_tokens: int) -> float:
@@ -478,28 +546,53 @@ class Engine:
         self.tracker.cost += cost
         return cost
 
-    def _record_request(self, kind: str, context: int, output: int, in_view: int, *, error: str | None = None,
-                        compaction_id: str | None = None, needed: int = 0, visible: int = 0,
-                        violations: Iterable[Violation] = (), billed: bool | None = None) -> None:
+    def _record_request(
+        self,
+        kind: str,
+        context: int,
+        output: int,
+        in_view: int,
+        *,
+        error: str | None = None,
+        compaction_id: str | None = None,
+        needed: int = 0,
+        visible: int = 0,
+        violations: Iterable[Violation] = (),
+        billed: bool | None = None,
+    ) -> None:
         # A rejected request (400) is not billed; a call that answered, even with nothing, is.
         billed = error is None if billed is None else billed
         cost = self._charge(context, output) if billed else 0.0
         self.log.append(RequestSent(self.state.turn, kind, context, output, in_view, error))
-        self.rows.append({
-            "turn": self.state.turn, "request_kind": kind, "context_tokens": context, "output_tokens": output,
-            "cost_usd": cost, "compaction_id": compaction_id or (self.state.view.summary.compaction_id
-                                                                  if self.state.view.summary else ""),
-            "compactions_so_far": self.state.compactions, "messages_in_view": in_view, "facts_needed": needed,
-            "facts_visible": visible, "violations": "; ".join(v.invariant for v in violations),
-            "error": error or "", "billed": billed,
-        })
+        self.rows.append(
+            {
+                "turn": self.state.turn,
+                "request_kind": kind,
+                "context_tokens": context,
+                "output_tokens": output,
+                "cost_usd": cost,
+                "compaction_id": compaction_id
+                or (self.state.view.summary.compaction_id if self.state.view.summary else ""),
+                "compactions_so_far": self.state.compactions,
+                "messages_in_view": in_view,
+                "facts_needed": needed,
+                "facts_visible": visible,
+                "violations": "; ".join(v.invariant for v in violations),
+                "error": error or "",
+                "billed": billed,
+            }
+        )
 
     def _request_size(self, view: View, grace: bool) -> tuple[str | None, int, int]:
         """The status line, prompt tokens and messages of a request for ``view`` (pure)."""
         status = self.tracker.status_line() if self.status else None
         view_tokens, in_view = self.view_size(view)
-        tokens = (REQUEST_OVERHEAD + view_tokens + (0 if grace else self.tools_tokens)
-                  + (MESSAGE_OVERHEAD + self.tok.count(status) if status else 0))
+        tokens = (
+            REQUEST_OVERHEAD
+            + view_tokens
+            + (0 if grace else self.tools_tokens)
+            + (MESSAGE_OVERHEAD + self.tok.count(status) if status else 0)
+        )
         if self.config.calibration is not None:  # report what the provider would count (sim.calibration)
             summarised = view.summary is not None or self._opens_summarised
             tokens = self.config.calibration.apply(tokens, in_view, summarised)
@@ -567,8 +660,15 @@ class Engine:
             k = self.retention_by_kind.setdefault(f.kind, [0, 0])
             k[0] += 1
             k[1] += ok
-            self.fact_rows.append({"turn": st.turn, "fact": f.id, "kind": f.kind, "visible": bool(ok),
-                                   "age_messages": len(self.ledger.messages) - self._index.get(f.source, 0)})
+            self.fact_rows.append(
+                {
+                    "turn": st.turn,
+                    "fact": f.id,
+                    "kind": f.kind,
+                    "visible": bool(ok),
+                    "age_messages": len(self.ledger.messages) - self._index.get(f.source, 0),
+                }
+            )
         self.retained["needed"] += len(due)
         self.retained["visible"] += visible
         sz = self._sizes(reply)
@@ -576,8 +676,9 @@ class Engine:
         self.tracker.turns += 1
         self.tracker.tool_calls += sz.calls
         self.tracker.last_context = tokens
-        self._record_request("grace" if grace else "agent", tokens, out, in_view, needed=len(due), visible=visible,
-                             violations=found)
+        self._record_request(
+            "grace" if grace else "agent", tokens, out, in_view, needed=len(due), visible=visible, violations=found
+        )
         st.last_input_tokens = tokens
         st.view_at_last_request = view
         st.chars_at_last_request = self.ledger.chars_prefix[-1]
@@ -595,8 +696,14 @@ class Engine:
         if problem:
             found.append(Violation("log-append-only", self.state.turn, "agent", problem))
         if fold(self.log) != self.state.view:
-            found.append(Violation("log-append-only", self.state.turn, "agent",
-                                   "the view folded from the log differs from the engine's view"))
+            found.append(
+                Violation(
+                    "log-append-only",
+                    self.state.turn,
+                    "agent",
+                    "the view folded from the log differs from the engine's view",
+                )
+            )
         full = self.requests.render(self.state.view)
         try:
             (wire.validate_anthropic if self.model.provider == "anthropic" else wire.validate_openai)(full)
@@ -622,13 +729,27 @@ class Engine:
         if self.config.budgets.on_exhaustion == "fail" or dim == "cost":
             raise _Finished("budget-failed", dim)
         if reply.calls:
-            settled = Message(f"{reply.id}-settled", "tool", tuple(
-                Part("tool_result", "not executed: the run's budget is exhausted", call_id=p.call_id, name=p.name,
-                     is_error=True) for p in reply.calls))
+            settled = Message(
+                f"{reply.id}-settled",
+                "tool",
+                tuple(
+                    Part(
+                        "tool_result",
+                        "not executed: the run's budget is exhausted",
+                        call_id=p.call_id,
+                        name=p.name,
+                        is_error=True,
+                    )
+                    for p in reply.calls
+                ),
+            )
             self._append(settled, synthetic=True)
             nxt = next((m for m in upcoming if m.role == "assistant" and m.text), None)
-            final = Message(f"{reply.id}-final", "assistant",
-                            (Part("text", nxt.text if nxt else "Final answer: the budget is exhausted."),))
+            final = Message(
+                f"{reply.id}-final",
+                "assistant",
+                (Part("text", nxt.text if nxt else "Final answer: the budget is exhausted."),),
+            )
             self._agent_request(final, grace=True)
         raise _Finished("budget-exhausted", dim)
 
@@ -668,15 +789,16 @@ class Engine:
                         self._compact(plan, "manual")
                     continue
                 self._sync(k, BUDGET)
-                self._exhaustion(m, list(msgs[k + 1:k + 40]))
+                self._exhaustion(m, list(msgs[k + 1 : k + 40]))
         except _Finished as fin:
             return fin.reason, fin.exhausted
         except InvariantViolation:
             return "invariant-violation", None
         return "completed", None
 
-    def _finish(self, reason: str, exhausted: str | None, *, checked: bool = False,
-                problem: str | None = None) -> RunResult:
+    def _finish(
+        self, reason: str, exhausted: str | None, *, checked: bool = False, problem: str | None = None
+    ) -> RunResult:
         """End the run: check the log (unless ``checked``, when ``problem`` is the verdict), close it."""
         if not self.config.strict or reason != "invariant-violation":
             if not checked:
@@ -769,9 +891,14 @@ class Engine:
     def _result(self, reason: str, exhausted: str | None) -> RunResult:
         agent = [r for r in self.rows if r["request_kind"] != "summariser" and not r["error"]]
         summary = {
-            "run_id": self.run_id, "policy": self.policy.name, "params": self.policy.params(),
-            "params_hash": self.policy.params_hash(), "conversation": self.conv.id, "seed": self.config.seed,
-            "requests": len(self.rows), "agent_requests": len(agent),
+            "run_id": self.run_id,
+            "policy": self.policy.name,
+            "params": self.policy.params(),
+            "params_hash": self.policy.params_hash(),
+            "conversation": self.conv.id,
+            "seed": self.config.seed,
+            "requests": len(self.rows),
+            "agent_requests": len(agent),
             "peak_context_tokens": max((r["context_tokens"] for r in agent), default=0),
             "cumulative_input_tokens": sum(r["context_tokens"] for r in self.rows if r["billed"]),
             "cumulative_output_tokens": sum(r["output_tokens"] for r in self.rows),
@@ -779,18 +906,33 @@ class Engine:
             "compactions": self.compactions,
             "compaction_count": len(self.compactions),
             "overflows": self.overflows,
-            "facts_needed": self.retained["needed"], "facts_visible": self.retained["visible"],
+            "facts_needed": self.retained["needed"],
+            "facts_visible": self.retained["visible"],
             "retention_recall": self.retained["visible"] / self.retained["needed"] if self.retained["needed"] else None,
-            "retention_by_kind": {k: {"needed": v[0], "visible": v[1], "recall": v[1] / v[0] if v[0] else None}
-                                  for k, v in sorted(self.retention_by_kind.items())},
-            "finish_reason": reason, "exhausted": exhausted,
+            "retention_by_kind": {
+                k: {"needed": v[0], "visible": v[1], "recall": v[1] / v[0] if v[0] else None}
+                for k, v in sorted(self.retention_by_kind.items())
+            },
+            "finish_reason": reason,
+            "exhausted": exhausted,
             "violation_count": len(self.violations),
             "violations_by_invariant": _count(v.invariant for v in self.violations),
             "messages_in_log": len(self.ledger.messages),
         }
-        return RunResult(self.run_id, self.policy.name, self.policy.params(), self.policy.params_hash(),
-                         self.conv.id, self.config.seed, self.rows, self.compactions, self.violations, self.log,
-                         summary, self.fact_rows)
+        return RunResult(
+            self.run_id,
+            self.policy.name,
+            self.policy.params(),
+            self.policy.params_hash(),
+            self.conv.id,
+            self.config.seed,
+            self.rows,
+            self.compactions,
+            self.violations,
+            self.log,
+            summary,
+            self.fact_rows,
+        )
 
 
 def _count(items: Iterable[str]) -> dict[str, int]:
@@ -800,8 +942,13 @@ def _count(items: Iterable[str]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def run(policy: Policy[Any], conversation: Conversation, config: RunConfig | None = None, *,
-        tokenizer: CountingTokenizer | None = None) -> RunResult:
+def run(
+    policy: Policy[Any],
+    conversation: Conversation,
+    config: RunConfig | None = None,
+    *,
+    tokenizer: CountingTokenizer | None = None,
+) -> RunResult:
     """Replay ``conversation`` under ``policy``; deterministic in (policy, conversation, config)."""
     return Engine(policy, conversation, config or RunConfig(), tokenizer).run()
 
@@ -840,8 +987,13 @@ def _complete(e: Engine, k: int, phase: int) -> dict[int, RunResult]:
     return done
 
 
-def run_many(policies: Sequence[Policy[Any]], conversation: Conversation, config: RunConfig | None = None, *,
-             tokenizer: CountingTokenizer | None = None) -> list[RunResult]:
+def run_many(
+    policies: Sequence[Policy[Any]],
+    conversation: Conversation,
+    config: RunConfig | None = None,
+    *,
+    tokenizer: CountingTokenizer | None = None,
+) -> list[RunResult]:
     """:func:`run` for each policy, in order, with the same results, sharing the work they have in common.
 
     Policies that shape requests alike (:func:`_replay_key`) replay together, in lockstep, while each

@@ -59,8 +59,9 @@ class ExecutorSpec:
         return f"{self.kind} ({self.n_workers} worker{'s' if self.n_workers != 1 else ''})"
 
 
-def run_all(fn: Callable[[S, T], R], items: Sequence[tuple[str, T]], shared: Mapping[str, S],
-            spec: ExecutorSpec) -> Iterator[R]:
+def run_all(
+    fn: Callable[[S, T], R], items: Sequence[tuple[str, T]], shared: Mapping[str, S], spec: ExecutorSpec
+) -> Iterator[R]:
     """``fn(shared[key], item)`` for every item, yielded as each completes."""
     if not items:
         return
@@ -70,8 +71,9 @@ def run_all(fn: Callable[[S, T], R], items: Sequence[tuple[str, T]], shared: Map
         yield from _dask(fn, items, shared, spec)
 
 
-def _local(fn: Callable[[S, T], R], items: Sequence[tuple[str, T]], shared: Mapping[str, S],
-           workers: int) -> Iterator[R]:
+def _local(
+    fn: Callable[[S, T], R], items: Sequence[tuple[str, T]], shared: Mapping[str, S], workers: int
+) -> Iterator[R]:
     workers = min(workers, len(items))
     if workers == 1:
         for key, item in items:
@@ -101,16 +103,23 @@ def _local(fn: Callable[[S, T], R], items: Sequence[tuple[str, T]], shared: Mapp
                 fut.cancel()
 
 
-def _dask(fn: Callable[[S, T], R], items: Sequence[tuple[str, T]], shared: Mapping[str, S],
-          spec: ExecutorSpec) -> Iterator[R]:
+def _dask(
+    fn: Callable[[S, T], R], items: Sequence[tuple[str, T]], shared: Mapping[str, S], spec: ExecutorSpec
+) -> Iterator[R]:
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:  # pragma: no cover - an install without the extra
         raise InvalidConfig("the dask executors need dask[distributed] (pip install 'dask[distributed]')") from None
     cluster: Any = None
     if spec.kind == "dask-local":
-        cluster = LocalCluster(n_workers=spec.n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+        cluster = LocalCluster(
+            n_workers=spec.n_workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+            silence_logs=logging.ERROR,
+        )
         client = Client(cluster)
     else:
         try:

@@ -58,7 +58,9 @@ class Fidelity:
     def summary(self) -> dict[str, Any]:
         e = self.errors()
         return {
-            "conversation": self.conversation, "across": self.across, "requests": int(e.size),
+            "conversation": self.conversation,
+            "across": self.across,
+            "requests": int(e.size),
             "median_abs_relative_error": float(np.median(e)) if e.size else None,
             "p90_abs_relative_error": float(np.percentile(e, 90)) if e.size else None,
             "compactions": self.compactions,
@@ -84,17 +86,30 @@ def replay(conv: Conversation, calibration: Calibration, across: Across = "conti
             if m.usage is None or m.usage.prompt_tokens <= 0 or m.meta.get("api_id_repeated"):
                 continue
             recorded, simulated = m.usage.prompt_tokens, row["context_tokens"]
-            out.rows.append({"turn": turn, "segment": k, "message_id": m.id, "recorded": recorded,
-                             "simulated": simulated, "relative_error": (simulated - recorded) / recorded,
-                             "summarised": opens_with_summary(seg)})
+            out.rows.append(
+                {
+                    "turn": turn,
+                    "segment": k,
+                    "message_id": m.id,
+                    "recorded": recorded,
+                    "simulated": simulated,
+                    "relative_error": (simulated - recorded) / recorded,
+                    "summarised": opens_with_summary(seg),
+                }
+            )
         if has_next:
             pre = boundaries[k].get("pre_tokens")
             sim_pre = rows[-1]["context_tokens"]
-            out.compactions.append({
-                "compaction": k + 1, "after_turn": turn, "trigger": boundaries[k].get("trigger"),
-                "pre_tokens": pre, "simulated": sim_pre,
-                "relative_error": (sim_pre - pre) / pre if isinstance(pre, int) and pre > 0 else None,
-            })
+            out.compactions.append(
+                {
+                    "compaction": k + 1,
+                    "after_turn": turn,
+                    "trigger": boundaries[k].get("trigger"),
+                    "pre_tokens": pre,
+                    "simulated": sim_pre,
+                    "relative_error": (sim_pre - pre) / pre if isinstance(pre, int) and pre > 0 else None,
+                }
+            )
     return out
 
 
@@ -103,10 +118,12 @@ def write(result: Fidelity, out: str | Path) -> tuple[Path, Path]:
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
     curve, comp = d / "fidelity.csv", d / "compactions.csv"
-    _write_csv(curve, ["turn", "segment", "message_id", "recorded", "simulated", "relative_error", "summarised"],
-               result.rows)
-    _write_csv(comp, ["compaction", "after_turn", "trigger", "pre_tokens", "simulated", "relative_error"],
-               result.compactions)
+    _write_csv(
+        curve, ["turn", "segment", "message_id", "recorded", "simulated", "relative_error", "summarised"], result.rows
+    )
+    _write_csv(
+        comp, ["compaction", "after_turn", "trigger", "pre_tokens", "simulated", "relative_error"], result.compactions
+    )
     return curve, comp
 
 

@@ -17,8 +17,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     convs = report.conversations
     if not convs:
         where = ", ".join(str(p) for p in args.paths)
-        raise FormatError(where, None, "no conversation could be read",
-                          "see the skips above; pass --format NAME if detection chose wrongly")
+        raise FormatError(
+            where,
+            None,
+            "no conversation could be read",
+            "see the skips above; pass --format NAME if detection chose wrongly",
+        )
     written = write_native(report, args.out)
     unread = sum(1 for f in report.files if f.error is not None)
     print(

@@ -80,8 +80,10 @@ def collect_paths(paths: list[str | Path]) -> list[Path]:
         if p.is_dir():
             found.extend(
                 sorted(
-                    f for f in p.rglob("*")
-                    if f.is_file() and f.suffix.lower() in RECORDING_SUFFIXES
+                    f
+                    for f in p.rglob("*")
+                    if f.is_file()
+                    and f.suffix.lower() in RECORDING_SUFFIXES
                     and not any(part.startswith(".") for part in f.relative_to(p).parts)
                 )
             )

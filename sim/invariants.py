@@ -37,8 +37,17 @@ from sim.state import RunState
 from sim.view import View
 
 NAMES = (
-    "tool-pairing", "atomic-units", "live-turn", "system-first", "revert-resolution", "protected-span",
-    "log-append-only", "compaction-shrinks", "compaction-loop", "failed-summary-unchanged", "plan-invalid",
+    "tool-pairing",
+    "atomic-units",
+    "live-turn",
+    "system-first",
+    "revert-resolution",
+    "protected-span",
+    "log-append-only",
+    "compaction-shrinks",
+    "compaction-loop",
+    "failed-summary-unchanged",
+    "plan-invalid",
     "policy-purity",
 )
 
@@ -90,8 +99,13 @@ def check_view(state: RunState, view: View) -> list[tuple[str, str]]:
     # neighbouring message is shown too (by another range).
     if 0 < view.start < n and not state.can_cut(view.start) and not view.shows(view.start - 1):
         u = state.unit_start(view.start)
-        out.append(("atomic-units", f"the view starts at message {view.start} ({msgs[view.start].id!r}), inside "
-                    f"the unit that starts at {u} ({msgs[u].id!r})"))
+        out.append(
+            (
+                "atomic-units",
+                f"the view starts at message {view.start} ({msgs[view.start].id!r}), inside "
+                f"the unit that starts at {u} ({msgs[u].id!r})",
+            )
+        )
     for a, b in view.spans:
         if a >= n:
             continue
@@ -103,16 +117,30 @@ def check_view(state: RunState, view: View) -> list[tuple[str, str]]:
             edges.append((b - 1, b))
         for p, q in edges[:1] if b - a == 1 else edges:
             u = state.unit_start(p)
-            out.append(("atomic-units", f"pinned message {p} ({msgs[p].id!r}) keeps only part of the unit that "
-                        f"starts at {u} ({msgs[u].id!r}): message {q} is not in the view"))
+            out.append(
+                (
+                    "atomic-units",
+                    f"pinned message {p} ({msgs[p].id!r}) keeps only part of the unit that "
+                    f"starts at {u} ({msgs[u].id!r}): message {q} is not in the view",
+                )
+            )
     lu = state.last_user_index
     if lu >= 0 and not view.shows(lu):
-        out.append(("live-turn", f"the last user message {lu} ({msgs[lu].id!r}) is not in the view "
-                    f"(view starts at {view.start})"))
+        out.append(
+            (
+                "live-turn",
+                f"the last user message {lu} ({msgs[lu].id!r}) is not in the view (view starts at {view.start})",
+            )
+        )
     for r, c in state.reverts:
         if view.shows(r) and not view.shows(c):
-            out.append(("revert-resolution", f"revert at message {r} ({msgs[r].id!r}) is kept but the change it "
-                        f"reverts, at message {c} ({msgs[c].id!r}), is not in the view"))
+            out.append(
+                (
+                    "revert-resolution",
+                    f"revert at message {r} ({msgs[r].id!r}) is kept but the change it "
+                    f"reverts, at message {c} ({msgs[c].id!r}), is not in the view",
+                )
+            )
     return out
 
 
@@ -120,12 +148,14 @@ def edited_ranges(before: View, after: View, n: int) -> list[tuple[int, int]]:
     """Ranges of messages whose edits differ between ``before`` and ``after``: O(edits) ranges, covering
     what a compaction newly edited (a moved bound covers only the messages between its two positions)."""
     bounds = sorted({0, n, *(min(e.before, n) for e in (*before.edits, *after.edits))})
-    return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False)
-            if a < b and before.rules_at(a) != after.rules_at(a)]
+    return [
+        (a, b) for a, b in zip(bounds, bounds[1:], strict=False) if a < b and before.rules_at(a) != after.rules_at(a)
+    ]
 
 
-def check_compaction(state: RunState, before: View, after: View,
-                     changed: Callable[[int], bool] | None = None) -> list[tuple[str, str]]:
+def check_compaction(
+    state: RunState, before: View, after: View, changed: Callable[[int], bool] | None = None
+) -> list[tuple[str, str]]:
     """Checks of one compaction (``before`` -> ``after``) against what was protected when it was made.
 
     Only what this compaction newly compacts is judged: messages leaving the view and messages whose
@@ -141,14 +171,26 @@ def check_compaction(state: RunState, before: View, after: View,
     n = len(state)
     left = next((i for a, b in minus(ranges(before, n), ranges(after, n)) for i in range(max(a, pf), b)), None)
     if left is not None:
-        out.append(("protected-span", f"messages from {pf} on belong to an unresolved pending turn, but message "
-                    f"{left} ({msgs[left].id!r}) left the view (the view now starts at {after.start})"))
+        out.append(
+            (
+                "protected-span",
+                f"messages from {pf} on belong to an unresolved pending turn, but message "
+                f"{left} ({msgs[left].id!r}) left the view (the view now starts at {after.start})",
+            )
+        )
     changed = changed or (lambda i: msgs[i].role == "tool")
-    edited = next((i for a, b in edited_ranges(before, after, n) for i in range(max(a, pf), b)
-                   if after.shows(i) and changed(i)), None)
+    edited = next(
+        (i for a, b in edited_ranges(before, after, n) for i in range(max(a, pf), b) if after.shows(i) and changed(i)),
+        None,
+    )
     if edited is not None:
-        out.append(("protected-span", f"messages from {pf} on belong to an unresolved pending turn, but the tool "
-                    f"results of message {edited} ({msgs[edited].id!r}) were cleared"))
+        out.append(
+            (
+                "protected-span",
+                f"messages from {pf} on belong to an unresolved pending turn, but the tool "
+                f"results of message {edited} ({msgs[edited].id!r}) were cleared",
+            )
+        )
     return out
 
 

@@ -195,13 +195,25 @@ def read_header(path: Path) -> dict[str, Any]:
         raise FormatError(str(path), 1, "not a csim run log (header has no format: csim-log)")
     if head.get("schema_version") != SCHEMA_VERSION:
         raise FormatError(
-            str(path), 1, f"schema_version {head.get('schema_version')!r} is not supported",
+            str(path),
+            1,
+            f"schema_version {head.get('schema_version')!r} is not supported",
             f"this csim reads version {SCHEMA_VERSION}",
         )
     return head
 
 
 __all__ = [
-    "BudgetWarned", "CompactionCreated", "CompactionFailed", "Event", "MessageAppended", "RequestSent",
-    "RunFinished", "RunLog", "encode_event", "read_header", "to_plain", "write_jsonl",
+    "BudgetWarned",
+    "CompactionCreated",
+    "CompactionFailed",
+    "Event",
+    "MessageAppended",
+    "RequestSent",
+    "RunFinished",
+    "RunLog",
+    "encode_event",
+    "read_header",
+    "to_plain",
+    "write_jsonl",
 ]

@@ -45,8 +45,13 @@ def _tidy(results: Iterable[RunResult], rows_of: str, columns: dict[str, str]) -
     """The rows ``RunResult.<rows_of>`` of every run, each with the run's identity, as typed columns."""
     rows: list[dict[str, Any]] = []
     for r in results:
-        base = {"run_id": r.run_id, "policy": r.policy, "params_hash": r.params_hash,
-                "conversation": r.conversation_id, "seed": r.seed}
+        base = {
+            "run_id": r.run_id,
+            "policy": r.policy,
+            "params_hash": r.params_hash,
+            "conversation": r.conversation_id,
+            "seed": r.seed,
+        }
         rows.extend({**base, **row} for row in getattr(r, rows_of))
     return pd.DataFrame(rows, columns=list(columns)).astype(columns)
 
@@ -57,8 +62,16 @@ def requests_frame(results: Iterable[RunResult]) -> pd.DataFrame:
 
 
 FACT_COLUMNS: dict[str, str] = {
-    "run_id": "string", "policy": "string", "params_hash": "string", "conversation": "string", "seed": "int64",
-    "turn": "int64", "fact": "string", "kind": "string", "age_messages": "int64", "visible": "bool",
+    "run_id": "string",
+    "policy": "string",
+    "params_hash": "string",
+    "conversation": "string",
+    "seed": "int64",
+    "turn": "int64",
+    "fact": "string",
+    "kind": "string",
+    "age_messages": "int64",
+    "visible": "bool",
 }
 
 
@@ -68,9 +81,24 @@ def facts_frame(results: Iterable[RunResult]) -> pd.DataFrame:
 
 
 SUMMARY_COLUMNS = (
-    "run_id", "policy", "params_hash", "conversation", "seed", "finish_reason", "exhausted", "agent_requests",
-    "peak_context_tokens", "cumulative_input_tokens", "cumulative_output_tokens", "total_cost_usd",
-    "compaction_count", "overflows", "facts_needed", "facts_visible", "retention_recall", "violation_count",
+    "run_id",
+    "policy",
+    "params_hash",
+    "conversation",
+    "seed",
+    "finish_reason",
+    "exhausted",
+    "agent_requests",
+    "peak_context_tokens",
+    "cumulative_input_tokens",
+    "cumulative_output_tokens",
+    "total_cost_usd",
+    "compaction_count",
+    "overflows",
+    "facts_needed",
+    "facts_visible",
+    "retention_recall",
+    "violation_count",
 )
 
 
@@ -96,8 +124,9 @@ def write_parquet(frame: pd.DataFrame, path: Path) -> None:
 
 
 def write_json(data: Mapping[str, Any], path: Path) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=_jsonable) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=_jsonable) + "\n", encoding="utf-8"
+    )
 
 
 def _jsonable(obj: Any) -> Any:

@@ -80,7 +80,8 @@ def render_message_openai(m: Message) -> list[dict[str, Any]]:
     out: dict[str, Any] = {"role": m.role, "content": text}
     calls = [
         {"id": p.call_id, "type": "function", "function": {"name": p.name or "", "arguments": p.args or "{}"}}
-        for p in m.parts if p.kind == "tool_call"
+        for p in m.parts
+        if p.kind == "tool_call"
     ]
     if calls:
         out["tool_calls"] = calls
@@ -93,8 +94,7 @@ def render_message_anthropic(m: Message) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = []
     for p in m.parts:
         if p.kind == "tool_result":
-            blocks.append({"type": "tool_result", "tool_use_id": p.call_id,
-                           "content": p.text, "is_error": p.is_error})
+            blocks.append({"type": "tool_result", "tool_use_id": p.call_id, "content": p.text, "is_error": p.is_error})
         elif p.kind == "tool_call":
             blocks.append({"type": "tool_use", "id": p.call_id, "name": p.name or "", "input": p.args or "{}"})
         elif p.kind == "thinking":
@@ -235,5 +235,6 @@ def check_window(prompt_tokens: int, config: ModelConfig, max_output: int | None
         raise PromptTooLong(
             f"prompt is too long: {prompt_tokens} tokens + {reserve} reserved for output > "
             f"{config.context_window} maximum",
-            prompt_tokens, config.context_window,
+            prompt_tokens,
+            config.context_window,
         )

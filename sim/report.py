@@ -61,10 +61,17 @@ def execute(notebooks: dict[str, nbformat.NotebookNode], cwd: Path) -> None:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, DeadKernelError
 
-    clients = {name: NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3", record_timing=False,
-                                    extra_arguments=["--IPKernelApp.log_level=ERROR"],  # no transport warnings
-                                    resources={"metadata": {"path": str(cwd)}})
-               for name, nb in notebooks.items()}
+    clients = {
+        name: NotebookClient(
+            nb,
+            timeout=TIMEOUT_S,
+            kernel_name="python3",
+            record_timing=False,
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],  # no transport warnings
+            resources={"metadata": {"path": str(cwd)}},
+        )
+        for name, nb in notebooks.items()
+    }
 
     async def run_all() -> list[object]:
         return await asyncio.gather(*(c.async_execute() for c in clients.values()), return_exceptions=True)
@@ -83,8 +90,10 @@ def _failure(nb: nbformat.NotebookNode, name: str, exc: Exception) -> str:
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 first = next((ln for ln in cell.source.splitlines() if ln.strip() and not ln.startswith("#")), "")
-                return (f"report notebook {name}.ipynb failed in cell {i} ({first.strip()[:70]!r}): "
-                        f"{out.get('ename')}: {out.get('evalue')}")
+                return (
+                    f"report notebook {name}.ipynb failed in cell {i} ({first.strip()[:70]!r}): "
+                    f"{out.get('ename')}: {out.get('evalue')}"
+                )
     return f"report notebook {name}.ipynb failed: {str(exc).strip().splitlines()[-1] if str(exc).strip() else exc}"
 
 
@@ -92,18 +101,27 @@ def to_html(nb: nbformat.NotebookNode, title: str, show_code: bool) -> str:
     """Self-contained HTML: images inline, no prompts, code only when asked, no scripts fetched from a CDN."""
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(template_name="lab", exclude_input=not show_code, exclude_input_prompt=True,
-                            exclude_output_prompt=True, embed_images=True)
+    exporter = HTMLExporter(
+        template_name="lab",
+        exclude_input=not show_code,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+        embed_images=True,
+    )
     nb.metadata["title"] = title
     body, _ = exporter.from_notebook_node(nb)
     # Report pages are static: drop scripts that would fetch code from a CDN (require.js, MathJax, mermaid).
     body = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>\s*', "", body)
-    return re.sub(r"<script[^>]*>(?:(?!</script>).)*https?://cdn(?:(?!</script>).)*</script>\s*", "", body,
-                  flags=re.S)
+    return re.sub(r"<script[^>]*>(?:(?!</script>).)*https?://cdn(?:(?!</script>).)*</script>\s*", "", body, flags=re.S)
 
 
-def write_report(results_path: str | Path, out_dir: str | Path, show_code: bool = False,
-                 run_key: str | None = None, notebooks: Path | None = None) -> Path:
+def write_report(
+    results_path: str | Path,
+    out_dir: str | Path,
+    show_code: bool = False,
+    run_key: str | None = None,
+    notebooks: Path | None = None,
+) -> Path:
     """Execute the report notebooks on ``results_path`` and write ``out_dir``/{compare,run,index}.html.
 
     Args:
@@ -136,8 +154,9 @@ def write_report(results_path: str | Path, out_dir: str | Path, show_code: bool 
     for name in NOTEBOOKS:
         path = folder / f"{name}.ipynb"
         if not path.is_file():
-            raise InvalidConfig(f"report notebook {path} is missing (csim report uses the notebooks/ folder of "
-                                "its checkout)")
+            raise InvalidConfig(
+                f"report notebook {path} is missing (csim report uses the notebooks/ folder of its checkout)"
+            )
         books[name] = parameterise(nbformat.read(path, as_version=4), params[name])
     try:
         execute(books, Path.cwd())  # the caller's folder: a user's policy module imports as in the sweep
@@ -159,13 +178,13 @@ def _index(data: Any, src: Path, row: Any) -> str:
 <style>body{{font-family:sans-serif;max-width:50em;margin:2em auto;line-height:1.5}}code{{background:#f3f3f3}}</style>
 </head><body>
 <h1>csim report</h1>
-<p>Results: <code>{e(str(src))}</code> ({e(data.kind)}): {len(r)} runs, {r['config'].nunique()} configurations,
-{r['conversation'].nunique()} conversations.</p>
+<p>Results: <code>{e(str(src))}</code> ({e(data.kind)}): {len(r)} runs, {r["config"].nunique()} configurations,
+{r["conversation"].nunique()} conversations.</p>
 <ul>
 <li><a href="compare.html">Policy comparison</a>: cost against retention with the Pareto frontier, context per
 request, cumulative cost, retention by fact kind and age, invariant violations, and the comparison table.</li>
-<li><a href="run.html">One run in depth</a>: <b>{e(str(row['config']))}</b> on {e(str(row['conversation']))}
-(seed {row['seed']}, run key <code>{e(str(row['run_key']))}</code>, {row['compaction_count']} compactions):
+<li><a href="run.html">One run in depth</a>: <b>{e(str(row["config"]))}</b> on {e(str(row["conversation"]))}
+(seed {row["seed"]}, run key <code>{e(str(row["run_key"]))}</code>, {row["compaction_count"]} compactions):
 the view over time, each compaction, the summaries, the facts lost.</li>
 </ul>
 <p>Another run in depth: <code>csim report {e(str(src))} --run RUN_KEY --out DIR</code>; the executed notebooks

@@ -17,12 +17,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
-        "report", help="execute the report notebooks on results and write self-contained HTML",
+        "report",
+        help="execute the report notebooks on results and write self-contained HTML",
         description="Execute notebooks/compare.ipynb and notebooks/run.ipynb headlessly on RESULTS (a csim sweep "
-                    "--out directory or a csim run --out directory) and write OUT/compare.html (every run: cost "
-                    "against retention, context per request, cumulative cost, retention by fact kind and age, "
-                    "violations, the compare table), OUT/run.html (one run in depth: default the run with the "
-                    "most compactions) and OUT/index.html linking them. Figures are embedded; no network needed.")
+        "--out directory or a csim run --out directory) and write OUT/compare.html (every run: cost "
+        "against retention, context per request, cumulative cost, retention by fact kind and age, "
+        "violations, the compare table), OUT/run.html (one run in depth: default the run with the "
+        "most compactions) and OUT/index.html linking them. Figures are embedded; no network needed.",
+    )
     p.add_argument("results", type=Path, help="results directory (csim sweep --out, or csim run --out)")
     p.add_argument("--out", required=True, type=Path, help="where to write the HTML and executed notebooks")
     p.add_argument("--run", metavar="RUN_KEY", help="the run to show in depth (the run_key column of the results)")

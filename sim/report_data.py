@@ -48,8 +48,11 @@ def context_window(results: Results) -> int | None:
 def choose_conversation(results: Results) -> str:
     """The conversation (and seed) whose runs compact most, then with the largest peak context: the most
     telling one to draw for every policy. Returns the conversation id; ties go to the smaller id."""
-    g = (results.runs.groupby(["conversation", "seed"], sort=True)
-         .agg(c=("compaction_count", "sum"), peak=("peak_context_tokens", "max")).reset_index())
+    g = (
+        results.runs.groupby(["conversation", "seed"], sort=True)
+        .agg(c=("compaction_count", "sum"), peak=("peak_context_tokens", "max"))
+        .reset_index()
+    )
     g = g.sort_values(["c", "peak", "conversation", "seed"], ascending=[False, False, True, True], kind="stable")
     return str(g["conversation"].iloc[0])
 
@@ -57,8 +60,9 @@ def choose_conversation(results: Results) -> str:
 def choose_run(results: Results) -> str:
     """The run with the most compactions, then most violations, then lowest retention, then smallest key."""
     r = results.runs.assign(_ret=results.runs["retention_recall"].astype("float64").fillna(1.0))
-    r = r.sort_values(["compaction_count", "violation_count", "_ret", "run_key"],
-                      ascending=[False, False, True, True], kind="stable")
+    r = r.sort_values(
+        ["compaction_count", "violation_count", "_ret", "run_key"], ascending=[False, False, True, True], kind="stable"
+    )
     return str(r["run_key"].iloc[0])
 
 
@@ -67,8 +71,9 @@ def run_row(results: Results, run_key: str) -> pd.Series:
     rows = results.runs.loc[results.runs["run_key"] == run_key]
     if rows.empty:
         some = ", ".join(results.runs["run_key"].head(5))
-        raise InvalidConfig(f"run {run_key!r} is not in these results (e.g. {some}); "
-                            "the run_key column of runs lists them all")
+        raise InvalidConfig(
+            f"run {run_key!r} is not in these results (e.g. {some}); the run_key column of runs lists them all"
+        )
     return rows.iloc[0]
 
 
@@ -105,32 +110,57 @@ def _replay(results: Results, row: pd.Series) -> RunLog:
     if not isinstance(s, dict):
         raise InvalidConfig("the sweep manifest has no spec to replay the run from")
     spec = SweepSpec(
-        policies=tuple(PolicyGrid(g["policy"], tuple((k, tuple(v)) for k, v in g.get("params", {}).items()))
-                       for g in s["policies"]),
-        sources=tuple(Source(src["kind"], src["name"], tuple(src.get("params", {}).items()),
-                             src.get("format", "auto"), bool(src.get("lenient", False))) for src in s["sources"]),
-        seeds=tuple(s["seeds"]), run=tuple(sorted(s.get("run", {}).items())), name=s.get("name", ""))
+        policies=tuple(
+            PolicyGrid(g["policy"], tuple((k, tuple(v)) for k, v in g.get("params", {}).items())) for g in s["policies"]
+        ),
+        sources=tuple(
+            Source(
+                src["kind"],
+                src["name"],
+                tuple(src.get("params", {}).items()),
+                src.get("format", "auto"),
+                bool(src.get("lenient", False)),
+            )
+            for src in s["sources"]
+        ),
+        seeds=tuple(s["seeds"]),
+        run=tuple(sorted(s.get("run", {}).items())),
+        name=s.get("name", ""),
+    )
     tasks, shared, _ = plan(spec)
     for task in tasks:
         for planned in task.runs:
             same = planned.run_key == row["run_key"] or (
-                planned.label == row["config"] and task.unit.conversation == row["conversation"]
-                and task.unit.seed == row["seed"] and task.unit.checksum == row["conversation_checksum"])
+                planned.label == row["config"]
+                and task.unit.conversation == row["conversation"]
+                and task.unit.seed == row["seed"]
+                and task.unit.checksum == row["conversation_checksum"]
+            )
             if not same:
                 continue
             result = run(make_policy(planned.policy, dict(planned.params)), shared[task.unit.key], task.run_config)
-            header = {"run_id": result.run_id, "conversation": result.conversation_id,
-                      "policy": {"policy": result.policy, "params": result.params}, "seed": result.seed}
+            header = {
+                "run_id": result.run_id,
+                "conversation": result.conversation_id,
+                "policy": {"policy": result.policy, "params": result.params},
+                "seed": result.seed,
+            }
             source = "replayed from the sweep manifest"
             if (result.summary.get("total_cost_usd"), result.summary.get("compaction_count")) != (
-                    row["total_cost_usd"], row["compaction_count"]):
-                source += (" (this csim gives another result than the stored run: cost "
-                           f"{result.summary.get('total_cost_usd')} vs {row['total_cost_usd']} USD, "
-                           f"{result.summary.get('compaction_count')} vs {row['compaction_count']} compactions; "
-                           "the log shown is the replay)")
+                row["total_cost_usd"],
+                row["compaction_count"],
+            ):
+                source += (
+                    " (this csim gives another result than the stored run: cost "
+                    f"{result.summary.get('total_cost_usd')} vs {row['total_cost_usd']} USD, "
+                    f"{result.summary.get('compaction_count')} vs {row['compaction_count']} compactions; "
+                    "the log shown is the replay)"
+                )
             return RunLog(header, [to_plain(e) for e in result.log], source)
-    raise InvalidConfig(f"run {row['run_key']!r} ({row['config']} on {row['conversation']} seed {row['seed']}) is "
-                        "not in the sweep's plan: was the sweep made by another version of csim?")
+    raise InvalidConfig(
+        f"run {row['run_key']!r} ({row['config']} on {row['conversation']} seed {row['seed']}) is "
+        "not in the sweep's plan: was the sweep made by another version of csim?"
+    )
 
 
 __all__ = ["RunLog", "choose_conversation", "choose_run", "context_window", "load", "run_log", "run_row"]

@@ -24,8 +24,17 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from sim.results import Results  # noqa: E402
 
-plt.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
-                     "axes.spines.right": False, "legend.fontsize": 9, "font.size": 10})
+plt.rcParams.update(
+    {
+        "figure.dpi": 100,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "legend.fontsize": 9,
+        "font.size": 10,
+    }
+)
 
 #: tab10 then the light half of tab20: 20 distinguishable colours before any repeats.
 _PALETTE = [*plt.get_cmap("tab10").colors, *plt.get_cmap("tab20").colors[1::2]]  # type: ignore[attr-defined]
@@ -56,24 +65,32 @@ def show(fig: Figure, ident: str, caption: str) -> Html:
     plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     cap = html.escape(caption)
-    return Html(f'<figure id="fig-{ident}" class="csim-figure" style="margin:0 0 1.5em 0">'
-                f'<img alt="{cap}" src="data:image/png;base64,{data}" style="max-width:100%"/>'
-                f'<figcaption style="font-size:0.9em;color:#444">{cap}</figcaption></figure>')
+    return Html(
+        f'<figure id="fig-{ident}" class="csim-figure" style="margin:0 0 1.5em 0">'
+        f'<img alt="{cap}" src="data:image/png;base64,{data}" style="max-width:100%"/>'
+        f'<figcaption style="font-size:0.9em;color:#444">{cap}</figcaption></figure>'
+    )
 
 
-_TABLE_CSS = ("<style>.csim-table {font-size: 0.85em} .csim-table th, .csim-table td {text-align: left !important; "
-              "vertical-align: top; padding: 0.25em 0.6em !important} "
-              ".csim-table-wrap {overflow-x: auto; margin-bottom: 1.5em}</style>")
+_TABLE_CSS = (
+    "<style>.csim-table {font-size: 0.85em} .csim-table th, .csim-table td {text-align: left !important; "
+    "vertical-align: top; padding: 0.25em 0.6em !important} "
+    ".csim-table-wrap {overflow-x: auto; margin-bottom: 1.5em}</style>"
+)
 
 
 def table(frame: pd.DataFrame, ident: str, caption: str) -> Html:
     """A frame as an HTML table inside ``<div id="table-IDENT">`` with a caption; no index column, headings
     with spaces for underscores, text left-aligned."""
     shown = frame.rename(columns=lambda c: str(c).replace("_", " "))
-    body = (shown.to_html(index=False, escape=True, border=0, classes="dataframe csim-table", na_rep="")
-            if len(shown) else "<p><i>None.</i></p>")
-    return Html(f'{_TABLE_CSS}<div id="table-{ident}" class="csim-table-wrap"><p><b>{html.escape(caption)}</b></p>'
-                f"{body}</div>")
+    body = (
+        shown.to_html(index=False, escape=True, border=0, classes="dataframe csim-table", na_rep="")
+        if len(shown)
+        else "<p><i>None.</i></p>"
+    )
+    return Html(
+        f'{_TABLE_CSS}<div id="table-{ident}" class="csim-table-wrap"><p><b>{html.escape(caption)}</b></p>{body}</div>'
+    )
 
 
 def note(text: str) -> Html:
@@ -90,9 +107,12 @@ def summary(results: Results) -> pd.DataFrame:
 
 
 _METRICS = {  # short name in the compare table -> (heading with unit, format)
-    "cost_usd": ("cost per conversation (USD)", "{:,.3f}"), "retention": ("retention (%)", "{:.1f}"),
-    "input_tokens": ("cumulative input (tokens)", "{:,.0f}"), "peak_context": ("peak context (tokens)", "{:,.0f}"),
-    "compactions": ("compactions per run", "{:.2f}"), "overflows": ("overflows per run", "{:.2f}"),
+    "cost_usd": ("cost per conversation (USD)", "{:,.3f}"),
+    "retention": ("retention (%)", "{:.1f}"),
+    "input_tokens": ("cumulative input (tokens)", "{:,.0f}"),
+    "peak_context": ("peak context (tokens)", "{:,.0f}"),
+    "compactions": ("compactions per run", "{:.2f}"),
+    "overflows": ("overflows per run", "{:.2f}"),
     "violations": ("violations per run", "{:.2f}"),
 }
 
@@ -100,8 +120,11 @@ _METRICS = {  # short name in the compare table -> (heading with unit, format)
 def _cell(row: pd.Series, short: str, suffix: str = "", signed: bool = False) -> str:
     fmt = _METRICS[short][1].replace("{:", "{:+") if signed else _METRICS[short][1]
     scale = 100.0 if short == "retention" else 1.0
-    names = (f"{short}{suffix}", f"{short}{suffix}_lo", f"{short}{suffix}_hi") if suffix else (
-        f"{short}_mean", f"{short}_lo", f"{short}_hi")
+    names = (
+        (f"{short}{suffix}", f"{short}{suffix}_lo", f"{short}{suffix}_hi")
+        if suffix
+        else (f"{short}_mean", f"{short}_lo", f"{short}_hi")
+    )
     m, lo, hi = (row[n] * scale for n in names)
     if pd.isna(m):
         return "n/a"
@@ -114,13 +137,26 @@ def compare_tables(results: Results, computed: pd.DataFrame | None = None) -> tu
     t = results.summary if results.summary is not None and len(results.summary) else computed
     t = summary(results) if t is None else t
     keys = [c for c in t.columns if c in ("source", "source_kind", "policy_group")] + ["config"]
-    means = pd.DataFrame({**{k: t[k] for k in keys}, "runs": t["runs"], "conversations": t["conversations"],
-                          **{head: [_cell(r, s) for _, r in t.iterrows()] for s, (head, _) in _METRICS.items()},
-                          "Pareto": np.where(t["pareto"], "yes", "")})
+    means = pd.DataFrame(
+        {
+            **{k: t[k] for k in keys},
+            "runs": t["runs"],
+            "conversations": t["conversations"],
+            **{head: [_cell(r, s) for _, r in t.iterrows()] for s, (head, _) in _METRICS.items()},
+            "Pareto": np.where(t["pareto"], "yes", ""),
+        }
+    )
     base = t[t["config"] != t["baseline"]]
-    diffs = pd.DataFrame({**{k: base[k] for k in keys}, "paired conversations": base["paired_conversations"],
-                          **{f"Δ {head}": [_cell(r, s, "_diff", True) for _, r in base.iterrows()]
-                             for s, (head, _) in _METRICS.items()}})
+    diffs = pd.DataFrame(
+        {
+            **{k: base[k] for k in keys},
+            "paired conversations": base["paired_conversations"],
+            **{
+                f"Δ {head}": [_cell(r, s, "_diff", True) for _, r in base.iterrows()]
+                for s, (head, _) in _METRICS.items()
+            },
+        }
+    )
     return means, diffs, str(t["baseline"].iloc[0])
 
 
@@ -128,11 +164,13 @@ def headline(results: Results, conversation: str) -> Html:
     """The report's title and what it covers: runs, configurations, conversations, seeds, sources."""
     r = results.runs
     sources = ", ".join(sorted(r["source"].unique()))
-    return Html(f"<h1>Policy comparison</h1><p>{len(r)} runs: {r['config'].nunique()} configurations on "
-                f"{r['conversation'].nunique()} conversations ({html.escape(sources)}), seeds "
-                f"{', '.join(str(s) for s in sorted(r['seed'].unique()))}. Results: "
-                f"<code>{html.escape(str(results.kind))}</code>. Figures that show one conversation show "
-                f"<b>{html.escape(conversation)}</b>.</p>")
+    return Html(
+        f"<h1>Policy comparison</h1><p>{len(r)} runs: {r['config'].nunique()} configurations on "
+        f"{r['conversation'].nunique()} conversations ({html.escape(sources)}), seeds "
+        f"{', '.join(str(s) for s in sorted(r['seed'].unique()))}. Results: "
+        f"<code>{html.escape(str(results.kind))}</code>. Figures that show one conversation show "
+        f"<b>{html.escape(conversation)}</b>.</p>"
+    )
 
 
 # -- figures ----------------------------------------------------------------------------------------------
@@ -143,16 +181,36 @@ def fig_cost_retention(table: pd.DataFrame, cmap: Mapping[str, tuple[float, floa
     fig, ax = plt.subplots(figsize=(9, 5.5))
     for _, r in f.iterrows():
         x, y = r["cost_usd_mean"], 100 * r["retention_mean"]
-        ax.errorbar(x, y, xerr=[[x - r["cost_usd_lo"]], [r["cost_usd_hi"] - x]],
-                    yerr=[[y - 100 * r["retention_lo"]], [100 * r["retention_hi"] - y]], fmt="o", ms=8, capsize=4,
-                    color=cmap[r["config"]], zorder=3,
-                    label=r["config"] + (f" (overflowed: {r['overflows_mean']:.2f} per run, so it stopped early)"
-                                         if r["overflows_mean"] > 0 else ""))
+        ax.errorbar(
+            x,
+            y,
+            xerr=[[x - r["cost_usd_lo"]], [r["cost_usd_hi"] - x]],
+            yerr=[[y - 100 * r["retention_lo"]], [100 * r["retention_hi"] - y]],
+            fmt="o",
+            ms=8,
+            capsize=4,
+            color=cmap[r["config"]],
+            zorder=3,
+            label=r["config"]
+            + (
+                f" (overflowed: {r['overflows_mean']:.2f} per run, so it stopped early)"
+                if r["overflows_mean"] > 0
+                else ""
+            ),
+        )
     front = f[f["pareto"]].sort_values("cost_usd_mean")
     if len(front):
         ax.plot(front["cost_usd_mean"], 100 * front["retention_mean"], color="black", lw=1.2, ls="--", zorder=2)
-        ax.scatter(front["cost_usd_mean"], 100 * front["retention_mean"], s=260, facecolors="none",
-                   edgecolors="black", linewidths=1.5, zorder=4, label="Pareto frontier")
+        ax.scatter(
+            front["cost_usd_mean"],
+            100 * front["retention_mean"],
+            s=260,
+            facecolors="none",
+            edgecolors="black",
+            linewidths=1.5,
+            zorder=4,
+            label="Pareto frontier",
+        )
     ax.set_xlabel("mean cost per conversation (USD), 95% CI")
     ax.set_ylabel("retention: needed facts visible (%), 95% CI")
     ax.set_title(f"Cost against retention ({int(f['runs'].sum())} runs)")
@@ -165,8 +223,9 @@ def _one_conversation(frame: pd.DataFrame, conversation: str) -> pd.DataFrame:
     return part[part["seed"] == part["seed"].min()] if len(part) else part
 
 
-def fig_context(results: Results, conversation: str, cmap: Mapping[str, tuple[float, float, float]],
-                window: int | None) -> Figure:
+def fig_context(
+    results: Results, conversation: str, cmap: Mapping[str, tuple[float, float, float]], window: int | None
+) -> Figure:
     """Context tokens of each agent request on one conversation, per configuration; compactions marked."""
     req = _one_conversation(results.requests, conversation)
     comp = _one_conversation(results.compactions, conversation)
@@ -176,8 +235,16 @@ def fig_context(results: Results, conversation: str, cmap: Mapping[str, tuple[fl
         ax.plot(r["turn"], r["context_tokens"], color=cmap[label], lw=1.6, label=label)
         turns = comp.loc[comp["config"] == label, "turn"].unique()
         hit = r[r["turn"].isin(turns)].drop_duplicates("turn")
-        ax.scatter(hit["turn"], hit["context_tokens"], marker="v", s=70, color=cmap[label], edgecolors="black",
-                   linewidths=0.6, zorder=4)
+        ax.scatter(
+            hit["turn"],
+            hit["context_tokens"],
+            marker="v",
+            s=70,
+            color=cmap[label],
+            edgecolors="black",
+            linewidths=0.6,
+            zorder=4,
+        )
     ax.scatter([], [], marker="v", s=70, color="white", edgecolors="black", label="compaction (before this request)")
     if window:
         ax.axhline(window, color="crimson", lw=1.2, ls=":", label=f"context window ({window:,} tokens)")
@@ -190,8 +257,9 @@ def fig_context(results: Results, conversation: str, cmap: Mapping[str, tuple[fl
     return fig
 
 
-def fig_cumulative_cost(results: Results, table: pd.DataFrame, conversation: str,
-                        cmap: Mapping[str, tuple[float, float, float]]) -> Figure:
+def fig_cumulative_cost(
+    results: Results, table: pd.DataFrame, conversation: str, cmap: Mapping[str, tuple[float, float, float]]
+) -> Figure:
     """Cumulative cost (agent and summariser requests) over turns on one conversation, and the mean total per
     conversation over all of them (``table`` from :func:`summary`)."""
     req = _one_conversation(results.requests, conversation)
@@ -231,21 +299,25 @@ def fig_retention(results: Results, cmap: Mapping[str, tuple[float, float, float
     step = 0.6 / max(1, len(labels))
     for i, label in enumerate(labels):
         vals = [100 * by_kind.get((label, k), np.nan) for k in kinds]
-        ax.plot(np.arange(len(kinds)) + (i - (len(labels) - 1) / 2) * step, vals, "o", ms=8, color=cmap[label],
-                label=label)
+        ax.plot(
+            np.arange(len(kinds)) + (i - (len(labels) - 1) / 2) * step, vals, "o", ms=8, color=cmap[label], label=label
+        )
     ax.set_xticks(np.arange(len(kinds)), kinds)
     ax.set_xlabel("fact kind")
     ax.set_ylabel("needed facts visible (%)")
     ax.set_title("Retention by fact kind")
-    names = [f"{int(a)}–{int(b) - 1}" if np.isfinite(b) else f"{int(a)}+"
-             for a, b in zip(AGE_BINS, AGE_BINS[1:], strict=False)]
+    names = [
+        f"{int(a)}–{int(b) - 1}" if np.isfinite(b) else f"{int(a)}+"
+        for a, b in zip(AGE_BINS, AGE_BINS[1:], strict=False)
+    ]
     binned = facts.assign(age=pd.cut(facts["age_messages"].astype("float64"), AGE_BINS, right=False, labels=names))
     by_age = binned.groupby(["config", "age"], observed=False)["visible"].agg(["mean", "size"])
     for label in labels:
         g = by_age.loc[label]
         g = g[g["size"] > 0]
-        bx.plot([names.index(a) for a in g.index], 100 * g["mean"].astype(float), marker="o", color=cmap[label],
-                label=label)
+        bx.plot(
+            [names.index(a) for a in g.index], 100 * g["mean"].astype(float), marker="o", color=cmap[label], label=label
+        )
     bx.set_xticks(range(len(names)), names)
     bx.set_xlabel("age of the fact when needed (messages since it appeared)")
     bx.set_ylabel("needed facts visible (%)")
@@ -279,12 +351,19 @@ def violation_examples(results: Results, results_path: str) -> pd.DataFrame:
     for (inv, label), g in v.groupby(["invariant", "config"], sort=True):
         first = g.sort_values(["conversation", "seed", "turn"], kind="stable").iloc[0]
         detail = str(first["detail"])
-        rows.append({"invariant": inv, "config": label, "violations": len(g), "runs": g["run_key"].nunique(),
-                     "counterexample": f"{first['conversation']} seed {first['seed']}, turn {first['turn']} "
-                                       f"({first['request_kind']} request)",
-                     "detail": detail if len(detail) <= 220 else detail[:217] + "...",
-                     "open with": f"csim report {results_path} --run {first['run_key']} "
-                                  f"--out report-{str(first['run_key'])[:8]}"})
+        rows.append(
+            {
+                "invariant": inv,
+                "config": label,
+                "violations": len(g),
+                "runs": g["run_key"].nunique(),
+                "counterexample": f"{first['conversation']} seed {first['seed']}, turn {first['turn']} "
+                f"({first['request_kind']} request)",
+                "detail": detail if len(detail) <= 220 else detail[:217] + "...",
+                "open with": f"csim report {results_path} --run {first['run_key']} "
+                f"--out report-{str(first['run_key'])[:8]}",
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -298,8 +377,13 @@ def fig_violations(results: Results, cmap: Mapping[str, tuple[float, float, floa
     fig, ax = plt.subplots(figsize=(11, 1.2 + 0.5 * len(invs) * max(1, len(labels)) ** 0.5))
     height = min(0.35, 0.8 / max(1, len(labels)))
     for i, label in enumerate(labels):
-        ax.barh(np.arange(len(invs)) + (i - (len(labels) - 1) / 2) * height, counts[label], height,
-                color=cmap[label], label=label)
+        ax.barh(
+            np.arange(len(invs)) + (i - (len(labels) - 1) / 2) * height,
+            counts[label],
+            height,
+            color=cmap[label],
+            label=label,
+        )
     ax.set_yticks(np.arange(len(invs)), invs)
     ax.set_ylim(len(invs) - 0.4, -0.6)
     ax.set_xlabel("violations (checked requests that broke the invariant)")
@@ -310,7 +394,20 @@ def fig_violations(results: Results, cmap: Mapping[str, tuple[float, float, floa
 
 
 __all__ = [
-    "AGE_BINS", "Html", "colours", "compare_tables", "fig_context", "fig_cost_retention", "fig_cumulative_cost",
-    "fig_retention", "fig_violations", "headline", "note", "show", "summary", "table",
-    "violation_counts", "violation_examples",
+    "AGE_BINS",
+    "Html",
+    "colours",
+    "compare_tables",
+    "fig_context",
+    "fig_cost_retention",
+    "fig_cumulative_cost",
+    "fig_retention",
+    "fig_violations",
+    "headline",
+    "note",
+    "show",
+    "summary",
+    "table",
+    "violation_counts",
+    "violation_examples",
 ]

@@ -27,25 +27,33 @@ def overview(results: Results, run_key: str) -> pd.DataFrame:
     """The run's identity and headline numbers as two columns (what, value)."""
     r = run_row(results, run_key)
     recall = "n/a" if pd.isna(r["retention_recall"]) else f"{100 * r['retention_recall']:.1f}%"
-    rows = [("configuration", r["config"]), ("policy parameters", r["params"]),
-            ("conversation", f"{r['conversation']} (source {r['source']}, seed {r['seed']})"),
-            ("run key", r["run_key"]), ("finish", r["finish_reason"]),
-            ("agent requests", f"{r['agent_requests']:,}"), ("peak context", f"{r['peak_context_tokens']:,} tokens"),
-            ("cumulative input", f"{r['cumulative_input_tokens']:,} tokens"),
-            ("total cost", f"{r['total_cost_usd']:,.4f} USD"), ("compactions", f"{r['compaction_count']}"),
-            ("overflows", f"{r['overflows']}"),
-            ("retention", f"{recall} ({r['facts_visible']} of {r['facts_needed']} needed facts visible)"),
-            ("invariant violations", f"{r['violation_count']}")]
+    rows = [
+        ("configuration", r["config"]),
+        ("policy parameters", r["params"]),
+        ("conversation", f"{r['conversation']} (source {r['source']}, seed {r['seed']})"),
+        ("run key", r["run_key"]),
+        ("finish", r["finish_reason"]),
+        ("agent requests", f"{r['agent_requests']:,}"),
+        ("peak context", f"{r['peak_context_tokens']:,} tokens"),
+        ("cumulative input", f"{r['cumulative_input_tokens']:,} tokens"),
+        ("total cost", f"{r['total_cost_usd']:,.4f} USD"),
+        ("compactions", f"{r['compaction_count']}"),
+        ("overflows", f"{r['overflows']}"),
+        ("retention", f"{recall} ({r['facts_visible']} of {r['facts_needed']} needed facts visible)"),
+        ("invariant violations", f"{r['violation_count']}"),
+    ]
     return pd.DataFrame(rows, columns=["what", "value"])
 
 
 def headline(results: Results, run_key: str, log: RunLog) -> Html:
     """The report's title: which run, on what, and where its log came from."""
     r = run_row(results, run_key)
-    return Html(f"<h1>One run in depth: {html.escape(str(r['config']))}</h1><p>On <b>{html.escape(r['conversation'])}"
-                f"</b> (seed {r['seed']}), run key <code>{html.escape(run_key)}</code>: {r['compaction_count']} "
-                f"compactions, {r['violation_count']} violations, finished: {html.escape(str(r['finish_reason']))}. "
-                f"Log: {html.escape(log.source)}.</p>")
+    return Html(
+        f"<h1>One run in depth: {html.escape(str(r['config']))}</h1><p>On <b>{html.escape(r['conversation'])}"
+        f"</b> (seed {r['seed']}), run key <code>{html.escape(run_key)}</code>: {r['compaction_count']} "
+        f"compactions, {r['violation_count']} violations, finished: {html.escape(str(r['finish_reason']))}. "
+        f"Log: {html.escape(log.source)}.</p>"
+    )
 
 
 def _view(v: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -53,10 +61,20 @@ def _view(v: Mapping[str, Any] | None) -> dict[str, Any]:
     tool results are edited (cleared, dropped or truncated), and its summary."""
     v = v or {}
     edits = v.get("edits", ())
-    results_edited = max((int(e.get("before", 0)) for e in edits
-                          if "tool_result" in (e.get("rule") or {}).get("kinds", ["tool_result"])), default=0)
-    return {"start": int(v.get("start", 0)), "cleared_through": results_edited,
-            "pinned": {i for a, b in v.get("spans", ()) for i in range(int(a), int(b))}, "summary": v.get("summary")}
+    results_edited = max(
+        (
+            int(e.get("before", 0))
+            for e in edits
+            if "tool_result" in (e.get("rule") or {}).get("kinds", ["tool_result"])
+        ),
+        default=0,
+    )
+    return {
+        "start": int(v.get("start", 0)),
+        "cleared_through": results_edited,
+        "pinned": {i for a, b in v.get("spans", ()) for i in range(int(a), int(b))},
+        "summary": v.get("summary"),
+    }
 
 
 def _shown(view: Mapping[str, Any], n: int, has_system: bool) -> set[int]:
@@ -84,33 +102,63 @@ def compaction_steps(log: RunLog) -> pd.DataFrame:
         n = len(roles)
         system = bool(roles) and roles[0] == "system"
         was, now = _shown(before, n, system), _shown(after, n, system)
-        a, b = (ev.get("summarised") or (0, 0))
+        a, b = ev.get("summarised") or (0, 0)
         dropped = was - now
         summarised = {i for i in dropped if a <= i < b}
-        cleared = {i for i in now & was if has_result[i] and i < after["cleared_through"]
-                   and not (i < before["cleared_through"] and i in was)}
+        cleared = {
+            i
+            for i in now & was
+            if has_result[i] and i < after["cleared_through"] and not (i < before["cleared_through"] and i in was)
+        }
         old_facts = set((before["summary"] or {}).get("facts", ()))
         summary = after["summary"] or {}
-        rows.append({
-            "compaction": ev["id"], "turn": ev["turn"], "trigger": ev["trigger"], "mode": ev["mode"],
-            "tokens_before": ev["tokens_before"], "tokens_after": ev["tokens_after"], "messages_in_log": n,
-            "kept": len(now & was), "results_cleared": len(cleared), "summarised": len(summarised),
-            "dropped_unsummarised": len(dropped - summarised), "restored": len(now - was),
-            "summary_facts": len(summary.get("facts", ())),
-            "facts_dropped_from_summary": ", ".join(sorted(old_facts - set(summary.get("facts", ())))),
-            "new_summary": summary.get("compaction_id") == ev["id"],
-        })
+        rows.append(
+            {
+                "compaction": ev["id"],
+                "turn": ev["turn"],
+                "trigger": ev["trigger"],
+                "mode": ev["mode"],
+                "tokens_before": ev["tokens_before"],
+                "tokens_after": ev["tokens_after"],
+                "messages_in_log": n,
+                "kept": len(now & was),
+                "results_cleared": len(cleared),
+                "summarised": len(summarised),
+                "dropped_unsummarised": len(dropped - summarised),
+                "restored": len(now - was),
+                "summary_facts": len(summary.get("facts", ())),
+                "facts_dropped_from_summary": ", ".join(sorted(old_facts - set(summary.get("facts", ())))),
+                "new_summary": summary.get("compaction_id") == ev["id"],
+            }
+        )
         before = after
-    cols = ["compaction", "turn", "trigger", "mode", "tokens_before", "tokens_after", "messages_in_log", "kept",
-            "results_cleared", "summarised", "dropped_unsummarised", "restored", "summary_facts",
-            "facts_dropped_from_summary", "new_summary"]
+    cols = [
+        "compaction",
+        "turn",
+        "trigger",
+        "mode",
+        "tokens_before",
+        "tokens_after",
+        "messages_in_log",
+        "kept",
+        "results_cleared",
+        "summarised",
+        "dropped_unsummarised",
+        "restored",
+        "summary_facts",
+        "facts_dropped_from_summary",
+        "new_summary",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
 def failed_compactions(log: RunLog) -> pd.DataFrame:
     """Compactions attempted and abandoned (summariser failed, overflowed or returned nothing)."""
-    rows = [{"turn": e["turn"], "trigger": e["trigger"], "reason": e["reason"]} for e in log.events
-            if e.get("kind") == "compaction_failed"]
+    rows = [
+        {"turn": e["turn"], "trigger": e["trigger"], "reason": e["reason"]}
+        for e in log.events
+        if e.get("kind") == "compaction_failed"
+    ]
     return pd.DataFrame(rows, columns=["turn", "trigger", "reason"])
 
 
@@ -121,12 +169,14 @@ def summary_texts(log: RunLog) -> Html:
         s = (ev.get("view") or {}).get("summary") if ev.get("kind") == "compaction" else None
         if s and s.get("compaction_id") == ev["id"]:
             facts = ", ".join(s.get("facts", ())) or "none"
-            parts.append(f'<div class="csim-summary" id="summary-{html.escape(ev["id"])}">'
-                         f'<p><b>{html.escape(ev["id"])}</b>, turn {ev["turn"]} ({html.escape(ev["mode"])}, '
-                         f'{html.escape(ev["trigger"])}): covers messages before {s.get("through", 0)}; '
-                         f'retains facts {html.escape(facts)}</p>'
-                         f'<pre style="white-space:pre-wrap;background:#f6f6f6;padding:0.6em;border-left:3px solid '
-                         f'#999">{html.escape(s.get("text", ""))}</pre></div>')
+            parts.append(
+                f'<div class="csim-summary" id="summary-{html.escape(ev["id"])}">'
+                f"<p><b>{html.escape(ev['id'])}</b>, turn {ev['turn']} ({html.escape(ev['mode'])}, "
+                f"{html.escape(ev['trigger'])}): covers messages before {s.get('through', 0)}; "
+                f"retains facts {html.escape(facts)}</p>"
+                f'<pre style="white-space:pre-wrap;background:#f6f6f6;padding:0.6em;border-left:3px solid '
+                f'#999">{html.escape(s.get("text", ""))}</pre></div>'
+            )
     if not parts:
         return Html("<p><i>No compaction in this run wrote a summary.</i></p>")
     return Html("\n".join(parts))
@@ -139,9 +189,15 @@ def facts_lost(results: Results, run_key: str) -> pd.DataFrame:
     rows = []
     for _, c in comps.iterrows():
         lost = [f for f in str(c.get("facts_lost") or "").split(",") if f]
-        rows.append({"compaction": c["compaction_id"], "turn": int(c["turn"]), "mode": c["mode"],
-                     "facts lost": len(lost),
-                     "which": ", ".join(f"{f} ({kinds[f]})" if f in kinds else f for f in lost) or "none"})
+        rows.append(
+            {
+                "compaction": c["compaction_id"],
+                "turn": int(c["turn"]),
+                "mode": c["mode"],
+                "facts lost": len(lost),
+                "which": ", ".join(f"{f} ({kinds[f]})" if f in kinds else f for f in lost) or "none",
+            }
+        )
     return pd.DataFrame(rows, columns=["compaction", "turn", "mode", "facts lost", "which"])
 
 
@@ -159,12 +215,29 @@ def facts_missed(results: Results, run_key: str) -> pd.DataFrame:
     for fact, g in facts.groupby("fact", sort=True):
         first = g.sort_values("turn", kind="stable").iloc[0]
         k = int(np.searchsorted(turns, first["turn"], side="right")) - 1
-        rows.append({"after compaction": ids[k] if k >= 0 else "before any compaction",
-                     "compaction turn": int(turns[k]) if k >= 0 else None, "fact": fact, "kind": first["kind"],
-                     "first missed at turn": int(first["turn"]), "age then (messages)": int(first["age_messages"]),
-                     "times missed": len(g)})
-    out = pd.DataFrame(rows, columns=["after compaction", "compaction turn", "fact", "kind", "first missed at turn",
-                                      "age then (messages)", "times missed"])
+        rows.append(
+            {
+                "after compaction": ids[k] if k >= 0 else "before any compaction",
+                "compaction turn": int(turns[k]) if k >= 0 else None,
+                "fact": fact,
+                "kind": first["kind"],
+                "first missed at turn": int(first["turn"]),
+                "age then (messages)": int(first["age_messages"]),
+                "times missed": len(g),
+            }
+        )
+    out = pd.DataFrame(
+        rows,
+        columns=[
+            "after compaction",
+            "compaction turn",
+            "fact",
+            "kind",
+            "first missed at turn",
+            "age then (messages)",
+            "times missed",
+        ],
+    )
     return out.sort_values(["first missed at turn", "fact"], kind="stable").reset_index(drop=True)
 
 
@@ -177,12 +250,20 @@ def fig_view_size(results: Results, run_key: str, window: int | None, log: RunLo
     fig, (ax, bx) = plt.subplots(2, 1, figsize=(11, 7.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.4]})
     ax.plot(agent["turn"], agent["context_tokens"], color="tab:blue", lw=1.6, marker=".", label="agent request")
     if len(summ):
-        ax.scatter(summ["turn"], summ["context_tokens"], marker="s", color="tab:orange", zorder=3,
-                   label="summariser request")
+        ax.scatter(
+            summ["turn"], summ["context_tokens"], marker="s", color="tab:orange", zorder=3, label="summariser request"
+        )
     errs = req[req["error"].astype(str) != ""]
     if len(errs):
-        ax.scatter(errs["turn"], errs["context_tokens"], marker="x", s=70, color="crimson", zorder=4,
-                   label="rejected or failed request")
+        ax.scatter(
+            errs["turn"],
+            errs["context_tokens"],
+            marker="x",
+            s=70,
+            color="crimson",
+            zorder=4,
+            label="rejected or failed request",
+        )
     top = max(float(req["context_tokens"].max() if len(req) else 0), float(window or 0))
     last = -10.0
     level = 0
@@ -191,14 +272,30 @@ def fig_view_size(results: Results, run_key: str, window: int | None, log: RunLo
             a.axvline(c["turn"], color="grey", lw=0.9, ls="--", zorder=1)
         level = 1 - level if c["turn"] - last < 3 else 0  # stagger labels of compactions close together
         last = c["turn"]
-        ax.annotate(str(c["compaction_id"]), (c["turn"], 1.0), xycoords=ax.get_xaxis_transform(),
-                    xytext=(0, 3 + 11 * level), textcoords="offset points", ha="center", va="bottom", fontsize=8,
-                    color="dimgrey", annotation_clip=False)
+        ax.annotate(
+            str(c["compaction_id"]),
+            (c["turn"], 1.0),
+            xycoords=ax.get_xaxis_transform(),
+            xytext=(0, 3 + 11 * level),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            color="dimgrey",
+            annotation_clip=False,
+        )
     if log is not None:
         failed = failed_compactions(log)
         if len(failed):
-            ax.scatter(failed["turn"], [top * 0.98] * len(failed), marker="X", s=60, color="black", zorder=4,
-                       label="compaction abandoned")
+            ax.scatter(
+                failed["turn"],
+                [top * 0.98] * len(failed),
+                marker="X",
+                s=60,
+                color="black",
+                zorder=4,
+                label="compaction abandoned",
+            )
     if window:
         ax.axhline(window, color="crimson", lw=1.2, ls=":", label=f"context window ({window:,} tokens)")
     ax.plot([], [], color="grey", lw=0.9, ls="--", label="compaction (id above the plot)")
@@ -229,14 +326,15 @@ def fig_compactions(steps: pd.DataFrame) -> Figure | None:
     ax.set_xlabel("view size (tokens)")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
     ax.set_title("Tokens before and after")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.05 * (4 - min(len(steps), 4))), ncol=2,
-              frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.05 * (4 - min(len(steps), 4))), ncol=2, frameon=False)
     left = np.zeros(len(steps))
     kept_plain = steps["kept"] - steps["results_cleared"]
-    segments = [(kept_plain, "tab:green", "kept as is"),
-                (steps["results_cleared"], "gold", "kept, tool results cleared"),
-                (steps["summarised"], "tab:purple", "summarised"),
-                (steps["dropped_unsummarised"], "tab:red", "dropped, not summarised")]
+    segments = [
+        (kept_plain, "tab:green", "kept as is"),
+        (steps["results_cleared"], "gold", "kept, tool results cleared"),
+        (steps["summarised"], "tab:purple", "summarised"),
+        (steps["dropped_unsummarised"], "tab:red", "dropped, not summarised"),
+    ]
     if steps["restored"].any():
         segments.append((steps["restored"], "tab:cyan", "restored by a rollback"))
     for values, colour, label in segments:
@@ -246,11 +344,23 @@ def fig_compactions(steps: pd.DataFrame) -> Figure | None:
     bx.invert_yaxis()
     bx.set_xlabel("messages in view before the compaction (and restored)")
     bx.set_title("What each compaction did to the messages")
-    bx.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.05 * (4 - min(len(steps), 4))),
-              ncol=3 if len(segments) > 4 else 2, frameon=False)
+    bx.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.18 - 0.05 * (4 - min(len(steps), 4))),
+        ncol=3 if len(segments) > 4 else 2,
+        frameon=False,
+    )
     fig.tight_layout()
     return fig
 
 
-__all__ = ["compaction_steps", "facts_missed", "failed_compactions", "fig_compactions", "fig_view_size", "headline",
-           "overview", "summary_texts"]
+__all__ = [
+    "compaction_steps",
+    "facts_missed",
+    "failed_compactions",
+    "fig_compactions",
+    "fig_view_size",
+    "headline",
+    "overview",
+    "summary_texts",
+]

@@ -73,8 +73,14 @@ def _same_structure(a: View, b: View) -> bool:
     roles, calls and results, so a provider validates them alike."""
     if a is b:
         return True
-    return (a.start == b.start and a.spans == b.spans and a.summary is b.summary and a.summary_slot == b.summary_slot
-            and a.injected == b.injected and _drops(a) == _drops(b))
+    return (
+        a.start == b.start
+        and a.spans == b.spans
+        and a.summary is b.summary
+        and a.summary_slot == b.summary_slot
+        and a.injected == b.injected
+        and _drops(a) == _drops(b)
+    )
 
 
 def _drops(v: View) -> tuple[Edit, ...]:
@@ -85,9 +91,14 @@ class RequestBuilder:
     """Renders views of one run's log (through :func:`sim.view.layout`) and validates them as the configured
     provider would."""
 
-    def __init__(self, ledger: Ledger, model: ModelConfig, has_system: bool,
-                 memo: dict[tuple[int, object], tuple[object, Any]] | None = None,
-                 truncate: TruncateFn | None = None) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        model: ModelConfig,
+        has_system: bool,
+        memo: dict[tuple[int, object], tuple[object, Any]] | None = None,
+        truncate: TruncateFn | None = None,
+    ) -> None:
         self.ledger, self.model, self.has_system = ledger, model, has_system
         self.truncate = truncate
         # Renderings by message object, shareable between the runs of a worker (see

@@ -34,36 +34,74 @@ from sim.metrics import FACT_COLUMNS, REQUEST_COLUMNS, SUMMARY_COLUMNS
 
 #: Identity columns of a run, before the summary numbers.
 RUN_ID_COLUMNS: dict[str, str] = {
-    "run_key": "string", "config": "string", "policy": "string", "params": "string", "source_kind": "string",
-    "source": "string", "conversation": "string", "conversation_checksum": "string", "seed": "int64",
+    "run_key": "string",
+    "config": "string",
+    "policy": "string",
+    "params": "string",
+    "source_kind": "string",
+    "source": "string",
+    "conversation": "string",
+    "conversation_checksum": "string",
+    "seed": "int64",
 }
 _SUMMARY_DTYPES: dict[str, str] = {
-    "run_id": "string", "params_hash": "string", "finish_reason": "string", "exhausted": "string",
-    "agent_requests": "int64", "peak_context_tokens": "int64", "cumulative_input_tokens": "int64",
-    "cumulative_output_tokens": "int64", "total_cost_usd": "float64", "compaction_count": "int64",
-    "overflows": "int64", "facts_needed": "int64", "facts_visible": "int64", "retention_recall": "float64",
+    "run_id": "string",
+    "params_hash": "string",
+    "finish_reason": "string",
+    "exhausted": "string",
+    "agent_requests": "int64",
+    "peak_context_tokens": "int64",
+    "cumulative_input_tokens": "int64",
+    "cumulative_output_tokens": "int64",
+    "total_cost_usd": "float64",
+    "compaction_count": "int64",
+    "overflows": "int64",
+    "facts_needed": "int64",
+    "facts_visible": "int64",
+    "retention_recall": "float64",
     "violation_count": "int64",
 }
 #: One row per run: identity, then the sim.metrics summary columns not already named.
-RUN_COLUMNS: dict[str, str] = {**RUN_ID_COLUMNS,
-                               **{c: _SUMMARY_DTYPES[c] for c in SUMMARY_COLUMNS if c not in RUN_ID_COLUMNS}}
+RUN_COLUMNS: dict[str, str] = {
+    **RUN_ID_COLUMNS,
+    **{c: _SUMMARY_DTYPES[c] for c in SUMMARY_COLUMNS if c not in RUN_ID_COLUMNS},
+}
 SWEEP_REQUEST_COLUMNS: dict[str, str] = {"run_key": "string", "config": "string", **REQUEST_COLUMNS}
 SWEEP_FACT_COLUMNS: dict[str, str] = {"run_key": "string", "config": "string", **FACT_COLUMNS}
 #: The fields of ``RunResult.compactions`` dicts (see sim.engine), flattened.
 COMPACTION_COLUMNS: dict[str, str] = {
-    "run_key": "string", "config": "string", "conversation": "string", "seed": "int64",
-    "compaction_id": "string", "turn": "int64", "trigger": "string", "mode": "string", "tokens_before": "int64",
-    "tokens_after": "int64", "start": "int64", "cleared_through": "int64", "summary_facts": "int64",
+    "run_key": "string",
+    "config": "string",
+    "conversation": "string",
+    "seed": "int64",
+    "compaction_id": "string",
+    "turn": "int64",
+    "trigger": "string",
+    "mode": "string",
+    "tokens_before": "int64",
+    "tokens_after": "int64",
+    "start": "int64",
+    "cleared_through": "int64",
+    "summary_facts": "int64",
     "facts_lost": "string",
 }
 VIOLATION_COLUMNS: dict[str, str] = {
-    "run_key": "string", "config": "string", "conversation": "string", "seed": "int64", "turn": "int64",
-    "invariant": "string", "request_kind": "string", "detail": "string",
+    "run_key": "string",
+    "config": "string",
+    "conversation": "string",
+    "seed": "int64",
+    "turn": "int64",
+    "invariant": "string",
+    "request_kind": "string",
+    "detail": "string",
 }
 #: Table name -> its columns and dtypes; also the file names inside a part.
 TABLES: dict[str, dict[str, str]] = {
-    "runs": RUN_COLUMNS, "requests": SWEEP_REQUEST_COLUMNS, "facts": SWEEP_FACT_COLUMNS,
-    "compactions": COMPACTION_COLUMNS, "violations": VIOLATION_COLUMNS,
+    "runs": RUN_COLUMNS,
+    "requests": SWEEP_REQUEST_COLUMNS,
+    "facts": SWEEP_FACT_COLUMNS,
+    "compactions": COMPACTION_COLUMNS,
+    "violations": VIOLATION_COLUMNS,
 }
 
 MANIFEST = "manifest.json"
@@ -148,10 +186,19 @@ def read_manifest(root: Path) -> dict[str, Any]:
 def _load_sweep(root: Path) -> Results:
     manifest = read_manifest(root)
     parts = finished_parts(root)
-    frames = {name: concat((pd.read_parquet(d / f"{name}.parquet") for d in parts), cols)
-              for name, cols in TABLES.items()}
-    return Results("sweep", manifest, frames["runs"], frames["requests"], frames["facts"], frames["compactions"],
-                   frames["violations"], _summary(root))
+    frames = {
+        name: concat((pd.read_parquet(d / f"{name}.parquet") for d in parts), cols) for name, cols in TABLES.items()
+    }
+    return Results(
+        "sweep",
+        manifest,
+        frames["runs"],
+        frames["requests"],
+        frames["facts"],
+        frames["compactions"],
+        frames["violations"],
+        _summary(root),
+    )
 
 
 def _summary(root: Path) -> pd.DataFrame | None:
@@ -159,8 +206,9 @@ def _summary(root: Path) -> pd.DataFrame | None:
     return pd.read_parquet(f) if f.is_file() else None
 
 
-_VIOLATION_TEXT = re.compile(r"^\[(?P<invariant>[^\]]+)\] turn (?P<turn>-?\d+) \((?P<kind>[^)]*)\): (?P<detail>.*)$",
-                             re.S)
+_VIOLATION_TEXT = re.compile(
+    r"^\[(?P<invariant>[^\]]+)\] turn (?P<turn>-?\d+) \((?P<kind>[^)]*)\): (?P<detail>.*)$", re.S
+)
 
 
 def _load_run(root: Path) -> Results:
@@ -185,15 +233,30 @@ def _load_run(root: Path) -> Results:
         key = run_key(spec, conv, checksums.get(conv, ""), int(r["seed"]), version, doc.get("config", {}))
         key_of[r["run_id"]] = key
         base = {"run_key": key, "config": label, "conversation": conv, "seed": int(r["seed"])}
-        runs.append({**{k: r.get(k) for k in SUMMARY_COLUMNS}, **base, "policy": r.get("policy"),
-                     "params": params_json(r.get("params", {})), "source_kind": source_kind,
-                     "source": source_name, "conversation_checksum": checksums.get(conv, "")})
+        runs.append(
+            {
+                **{k: r.get(k) for k in SUMMARY_COLUMNS},
+                **base,
+                "policy": r.get("policy"),
+                "params": params_json(r.get("params", {})),
+                "source_kind": source_kind,
+                "source": source_name,
+                "conversation_checksum": checksums.get(conv, ""),
+            }
+        )
         comps.extend({**base, **c} for c in r.get("compactions", []))
         for text in r.get("violations", []):
             m = _VIOLATION_TEXT.match(text)
             if m:
-                viols.append({**base, "turn": int(m["turn"]), "invariant": m["invariant"],
-                              "request_kind": m["kind"], "detail": m["detail"]})
+                viols.append(
+                    {
+                        **base,
+                        "turn": int(m["turn"]),
+                        "invariant": m["invariant"],
+                        "request_kind": m["kind"],
+                        "detail": m["detail"],
+                    }
+                )
             else:
                 viols.append({**base, "turn": -1, "invariant": "?", "request_kind": "?", "detail": text})
 
@@ -205,20 +268,40 @@ def _load_run(root: Path) -> Results:
 
     requests = keyed(pd.read_parquet(root / "requests.parquet"), SWEEP_REQUEST_COLUMNS)
     facts_file = root / "facts.parquet"
-    facts = (keyed(pd.read_parquet(facts_file), SWEEP_FACT_COLUMNS) if facts_file.is_file()
-             else typed([], SWEEP_FACT_COLUMNS))
-    return Results("run", doc, sort_frame(typed(runs, RUN_COLUMNS)), requests, facts,
-                   sort_frame(typed(comps, COMPACTION_COLUMNS)), sort_frame(typed(viols, VIOLATION_COLUMNS)),
-                   _summary(root))
+    facts = (
+        keyed(pd.read_parquet(facts_file), SWEEP_FACT_COLUMNS)
+        if facts_file.is_file()
+        else typed([], SWEEP_FACT_COLUMNS)
+    )
+    return Results(
+        "run",
+        doc,
+        sort_frame(typed(runs, RUN_COLUMNS)),
+        requests,
+        facts,
+        sort_frame(typed(comps, COMPACTION_COLUMNS)),
+        sort_frame(typed(viols, VIOLATION_COLUMNS)),
+        _summary(root),
+    )
 
 
 # -- identity helpers shared with sim.sweep ----------------------------------------------------------------
-def run_key(policy_spec: Mapping[str, Any], conversation: str, checksum: str, seed: int, version: str,
-            run_config: Mapping[str, Any]) -> str:
+def run_key(
+    policy_spec: Mapping[str, Any],
+    conversation: str,
+    checksum: str,
+    seed: int,
+    version: str,
+    run_config: Mapping[str, Any],
+) -> str:
     """SHA-256 of what determines a run's outcome: policy spec, conversation id and content, seed, package
     version and the whole RunConfig (so a changed window or model never reuses a stale run)."""
-    blob = json.dumps([policy_spec, conversation, checksum, seed, version, run_config], sort_keys=True,
-                      separators=(",", ":"), default=str)
+    blob = json.dumps(
+        [policy_spec, conversation, checksum, seed, version, run_config],
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 

@@ -72,8 +72,9 @@ def recorded_conversations(path: str | Path, fmt: str, lenient: bool = False) ->
     return result.conversations, [str(s) for s in result.skipped]
 
 
-def execute(policy: Policy[Any], conversations: Sequence[Conversation], config: RunConfig,
-            progress: bool = False) -> list[RunResult]:
+def execute(
+    policy: Policy[Any], conversations: Sequence[Conversation], config: RunConfig, progress: bool = False
+) -> list[RunResult]:
     """Run ``policy`` over each conversation with one shared memoised tokenizer."""
     tok = get_tokenizer(config.tokenizer)
     items: Iterable[Conversation] = conversations
@@ -84,15 +85,23 @@ def execute(policy: Policy[Any], conversations: Sequence[Conversation], config: 
     return [run(policy, c, config, tokenizer=tok) for c in items]
 
 
-def write_run(out: Path, results: Sequence[RunResult], config: RunConfig, policy: Policy[Any],
-              conversations: Sequence[Conversation], source: dict[str, Any]) -> None:
+def write_run(
+    out: Path,
+    results: Sequence[RunResult],
+    config: RunConfig,
+    policy: Policy[Any],
+    conversations: Sequence[Conversation],
+    source: dict[str, Any],
+) -> None:
     """Write ``requests.parquet``, ``facts.parquet``, ``run.json`` and the run log(s) under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     write_parquet(requests_frame(results), out / "requests.parquet")
     write_parquet(facts_frame(results), out / "facts.parquet")
     header = run_header(config, policy, source)
-    convs = [{"id": c.id, "messages": len(c.messages), "facts": len(c.facts), "checksum": conversation_checksum(c)}
-             for c in conversations]
+    convs = [
+        {"id": c.id, "messages": len(c.messages), "facts": len(c.facts), "checksum": conversation_checksum(c)}
+        for c in conversations
+    ]
     runs = []
     for r, c in zip(results, conversations, strict=True):
         log_name = "log.jsonl" if len(results) == 1 else f"log-{_safe(c.id)}.jsonl"
@@ -106,8 +115,14 @@ def write_run(out: Path, results: Sequence[RunResult], config: RunConfig, policy
 
 def run_header(config: RunConfig, policy: Policy[Any], source: dict[str, Any]) -> dict[str, Any]:
     """What identifies a run: config, policy spec, seed, tokenizer, versions, source of the script."""
-    return {"config": asdict(config), "policy": policy.spec(), "seed": config.seed, "tokenizer": config.tokenizer,
-            "versions": versions(), "source": source}
+    return {
+        "config": asdict(config),
+        "policy": policy.spec(),
+        "seed": config.seed,
+        "tokenizer": config.tokenizer,
+        "versions": versions(),
+        "source": source,
+    }
 
 
 def _safe(name: str) -> str:
@@ -120,10 +135,17 @@ def _safe(name: str) -> str:
 DEMO_SPEC = {
     "sweep": {"name": "demo"},
     "run": {"window": 200_000},
-    "policies": [{"policy": "none"}, {"policy": "sliding-window"}, {"policy": "cloudflare-os"},
-                 {"policy": "effect-agent", "params": {"context_token_limit": [150_000]}}],
-    "scenarios": [{"name": "coding-agent", "params": {"turns": [250]}}, {"name": "research-agent"},
-                  {"name": "support-chat"}],
+    "policies": [
+        {"policy": "none"},
+        {"policy": "sliding-window"},
+        {"policy": "cloudflare-os"},
+        {"policy": "effect-agent", "params": {"context_token_limit": [150_000]}},
+    ],
+    "scenarios": [
+        {"name": "coding-agent", "params": {"turns": [250]}},
+        {"name": "research-agent"},
+        {"name": "support-chat"},
+    ],
 }
 
 

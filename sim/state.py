@@ -90,7 +90,7 @@ class Ledger:
         p = self.edited.get(rules)
         if p is None:
             p = self.edited[rules] = _Prefix()
-        for m in self.messages[len(p.chars) - 1:]:
+        for m in self.messages[len(p.chars) - 1 :]:
             c, t = self.sizer(m, rules)
             p.chars.append(p.chars[-1] + c)
             p.tokens.append(p.tokens[-1] + t)
@@ -108,10 +108,17 @@ class Ledger:
 
     def copy(self) -> Ledger:
         """An independent copy (the messages themselves are immutable and shared)."""
-        return replace(self, messages=list(self.messages), chars_prefix=list(self.chars_prefix),
-                       tokens_prefix=list(self.tokens_prefix), unit_start=list(self.unit_start),
-                       reverts=list(self.reverts), change_at=dict(self.change_at), pending=dict(self.pending),
-                       edited={k: v.copy() for k, v in self.edited.items()})
+        return replace(
+            self,
+            messages=list(self.messages),
+            chars_prefix=list(self.chars_prefix),
+            tokens_prefix=list(self.tokens_prefix),
+            unit_start=list(self.unit_start),
+            reverts=list(self.reverts),
+            change_at=dict(self.change_at),
+            pending=dict(self.pending),
+            edited={k: v.copy() for k, v in self.edited.items()},
+        )
 
     def _unit_start_for(self, i: int, m: Message) -> int:
         """Atomic units: a cut may fall only before a unit start.

@@ -60,6 +60,7 @@ def small_model(window: int = 8_000) -> ModelConfig:
 # an integer towards 0 therefore simplifies the message it describes, and deleting list elements
 # removes whole turns, steps and calls.
 
+
 @dataclass(frozen=True)
 class CallSpec:
     """One tool call and its result."""
@@ -112,8 +113,12 @@ def _decode_call(x: int, top: int) -> CallSpec:
 def _decode_step(raw: tuple[int, list[int]], top: int) -> StepSpec:
     x, calls = raw
     think = x // 24  # 0..600: a third of steps think
-    return StepSpec(thinking=0 if think < 400 else think - 399, split_results=bool((x // 12) % 2),
-                    edit=_edit(x % 12), calls=tuple(_decode_call(c, top) for c in calls))
+    return StepSpec(
+        thinking=0 if think < 400 else think - 399,
+        split_results=bool((x // 12) % 2),
+        edit=_edit(x % 12),
+        calls=tuple(_decode_call(c, top) for c in calls),
+    )
 
 
 def _decode_turn(raw: tuple[int, list[tuple[int, list[int]]], int], window: int) -> TurnSpec:
@@ -149,8 +154,7 @@ def conversations(draw: st.DrawFn, window: int = 8_000, max_turns: int = 40) -> 
     # Turns come in runs of 1..5: a flat list would average 6 turns (Hypothesis' default length),
     # too few to cross a trigger; runs of runs average about 13 and still shrink by deleting whole
     # runs or single turns.
-    runs = draw(st.lists(st.lists(_TURN, min_size=1, max_size=5), min_size=1,
-                         max_size=max(1, -(-max_turns // 3))))
+    runs = draw(st.lists(st.lists(_TURN, min_size=1, max_size=5), min_size=1, max_size=max(1, -(-max_turns // 3))))
     turns = [_decode_turn(t, window) for run in runs for t in run][:max_turns]
     return build_conversation(system, turns, window)
 
@@ -247,8 +251,9 @@ def _with_fact(word: str, size: int, fact: str | None) -> str:
     return _text(word, size) + (f" {fact}" if fact else "")
 
 
-def build_conversation(system_chars: int, turns: list[TurnSpec], window: int = 8_000,
-                       conversation_id: str = "generated") -> Conversation:
+def build_conversation(
+    system_chars: int, turns: list[TurnSpec], window: int = 8_000, conversation_id: str = "generated"
+) -> Conversation:
     """The conversation a list of turn specs describes (see the module docstring)."""
     b = _Builder(window)
     msgs = b.messages
@@ -278,8 +283,9 @@ def build_conversation(system_chars: int, turns: list[TurnSpec], window: int = 8
             for c in step.calls:
                 b.calls += 1
                 ids.append(f"c{b.calls}")
-                aparts.append(b.fixed(Part("tool_call", call_id=ids[-1], name=TOOL_NAMES[c.tool],
-                                           args=f'{{"q": "{word}"}}')))
+                aparts.append(
+                    b.fixed(Part("tool_call", call_id=ids[-1], name=TOOL_NAMES[c.tool], args=f'{{"q": "{word}"}}'))
+                )
             msgs.append(Message(aid, "assistant", tuple(aparts)))
             batch: list[Part] = []
             tid = ""
@@ -288,8 +294,7 @@ def build_conversation(system_chars: int, turns: list[TurnSpec], window: int = 8
                     tid = b.begin("tool")
                 fact = b.fact(t.fact, tid) if t.fact is not None and t.fact[1] == 1 and k == j == 0 else None
                 body = _with_fact(word, b.take(c.result_size, len(fact or "") + 1), fact)
-                batch.append(Part("tool_result", body, call_id=cid, name=TOOL_NAMES[c.tool],
-                                  is_error=c.is_error))
+                batch.append(Part("tool_result", body, call_id=cid, name=TOOL_NAMES[c.tool], is_error=c.is_error))
                 if step.split_results:
                     msgs.append(Message(tid, "tool", (batch.pop(),)))
             if batch:
@@ -320,8 +325,11 @@ def describe_part(p: Part) -> str:
     if p.kind == "tool_call":
         return f"call {p.call_id} {p.name}({len(p.args or '')})"
     if p.kind == "tool_result":
-        return f"result {p.call_id} {len(p.text)}" + (" error" if p.is_error else "") + (
-            f" bounded from {p.original_bytes}" if p.original_bytes else "")
+        return (
+            f"result {p.call_id} {len(p.text)}"
+            + (" error" if p.is_error else "")
+            + (f" bounded from {p.original_bytes}" if p.original_bytes else "")
+        )
     if p.kind in ("change", "revert"):
         return f"{p.kind} {p.ref}"
     if p.kind == "command":
@@ -337,10 +345,23 @@ def describe(conv: Conversation) -> str:
         flags += f" resolves {','.join(m.resolves)}" if m.resolves else ""
         lines.append(f"{i:>4} {m.id:<5} {m.role:<9} " + ", ".join(describe_part(p) for p in m.parts) + flags)
     for f in conv.facts:
-        lines.append(f"     fact {f.id} {f.kind} {f.text!r} in {f.source}"
-                     + (f", needed at {', '.join(f.needed_at)}" if f.needed_at else ""))
+        lines.append(
+            f"     fact {f.id} {f.kind} {f.text!r} in {f.source}"
+            + (f", needed at {', '.join(f.needed_at)}" if f.needed_at else "")
+        )
     return "\n".join(lines)
 
 
-__all__ = ["TOOL_NAMES", "TURN_SHARE", "UNIT_SHARE", "WORDS", "CallSpec", "StepSpec", "TurnSpec",
-           "build_conversation", "conversations", "describe", "small_model"]
+__all__ = [
+    "TOOL_NAMES",
+    "TURN_SHARE",
+    "UNIT_SHARE",
+    "WORDS",
+    "CallSpec",
+    "StepSpec",
+    "TurnSpec",
+    "build_conversation",
+    "conversations",
+    "describe",
+    "small_model",
+]

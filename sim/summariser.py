@@ -60,8 +60,15 @@ class SummariserConfig:
     empty_rate: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("keep_constraint", "keep_decision", "keep_continuation", "keep_artifact", "keep_recall",
-                     "failure_rate", "empty_rate"):
+        for name in (
+            "keep_constraint",
+            "keep_decision",
+            "keep_continuation",
+            "keep_artifact",
+            "keep_recall",
+            "failure_rate",
+            "empty_rate",
+        ):
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
                 raise InvalidConfig(f"summariser {name}={v!r} must be a probability in [0, 1]")
@@ -104,7 +111,8 @@ def summarise(
     header = (
         f"## Goal\n{goal.strip()[:300]}\n"
         f"(covers {covered_messages} earlier messages and {len(covered_calls)} tool calls"
-        + (f": {', '.join(tools[:8])}" if tools else "") + ")\n"
+        + (f": {', '.join(tools[:8])}" if tools else "")
+        + ")\n"
     )
     budget = max_output_tokens - count(header)
     by_section: dict[str, list[str]] = {s: [] for s in SECTIONS.values()}
@@ -119,6 +127,7 @@ def summarise(
         kept.add(f.id)
     body = "".join(
         f"## {section}\n" + ("\n".join(lines) if lines else "- (none)") + "\n"
-        for section, lines in by_section.items() if section != "Goal"
+        for section, lines in by_section.items()
+        if section != "Goal"
     )
     return SummaryOutcome(header + body, frozenset(kept))

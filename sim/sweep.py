@@ -119,16 +119,22 @@ class SweepSpec:
         if not self.policies:
             raise InvalidConfig("a sweep needs at least one policy (--policy NAME, or [[policies]] in the spec)")
         if not self.sources:
-            raise InvalidConfig("a sweep needs conversations: --scenario, --dataset or --conversation "
-                                "(or [[scenarios]], [[datasets]], [[conversations]] in the spec)")
+            raise InvalidConfig(
+                "a sweep needs conversations: --scenario, --dataset or --conversation "
+                "(or [[scenarios]], [[datasets]], [[conversations]] in the spec)"
+            )
         if not self.seeds:
             raise InvalidConfig("a sweep needs at least one seed (e.g. --seeds 0-19)")
 
     def normalised(self) -> dict[str, Any]:
         """The JSON-able form stored in the manifest; equal specs give equal dicts."""
-        return {"name": self.name, "seeds": list(self.seeds), "run": dict(self.run),
-                "policies": [{"policy": g.policy, "params": {k: list(v) for k, v in g.params}} for g in self.policies],
-                "sources": [s.plain() for s in self.sources]}
+        return {
+            "name": self.name,
+            "seeds": list(self.seeds),
+            "run": dict(self.run),
+            "policies": [{"policy": g.policy, "params": {k: list(v) for k, v in g.params}} for g in self.policies],
+            "sources": [s.plain() for s in self.sources],
+        }
 
     def run_config(self) -> RunConfig:
         return build_run_config(dict(self.run))
@@ -192,9 +198,13 @@ def _run_options() -> dict[str, argparse.Action]:
 
 def add_calibration_option(p: argparse.ArgumentParser) -> None:
     """A sweep's ``--calibration FILE`` (``[run] calibration`` in a spec)."""
-    p.add_argument("--calibration", metavar="FILE", default=None,
-                   help="apply a fit from csim calibrate --out to every run: context tokens become what the "
-                        "provider would count (the fit matched to the provider and each source's format)")
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        default=None,
+        help="apply a fit from csim calibrate --out to every run: context tokens become what the "
+        "provider would count (the fit matched to the provider and each source's format)",
+    )
 
 
 def run_options_defaults() -> dict[str, Any]:
@@ -223,11 +233,14 @@ def normalise_run(raw: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], 
             try:
                 value = cast(Callable[[str], Any], action.type)(value)
             except (TypeError, ValueError):
-                raise InvalidConfig(f"{where}: run option {key}={value!r} is not a valid "
-                                    f"{getattr(action.type, '__name__', action.type)}") from None
+                raise InvalidConfig(
+                    f"{where}: run option {key}={value!r} is not a valid "
+                    f"{getattr(action.type, '__name__', action.type)}"
+                ) from None
         if action.choices is not None and value not in action.choices:
-            raise InvalidConfig(f"{where}: run option {key}={value!r} must be one of "
-                                f"{', '.join(map(str, action.choices))}")
+            raise InvalidConfig(
+                f"{where}: run option {key}={value!r} must be one of {', '.join(map(str, action.choices))}"
+            )
         out[dest] = value
     return tuple(sorted(out.items()))
 
@@ -283,8 +296,10 @@ def spec_from_dict(data: Mapping[str, Any], base: Path, where: str = "sweep spec
                     raise UnknownName(f"key of [[{table}]] in {where}", key, allowed)
         return items
 
-    policies = tuple(PolicyGrid(str(e["policy"]), tuple((str(k), _values(v)) for k, v in e.get("params", {}).items()))
-                     for e in entries("policies", "policy", ("policy", "params")))
+    policies = tuple(
+        PolicyGrid(str(e["policy"]), tuple((str(k), _values(v)) for k, v in e.get("params", {}).items()))
+        for e in entries("policies", "policy", ("policy", "params"))
+    )
     sources: list[Source] = []
     for e in entries("scenarios", "name", ("name", "params")):
         sources.extend(_scenario_sources(str(e["name"]), e.get("params", {})))
@@ -293,14 +308,25 @@ def spec_from_dict(data: Mapping[str, Any], base: Path, where: str = "sweep spec
     for e in entries("conversations", "path", ("path", "format", "lenient")):
         path = Path(str(e["path"])).expanduser()
         path = path if path.is_absolute() else (base / path)
-        sources.append(Source("conversation", str(path.resolve()), format=str(e.get("format", "auto")),
-                              lenient=bool(e.get("lenient", False))))
+        sources.append(
+            Source(
+                "conversation",
+                str(path.resolve()),
+                format=str(e.get("format", "auto")),
+                lenient=bool(e.get("lenient", False)),
+            )
+        )
     run = dict(data.get("run", {}))
     if isinstance(run.get("calibration"), str):  # relative to the spec file, like the conversations
         cal = Path(run["calibration"]).expanduser()
         run["calibration"] = str((cal if cal.is_absolute() else base / cal).resolve())
-    return SweepSpec(policies, tuple(sources), parse_seeds(head.get("seeds", 0)), normalise_run(run, where),
-                     str(head.get("name", "")))
+    return SweepSpec(
+        policies,
+        tuple(sources),
+        parse_seeds(head.get("seeds", 0)),
+        normalise_run(run, where),
+        str(head.get("name", "")),
+    )
 
 
 def _scenario_sources(name: str, params: Mapping[str, Any]) -> list[Source]:
@@ -435,8 +461,9 @@ def code_digest(policies: tuple[str, ...] = ()) -> str:
     return h.hexdigest()[:12]
 
 
-def plan(spec: SweepSpec, done: set[str] | frozenset[str] = frozenset()
-         ) -> tuple[list[Task], dict[str, Conversation], int]:
+def plan(
+    spec: SweepSpec, done: set[str] | frozenset[str] = frozenset()
+) -> tuple[list[Task], dict[str, Conversation], int]:
     """Tasks for the runs not in ``done``, the conversations they share (by key), and the grid's total runs."""
     from sim.runner import conversation_checksum
 
@@ -454,7 +481,7 @@ def plan(spec: SweepSpec, done: set[str] | frozenset[str] = frozenset()
         config_dict = {k: v for k, v in _asdict(source_config).items() if k != "seed"}
         for fixed_seed, conv in conversations_of(source, spec.seeds):
             checksum = conversation_checksum(conv)
-            for seed in ([fixed_seed] if fixed_seed is not None else spec.seeds):
+            for seed in [fixed_seed] if fixed_seed is not None else spec.seeds:
                 if (checksum, seed) in seen:  # the same conversation twice: run it once
                     continue
                 seen.add((checksum, seed))
@@ -479,8 +506,9 @@ def _calibrated(config: RunConfig, path: str | None, source: Source) -> RunConfi
         return config
     from sim.calibration import load_for_source
 
-    return replace(config, calibration=load_for_source(path, config.model.provider, source.kind, source.name,
-                                                       source.format))
+    return replace(
+        config, calibration=load_for_source(path, config.model.provider, source.kind, source.name, source.format)
+    )
 
 
 def _asdict(config: RunConfig) -> dict[str, Any]:
@@ -503,8 +531,10 @@ def run_task(conversation: Conversation, task: Task) -> dict[str, pd.DataFrame]:
 
     here = package_version(task.policies)
     if here != task.version:
-        raise RunFailed(f"worker has compaction-sim {here} but the sweep was planned with {task.version}; "
-                        "install the same version (and code) on every worker")
+        raise RunFailed(
+            f"worker has compaction-sim {here} but the sweep was planned with {task.version}; "
+            "install the same version (and code) on every worker"
+        )
     tok = get_tokenizer(task.run_config.tokenizer)
     # Per-message values are keyed by message object, and each task brings its own conversation object:
     # keeping the last task's would hold its conversation in memory for nothing. Text counts stay.
@@ -512,8 +542,7 @@ def run_task(conversation: Conversation, task: Task) -> dict[str, pd.DataFrame]:
     policies = [make_policy(planned.policy, dict(planned.params)) for planned in task.runs]
     try:
         # All configurations at once: they share the replay for as long as their policies agree.
-        results = list(zip(task.runs, run_many(policies, conversation, task.run_config, tokenizer=tok),
-                           strict=True))
+        results = list(zip(task.runs, run_many(policies, conversation, task.run_config, tokenizer=tok), strict=True))
     except CsimError:
         raise
     except Exception:
@@ -524,8 +553,10 @@ def run_task(conversation: Conversation, task: Task) -> dict[str, pd.DataFrame]:
             except CsimError:
                 raise
             except Exception as exc:
-                raise RunFailed(f"run {planned.label!r} on conversation {task.unit.conversation!r} seed "
-                                f"{task.unit.seed} failed: {type(exc).__name__}: {exc}") from exc
+                raise RunFailed(
+                    f"run {planned.label!r} on conversation {task.unit.conversation!r} seed "
+                    f"{task.unit.seed} failed: {type(exc).__name__}: {exc}"
+                ) from exc
         raise
     return task_frames(task.unit, results)
 
@@ -542,19 +573,39 @@ def task_frames(unit: Unit, results: Sequence[tuple[PlannedRun, RunResult]]) -> 
     for planned, r in results:
         ident = {"run_key": planned.run_key, "config": planned.label}
         base = {**ident, "conversation": r.conversation_id, "seed": r.seed}
-        runs.append({**{k: r.summary.get(k) for k in SUMMARY_COLUMNS}, **base, "policy": r.policy,
-                     "params": params_json(r.params), "source_kind": unit.source_kind, "source": unit.source,
-                     "conversation_checksum": unit.checksum})
-        rb = {**ident, "run_id": r.run_id, "policy": r.policy, "params_hash": r.params_hash,
-              "conversation": r.conversation_id, "seed": r.seed}
+        runs.append(
+            {
+                **{k: r.summary.get(k) for k in SUMMARY_COLUMNS},
+                **base,
+                "policy": r.policy,
+                "params": params_json(r.params),
+                "source_kind": unit.source_kind,
+                "source": unit.source,
+                "conversation_checksum": unit.checksum,
+            }
+        )
+        rb = {
+            **ident,
+            "run_id": r.run_id,
+            "policy": r.policy,
+            "params_hash": r.params_hash,
+            "conversation": r.conversation_id,
+            "seed": r.seed,
+        }
         requests.extend({**rb, **row} for row in r.rows)
         facts.extend({**rb, **row} for row in r.fact_rows)
         comps.extend({**base, **c} for c in r.compactions)
-        viols.extend({**base, "turn": v.turn, "invariant": v.invariant, "request_kind": v.request_kind,
-                      "detail": v.detail} for v in r.violations)
-    return {"runs": typed(runs, RUN_COLUMNS), "requests": typed(requests, SWEEP_REQUEST_COLUMNS),
-            "facts": typed(facts, SWEEP_FACT_COLUMNS), "compactions": typed(comps, COMPACTION_COLUMNS),
-            "violations": typed(viols, VIOLATION_COLUMNS)}
+        viols.extend(
+            {**base, "turn": v.turn, "invariant": v.invariant, "request_kind": v.request_kind, "detail": v.detail}
+            for v in r.violations
+        )
+    return {
+        "runs": typed(runs, RUN_COLUMNS),
+        "requests": typed(requests, SWEEP_REQUEST_COLUMNS),
+        "facts": typed(facts, SWEEP_FACT_COLUMNS),
+        "compactions": typed(comps, COMPACTION_COLUMNS),
+        "violations": typed(viols, VIOLATION_COLUMNS),
+    }
 
 
 # -- the driver -----------------------------------------------------------------------------------------------
@@ -610,8 +661,15 @@ class SweepOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-def run_sweep(spec: SweepSpec, out: str | Path, *, executor: str = "local", workers: int | None = None,
-              scheduler: str | None = None, progress: bool = True) -> SweepOutcome:
+def run_sweep(
+    spec: SweepSpec,
+    out: str | Path,
+    *,
+    executor: str = "local",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+) -> SweepOutcome:
     """Run the grid into ``out``, skipping runs already in its parts; returns counts and wall time."""
     from sim.executors import ExecutorSpec, run_all
     from sim.metrics import versions
@@ -627,11 +685,15 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, executor: str = "local", work
         if old.get("kind") != "sweep":
             raise InvalidConfig(f"{root} holds results of another kind ({old.get('kind')!r}); use a new --out")
         if old.get("spec") != json.loads(json.dumps(normalised, default=str)):
-            raise InvalidConfig(f"{root} holds a different sweep (its manifest's spec differs); use a new --out "
-                                "directory, or delete the old one to start afresh")
+            raise InvalidConfig(
+                f"{root} holds a different sweep (its manifest's spec differs); use a new --out "
+                "directory, or delete the old one to start afresh"
+            )
         if old.get("code") != version:
-            raise InvalidConfig(f"{root} was made by compaction-sim {old.get('code')}, this is {version} (a "
-                                "different version or edited code): its runs would not be reused; use a new --out")
+            raise InvalidConfig(
+                f"{root} was made by compaction-sim {old.get('code')}, this is {version} (a "
+                "different version or edited code): its runs would not be reused; use a new --out"
+            )
         started = str(old.get("started") or started)
     parts = root / PARTS
     parts.mkdir(exist_ok=True)
@@ -640,8 +702,15 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, executor: str = "local", work
     done = done_run_keys(root)
     t0 = time.perf_counter()
     tasks, shared, total = plan(spec, done)
-    manifest = {"kind": "sweep", "spec": normalised, "versions": versions(), "code": version, "started": started,
-                "finished": None, "total_runs": total}
+    manifest = {
+        "kind": "sweep",
+        "spec": normalised,
+        "versions": versions(),
+        "code": version,
+        "started": started,
+        "finished": None,
+        "total_runs": total,
+    }
     _write_manifest(root, manifest)
     todo = sum(len(t.runs) for t in tasks)
     bar = Progress(total, total - todo, enabled=progress)
@@ -688,8 +757,11 @@ class Progress:
             elapsed = time.perf_counter() - self.t0
             rate = (self.done - self.start_done) / elapsed if elapsed > 0 else 0.0
             left = (self.total - self.done) / rate if rate > 0 else 0.0
-            print(f"sweep: {self.done}/{self.total} runs done, {rate:.1f} runs/s, ~{left:.0f} s left",
-                  file=self.stream, flush=True)
+            print(
+                f"sweep: {self.done}/{self.total} runs done, {rate:.1f} runs/s, ~{left:.0f} s left",
+                file=self.stream,
+                flush=True,
+            )
 
     def close(self) -> None:
         if self.bar is not None:

@@ -27,8 +27,9 @@ class _Group(argparse.Action):
         self.opens = opens
         super().__init__(*args, **kwargs)
 
-    def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self, parser: argparse.ArgumentParser, ns: argparse.Namespace, values: Any, option_string: str | None = None
+    ) -> None:
         groups = list(getattr(ns, self.dest) or [])
         if self.opens:
             groups.append((values, []))
@@ -46,32 +47,71 @@ def register(sub: Any) -> None:
     from sim.sweep import add_calibration_option
 
     p = sub.add_parser(
-        "sweep", help="run a grid of policy settings over many conversations and seeds, resumably",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SWEEP_EPILOG,
+        "sweep",
+        help="run a grid of policy settings over many conversations and seeds, resumably",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=SWEEP_EPILOG,
         description="Run every configuration (policy x parameter values) over every conversation (scenarios x "
-                    "seeds, datasets, recordings) into RESULTS: manifest.json and Parquet parts. Running it again "
-                    "skips finished runs, also after a crash. Give a spec file (datasets/FORMAT-sweep.md) or the "
-                    "grid as flags. Then: csim compare RESULTS.")
+        "seeds, datasets, recordings) into RESULTS: manifest.json and Parquet parts. Running it again "
+        "skips finished runs, also after a crash. Give a spec file (datasets/FORMAT-sweep.md) or the "
+        "grid as flags. Then: csim compare RESULTS.",
+    )
     p.add_argument("spec", nargs="?", help="sweep spec (TOML); or give the grid with the flags below")
     p.add_argument("--out", required=True, help="results directory (created; reused to resume)")
     g = p.add_argument_group("grid (instead of a spec file)")
-    g.add_argument("--policy", dest="grid_policies", action=_Group, opens=True, metavar="NAME",
-                   help="a policy (registered name or package.module:Class); repeat for more")
-    g.add_argument("-P", "--param", dest="grid_policies", action=_Group, opens=False, metavar="NAME=V1,V2",
-                   help="values to try for a parameter of the preceding --policy; repeat for more parameters")
-    g.add_argument("--scenario", dest="grid_scenarios", action=_Group, opens=True, metavar="NAME",
-                   help="a synthetic scenario (one conversation per seed); repeatable")
-    g.add_argument("-S", "--scenario-param", dest="grid_scenarios", action=_Group, opens=False,
-                   metavar="NAME=V1,V2", help="parameter of the preceding --scenario (a list makes a grid)")
+    g.add_argument(
+        "--policy",
+        dest="grid_policies",
+        action=_Group,
+        opens=True,
+        metavar="NAME",
+        help="a policy (registered name or package.module:Class); repeat for more",
+    )
+    g.add_argument(
+        "-P",
+        "--param",
+        dest="grid_policies",
+        action=_Group,
+        opens=False,
+        metavar="NAME=V1,V2",
+        help="values to try for a parameter of the preceding --policy; repeat for more parameters",
+    )
+    g.add_argument(
+        "--scenario",
+        dest="grid_scenarios",
+        action=_Group,
+        opens=True,
+        metavar="NAME",
+        help="a synthetic scenario (one conversation per seed); repeatable",
+    )
+    g.add_argument(
+        "-S",
+        "--scenario-param",
+        dest="grid_scenarios",
+        action=_Group,
+        opens=False,
+        metavar="NAME=V1,V2",
+        help="parameter of the preceding --scenario (a list makes a grid)",
+    )
     g.add_argument("--dataset", action="append", default=[], metavar="NAME", help="a dataset by name; repeatable")
-    g.add_argument("--conversation", action="extend", nargs="+", default=[], metavar="PATH",
-                   help="recorded conversation file(s); repeatable, globs from the shell welcome")
+    g.add_argument(
+        "--conversation",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="PATH",
+        help="recorded conversation file(s); repeatable, globs from the shell welcome",
+    )
     g.add_argument("--format", default="auto", help="format of the --conversation files (default auto)")
     g.add_argument("--lenient", action="store_true", help="skip malformed records of the recordings")
     g.add_argument("--seeds", default=None, help="seeds, e.g. 0-19 or 0,3,5 (default 0)")
     x = p.add_argument_group("where it runs")
-    x.add_argument("--executor", choices=EXECUTORS, default="local",
-                   help="local processes (default), dask (--scheduler) or dask-local (a LocalCluster)")
+    x.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="local processes (default), dask (--scheduler) or dask-local (a LocalCluster)",
+    )
     x.add_argument("--workers", type=int, help="worker processes for local and dask-local (default: all cores)")
     x.add_argument("--scheduler", help="Dask scheduler address for --executor dask, e.g. tcp://HOST:8786")
     x.add_argument("--quiet", action="store_true", help="no progress output")
@@ -84,15 +124,22 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser(
-        "compare", help="compare the configurations of a sweep: means, intervals, paired differences, Pareto",
+        "compare",
+        help="compare the configurations of a sweep: means, intervals, paired differences, Pareto",
         description="Per configuration: mean and 95%% bootstrap interval over conversations of cumulative input "
-                    "tokens, cost, peak context, retention recall, compactions, overflows and violations; the "
-                    "paired difference against the baseline; the Pareto frontier of cost against retention. "
-                    "Writes RESULTS/summary.parquet and summary.csv.")
+        "tokens, cost, peak context, retention recall, compactions, overflows and violations; the "
+        "paired difference against the baseline; the Pareto frontier of cost against retention. "
+        "Writes RESULTS/summary.parquet and summary.csv.",
+    )
     p.add_argument("results", help="a csim sweep results directory (or a csim run output directory)")
     p.add_argument("--baseline", help="configuration label to pair against (default: none, if swept)")
-    p.add_argument("--by", action="append", default=[], choices=("source", "source_kind"),
-                   help="also split by source (scenario, dataset or file)")
+    p.add_argument(
+        "--by",
+        action="append",
+        default=[],
+        choices=("source", "source_kind"),
+        help="also split by source (scenario, dataset or file)",
+    )
     p.set_defaults(func=cmd_compare)
 
 
@@ -115,29 +162,47 @@ def spec_from_args(args: argparse.Namespace) -> Any:
         raise InvalidConfig("a sweep takes --seeds (e.g. --seeds 0-19), not --seed")
     options = _run_options()
     given_run = {dest: getattr(args, dest) for dest, a in options.items() if getattr(args, dest) != a.default}
-    grid_given = [flag for flag, v in (("--policy", args.grid_policies), ("--scenario", args.grid_scenarios),
-                                       ("--dataset", args.dataset), ("--conversation", args.conversation),
-                                       ("--seeds", args.seeds)) if v]
+    grid_given = [
+        flag
+        for flag, v in (
+            ("--policy", args.grid_policies),
+            ("--scenario", args.grid_scenarios),
+            ("--dataset", args.dataset),
+            ("--conversation", args.conversation),
+            ("--seeds", args.seeds),
+        )
+        if v
+    ]
     if args.spec:
         if grid_given or given_run:
             flags = grid_given + ["--" + d.replace("_", "-") for d in given_run]
-            raise InvalidConfig(f"give the grid in the spec file or as flags, not both: {', '.join(flags)} "
-                                "alongside a spec (put them in the spec's tables; see datasets/FORMAT-sweep.md)")
+            raise InvalidConfig(
+                f"give the grid in the spec file or as flags, not both: {', '.join(flags)} "
+                "alongside a spec (put them in the spec's tables; see datasets/FORMAT-sweep.md)"
+            )
         return load_spec(args.spec)
-    policies = tuple(PolicyGrid(name, tuple((k, _values(v)) for k, v in parse_kv(items, "-P").items()))
-                     for name, items in args.grid_policies or [])
+    policies = tuple(
+        PolicyGrid(name, tuple((k, _values(v)) for k, v in parse_kv(items, "-P").items()))
+        for name, items in args.grid_policies or []
+    )
     sources: list[Source] = []
     for name, items in args.grid_scenarios or []:
         sources.extend(_scenario_sources(name, parse_kv(items, "-S")))
     sources.extend(Source("dataset", d) for d in args.dataset)
-    sources.extend(Source("conversation", str(Path(c).expanduser().resolve()), format=args.format,
-                          lenient=args.lenient) for c in args.conversation)
+    sources.extend(
+        Source("conversation", str(Path(c).expanduser().resolve()), format=args.format, lenient=args.lenient)
+        for c in args.conversation
+    )
     if "summariser" in given_run:
         given_run["summariser"] = parse_kv(given_run["summariser"], "-R")
     if given_run.get("calibration"):
         given_run["calibration"] = str(Path(given_run["calibration"]).expanduser().resolve())
-    return SweepSpec(policies, tuple(sources), parse_seeds(args.seeds if args.seeds is not None else "0"),
-                     normalise_run(given_run, "flags"))
+    return SweepSpec(
+        policies,
+        tuple(sources),
+        parse_seeds(args.seeds if args.seeds is not None else "0"),
+        normalise_run(given_run, "flags"),
+    )
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -146,12 +211,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     n_configs = len(settings(spec))
     if not args.quiet:
-        print(f"sweep: {n_configs} configurations x {len(spec.sources)} sources x {len(spec.seeds)} seeds "
-              f"-> {args.out}", file=sys.stderr)
-    outcome = run_sweep(spec, args.out, executor=args.executor, workers=args.workers, scheduler=args.scheduler,
-                        progress=not args.quiet)
-    print(f"{outcome.total_runs} runs in the grid: {outcome.ran} run now, {outcome.skipped} already done; "
-          f"{outcome.seconds:.1f} s on {outcome.executor}. Results in {outcome.out}; next: csim compare {outcome.out}")
+        print(
+            f"sweep: {n_configs} configurations x {len(spec.sources)} sources x {len(spec.seeds)} seeds -> {args.out}",
+            file=sys.stderr,
+        )
+    outcome = run_sweep(
+        spec, args.out, executor=args.executor, workers=args.workers, scheduler=args.scheduler, progress=not args.quiet
+    )
+    print(
+        f"{outcome.total_runs} runs in the grid: {outcome.ran} run now, {outcome.skipped} already done; "
+        f"{outcome.seconds:.1f} s on {outcome.executor}. Results in {outcome.out}; next: csim compare {outcome.out}"
+    )
     return 0
 
 

@@ -94,7 +94,7 @@ class Tiktoken:
         head = round(max_tokens * head_share)
         tail = max_tokens - head
         head_text: str = self._enc.decode(ids[:head])
-        tail_text: str = self._enc.decode(ids[len(ids) - tail:]) if tail else ""
+        tail_text: str = self._enc.decode(ids[len(ids) - tail :]) if tail else ""
         return head_text + marker.replace("{n}", str(len(ids) - max_tokens)) + tail_text
 
     def count_many(self, texts: list[str]) -> list[int]:

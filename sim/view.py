@@ -66,13 +66,16 @@ class Rule:
 
         bad = sorted(set(self.kinds) - set(PART_KINDS))
         if bad or not self.kinds:
-            raise InvalidConfig(f"Rule kinds {sorted(self.kinds)} must be a non-empty subset of "
-                                f"{', '.join(PART_KINDS)}")
+            raise InvalidConfig(
+                f"Rule kinds {sorted(self.kinds)} must be a non-empty subset of {', '.join(PART_KINDS)}"
+            )
         if self.action not in ("placeholder", "drop", "truncate"):
             raise InvalidConfig(f"Rule action {self.action!r} must be 'placeholder', 'drop' or 'truncate'")
         if self.action == "truncate" and (self.max_tokens < 1 or not 0.0 <= self.head_share <= 1.0):
-            raise InvalidConfig(f"a truncate rule needs max_tokens >= 1 (got {self.max_tokens}) and 0 <= head_share "
-                                f"<= 1 (got {self.head_share})")
+            raise InvalidConfig(
+                f"a truncate rule needs max_tokens >= 1 (got {self.max_tokens}) and 0 <= head_share "
+                f"<= 1 (got {self.head_share})"
+            )
 
     def selects(self, p: Part) -> bool:
         if p.kind not in self.kinds:
@@ -145,12 +148,22 @@ class View:
     checkpoint: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @classmethod
-    def of(cls, start: int = 0, cleared_through: int = 0, pinned: Iterable[int] = (), summary: Summary | None = None,
-           placeholder: str = DEFAULT_PLACEHOLDER) -> View:
+    def of(
+        cls,
+        start: int = 0,
+        cleared_through: int = 0,
+        pinned: Iterable[int] = (),
+        summary: Summary | None = None,
+        placeholder: str = DEFAULT_PLACEHOLDER,
+    ) -> View:
         """The classic view: a kept tail from ``start``, single pinned messages, results cleared before a bound."""
-        return cls(start=start, spans=spans_of(p for p in pinned if p < start), summary=summary,
-                   edits=(clear_results(cleared_through, placeholder),) if cleared_through > 0 else (),
-                   placeholder=placeholder)
+        return cls(
+            start=start,
+            spans=spans_of(p for p in pinned if p < start),
+            summary=summary,
+            edits=(clear_results(cleared_through, placeholder),) if cleared_through > 0 else (),
+            placeholder=placeholder,
+        )
 
     def shows(self, index: int) -> bool:
         """Whether message ``index`` is in the view (possibly edited). The system prompt is always shown;
@@ -278,7 +291,7 @@ def truncate_chars4(text: str, max_tokens: int, head_share: float, marker: str) 
         return text
     head = round(keep * head_share)
     cut = -(-(len(text) - keep) // 4)
-    return text[:head] + marker.replace("{n}", str(cut)) + (text[len(text) - (keep - head):] if keep > head else "")
+    return text[:head] + marker.replace("{n}", str(cut)) + (text[len(text) - (keep - head) :] if keep > head else "")
 
 
 def edited_chars(m: Message, rules: tuple[Rule, ...], truncate: TruncateFn | None = None) -> int:

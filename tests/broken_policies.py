@@ -26,8 +26,12 @@ class CutsMidUnit(Policy):
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         msgs = state.messages
         for i in range(len(state) - 2, floor_index(state) - 1, -1):
-            if msgs[i].role == "assistant" and msgs[i].calls and msgs[i + 1].role == "tool" \
-                    and i + 1 > state.view.start:
+            if (
+                msgs[i].role == "assistant"
+                and msgs[i].calls
+                and msgs[i + 1].role == "tool"
+                and i + 1 > state.view.start
+            ):
                 return Plan(start=i + 1, cleared_through=state.view.cleared_through, mode="drop")
         return None
 
@@ -89,8 +93,9 @@ class GrowsView(Policy):
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if len(state) < 2:
             return None
-        return Plan(start=state.view.start, cleared_through=state.view.cleared_through, summarize=True,
-                    mode="summarize")
+        return Plan(
+            start=state.view.start, cleared_through=state.view.cleared_through, summarize=True, mode="summarize"
+        )
 
 
 class NeverUnderItsTrigger(Policy):

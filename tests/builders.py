@@ -118,9 +118,7 @@ def asst(
     return Draft("assistant", tuple(out), id, pending, tuple(resolves))
 
 
-def tool(
-    call_id: str, text: str, *, name: str = "grep", is_error: bool = False, id: str | None = None
-) -> Draft:
+def tool(call_id: str, text: str, *, name: str = "grep", is_error: bool = False, id: str | None = None) -> Draft:
     """A tool message holding one result."""
     return Draft("tool", (Part("tool_result", text, call_id=call_id, name=name, is_error=is_error),), id)
 

@@ -11,7 +11,6 @@ import os
 
 from hypothesis import settings
 
-settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None,
-                          max_examples=60)
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None, max_examples=60)
 settings.register_profile("dev", max_examples=30)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -31,13 +31,28 @@ def _samples(coef: tuple[float, float, float, float], n: int = 40, convs: int = 
     for i in range(n):
         tokens, msgs, summ = int(rng.integers(100, 150_000)), int(rng.integers(1, 400)), bool(i % 5 == 0)
         y = coef[0] + coef[1] * msgs + coef[2] * tokens + coef[3] * summ
-        out.append(cal.Sample(f"c{i % convs}", 0, i, f"m{i}", tokens, msgs, summ, tokens * 4, int(round(y)),
-                              "anthropic", "claude-code", "main"))
+        out.append(
+            cal.Sample(
+                f"c{i % convs}",
+                0,
+                i,
+                f"m{i}",
+                tokens,
+                msgs,
+                summ,
+                tokens * 4,
+                int(round(y)),
+                "anthropic",
+                "claude-code",
+                "main",
+            )
+        )
     return out
 
 
-@given(fixed=st.floats(1_000, 40_000), per_message=st.floats(0, 200), scale=st.floats(0.8, 1.4),
-       after=st.floats(0, 8_000))
+@given(
+    fixed=st.floats(1_000, 40_000), per_message=st.floats(0, 200), scale=st.floats(0.8, 1.4), after=st.floats(0, 8_000)
+)
 def test_fit_recovers_known_coefficients(fixed: float, per_message: float, scale: float, after: float) -> None:
     rows = _samples((fixed, per_message, scale, after))
     got = cal.fit_coefficients(rows)
@@ -85,18 +100,31 @@ def test_choose_picks_the_matching_group_or_says_why_not() -> None:
 
 
 def _tiny_conversation() -> Conversation:
-    return Conversation("t", (
-        Message("u1", "user", (Part("text", "Fix the failing test in parser.py"),)),
-        Message("a1", "assistant", (Part("tool_call", call_id="c1", name="read", args='{"path": "parser.py"}'),)),
-        Message("t1", "tool", (Part("tool_result", "def parse(x):\n    return x\n" * 40, call_id="c1", name="read"),)),
-        Message("a2", "assistant", (Part("text", "Fixed."),)),
-    ))
+    return Conversation(
+        "t",
+        (
+            Message("u1", "user", (Part("text", "Fix the failing test in parser.py"),)),
+            Message("a1", "assistant", (Part("tool_call", call_id="c1", name="read", args='{"path": "parser.py"}'),)),
+            Message(
+                "t1", "tool", (Part("tool_result", "def parse(x):\n    return x\n" * 40, call_id="c1", name="read"),)
+            ),
+            Message("a2", "assistant", (Part("text", "Fixed."),)),
+        ),
+    )
 
 
 def test_engine_applies_the_calibration_to_every_request_and_hashes_it() -> None:
     conv = _tiny_conversation()
-    c = cal.Calibration("anthropic", "native", "cl100k_base", cal.Coefficients(20_000, 50, 1.2, 0), 10,
-                        cal.HeldOut("conversation", 9, 10, 0, 0, 0, 0), "s", "c")
+    c = cal.Calibration(
+        "anthropic",
+        "native",
+        "cl100k_base",
+        cal.Coefficients(20_000, 50, 1.2, 0),
+        10,
+        cal.HeldOut("conversation", 9, 10, 0, 0, 0, 0),
+        "s",
+        "c",
+    )
     raw = run(make_policy("none"), conv, RunConfig())
     calibrated = run(make_policy("none"), conv, RunConfig(calibration=c))
     assert raw.run_id != calibrated.run_id
@@ -144,8 +172,11 @@ def test_claude_code_held_out_error_meets_the_targets(claude_rows: list[cal.Samp
 
 
 def test_claude_code_fit_is_plausible(claude_rows: list[cal.Sample]) -> None:
-    c = next(x for x in cal.calibrate(claude_rows, tokenizer="cl100k_base", fitted_on="t", checksum="c")
-             if x.key == "anthropic/claude-code/main")
+    c = next(
+        x
+        for x in cal.calibrate(claude_rows, tokenizer="cl100k_base", fitted_on="t", checksum="c")
+        if x.key == "anthropic/claude-code/main"
+    )
     k = c.coefficients
     assert 18_000 <= k.fixed <= 33_000  # FORMATS.md: the missing system prompt and tools
     assert 1.0 <= k.scale <= 1.3  # Claude's tokenizer counts more tokens than cl100k_base
@@ -154,8 +185,21 @@ def test_claude_code_fit_is_plausible(claude_rows: list[cal.Sample]) -> None:
 
 def test_calibrate_cli_on_a_path_writes_a_usable_file(claude_rows, tmp_path: Path, capsys) -> None:
     out = tmp_path / "cal.json"
-    assert main(["calibrate", str(RECORDED / "claude-code"), "--format", "claude-code", "--group",
-                 "anthropic/claude-code/main", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "calibrate",
+                str(RECORDED / "claude-code"),
+                "--format",
+                "claude-code",
+                "--group",
+                "anthropic/claude-code/main",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "n fit 326, n held out 326" in text and "chars baseline" in text
     [c] = cal.load(out)

@@ -18,12 +18,34 @@ from sim.sweep import PolicyGrid, Source, SweepSpec, normalise_run, run_sweep
 
 
 def fake_results(rows: list[dict[str, object]]) -> Results:
-    zeros = dict.fromkeys(("agent_requests", "cumulative_input_tokens", "cumulative_output_tokens",
-                           "peak_context_tokens", "compaction_count", "overflows", "violation_count", "facts_needed",
-                           "facts_visible"), 0)
-    full = [{"policy": r["config"], "params": "{}", "source": "s", "source_kind": "scenario",
-             "conversation_checksum": str(r["conversation"]), "run_key": f"{r['config']}-{r['conversation']}",
-             **zeros, "retention_recall": 1.0, **r} for r in rows]
+    zeros = dict.fromkeys(
+        (
+            "agent_requests",
+            "cumulative_input_tokens",
+            "cumulative_output_tokens",
+            "peak_context_tokens",
+            "compaction_count",
+            "overflows",
+            "violation_count",
+            "facts_needed",
+            "facts_visible",
+        ),
+        0,
+    )
+    full = [
+        {
+            "policy": r["config"],
+            "params": "{}",
+            "source": "s",
+            "source_kind": "scenario",
+            "conversation_checksum": str(r["conversation"]),
+            "run_key": f"{r['config']}-{r['conversation']}",
+            **zeros,
+            "retention_recall": 1.0,
+            **r,
+        }
+        for r in rows
+    ]
     empty = pd.DataFrame()
     return Results("sweep", {}, typed(full, RUN_COLUMNS), empty, empty, empty, empty, None)
 
@@ -34,9 +56,16 @@ def test_paired_difference_is_exact_when_the_shift_is_constant() -> None:
     for conv in range(8):
         for seed in (0, 1):
             base = float(rng.uniform(1, 100))
-            rows += [{"config": "none", "conversation": f"c{conv}", "seed": seed, "total_cost_usd": base},
-                     {"config": "cheap", "conversation": f"c{conv}", "seed": seed, "total_cost_usd": base - 0.5,
-                      "retention_recall": 0.5}]
+            rows += [
+                {"config": "none", "conversation": f"c{conv}", "seed": seed, "total_cost_usd": base},
+                {
+                    "config": "cheap",
+                    "conversation": f"c{conv}",
+                    "seed": seed,
+                    "total_cost_usd": base - 0.5,
+                    "retention_recall": 0.5,
+                },
+            ]
     table = compare(fake_results(rows)).set_index("config")
     assert table.loc["cheap", "cost_usd_diff"] == pytest.approx(-0.5)
     assert table.loc["cheap", "cost_usd_diff_lo"] == pytest.approx(-0.5) == table.loc["cheap", "cost_usd_diff_hi"]
@@ -47,8 +76,10 @@ def test_paired_difference_is_exact_when_the_shift_is_constant() -> None:
 
 
 def test_a_dominated_configuration_is_off_the_frontier_and_baseline_misses_suggest() -> None:
-    rows = [{"config": c, "conversation": "c0", "seed": 0, "total_cost_usd": cost, "retention_recall": rec}
-            for c, cost, rec in (("a", 1.0, 0.9), ("b", 2.0, 0.8), ("c", 0.5, 0.5))]
+    rows = [
+        {"config": c, "conversation": "c0", "seed": 0, "total_cost_usd": cost, "retention_recall": rec}
+        for c, cost, rec in (("a", 1.0, 0.9), ("b", 2.0, 0.8), ("c", 0.5, 0.5))
+    ]
     table = compare(fake_results(rows), baseline="a").set_index("config")
     assert table["pareto"].to_dict() == {"a": True, "b": False, "c": True}
     with pytest.raises(UnknownName, match="Did you mean 'a'"):
@@ -60,8 +91,10 @@ def test_pareto_front_is_exactly_the_undominated_points(points: list[tuple[float
     cost, ret = np.array([p[0] for p in points]), np.array([p[1] for p in points])
     front = set(pareto_front(cost, ret))
     for i in range(len(points)):
-        dominated = any(cost[j] <= cost[i] and ret[j] >= ret[i] and (cost[j] < cost[i] or ret[j] > ret[i])
-                        for j in range(len(points)))
+        dominated = any(
+            cost[j] <= cost[i] and ret[j] >= ret[i] and (cost[j] < cost[i] or ret[j] > ret[i])
+            for j in range(len(points))
+        )
         assert (i in front) == (not dominated)
 
 
@@ -74,9 +107,12 @@ def test_bootstrap_interval_holds_the_mean_and_repeats(values: list[float]) -> N
 
 
 def test_csim_compare_prints_and_writes_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = SweepSpec((PolicyGrid("none"), PolicyGrid("cloudflare-os", (("trigger_ratio", ("0.5",)),))),
-                     (Source("scenario", "coding-agent", (("turns", "12"), ("huge_prob", "0"))),), (0, 1),
-                     normalise_run({"window": 12000}, "test"))
+    spec = SweepSpec(
+        (PolicyGrid("none"), PolicyGrid("cloudflare-os", (("trigger_ratio", ("0.5",)),))),
+        (Source("scenario", "coding-agent", (("turns", "12"), ("huge_prob", "0"))),),
+        (0, 1),
+        normalise_run({"window": 12000}, "test"),
+    )
     run_sweep(spec, tmp_path, workers=1, progress=False)
     assert main(["compare", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -12,8 +12,11 @@ from sim.errors import UnknownName
 @given(st.integers(0, 400_000), st.integers(0, 32_000))
 def test_fast_path_matches_library(inp: int, out: int) -> None:
     pricer = Pricer("claude-sonnet-4-5", "anthropic")
-    expected = float(calc_price(Usage(input_tokens=inp, output_tokens=out), model_ref="claude-sonnet-4-5",
-                                provider_id="anthropic").total_price)
+    expected = float(
+        calc_price(
+            Usage(input_tokens=inp, output_tokens=out), model_ref="claude-sonnet-4-5", provider_id="anthropic"
+        ).total_price
+    )
     assert pricer.cost(inp, out) == pytest.approx(expected, rel=1e-9, abs=1e-12)
 
 

@@ -16,17 +16,26 @@ SMALL = ModelConfig(context_window=4_000, output_reserve=500)
 
 
 def agent_loop(turns: int, result_chars: int = 1_200, *, fact_needed_late: bool = True) -> Conversation:
-    msgs = [Message("s", "system", (Part("text", "You are a careful agent."),)),
-            Message("u0", "user", (Part("text", "Fix the failing test. Never edit vendor/."),))]
+    msgs = [
+        Message("s", "system", (Part("text", "You are a careful agent."),)),
+        Message("u0", "user", (Part("text", "Fix the failing test. Never edit vendor/."),)),
+    ]
     for t in range(turns):
-        msgs.append(Message(f"a{t}", "assistant", (Part("text", f"step {t}"),
-                                                  Part("tool_call", call_id=f"c{t}", name="read", args="{}"))))
+        msgs.append(
+            Message(
+                f"a{t}",
+                "assistant",
+                (Part("text", f"step {t}"), Part("tool_call", call_id=f"c{t}", name="read", args="{}")),
+            )
+        )
         body = f"file_{t}.py " + ("lorem ipsum dolor " * (result_chars // 18))
         msgs.append(Message(f"t{t}", "tool", (Part("tool_result", body, call_id=f"c{t}", name="read"),)))
     msgs.append(Message("u1", "user", (Part("text", "Which file did you read first?"),)))
     msgs.append(Message("end", "assistant", (Part("text", "file_0.py"),)))
-    facts = (Fact("f-constraint", "constraint", "Never edit vendor/.", "u0", ("u1",) if fact_needed_late else ()),
-             Fact("f-first", "recall", "file_0.py", "t0", ("u1",)))
+    facts = (
+        Fact("f-constraint", "constraint", "Never edit vendor/.", "u0", ("u1",) if fact_needed_late else ()),
+        Fact("f-first", "recall", "file_0.py", "t0", ("u1",)),
+    )
     return Conversation("loop", tuple(msgs), facts)
 
 
@@ -40,9 +49,14 @@ def test_none_replays_every_reply_and_overflows_where_the_window_ends() -> None:
     assert last["error"].startswith("prompt-too-long") and last["context_tokens"] + 500 > 4_000
 
 
-@pytest.mark.parametrize("name, params", [
-    ("sliding-window", {}), ("cloudflare-os", {}),
-    ("effect-agent", {"context_token_limit": "2500", "keep_recent_tokens": "800"})])
+@pytest.mark.parametrize(
+    "name, params",
+    [
+        ("sliding-window", {}),
+        ("cloudflare-os", {}),
+        ("effect-agent", {"context_token_limit": "2500", "keep_recent_tokens": "800"}),
+    ],
+)
 def test_compacting_policies_finish_and_the_log_folds_to_the_view(name: str, params: dict) -> None:
     res = run(make_policy(name, params), agent_loop(30), RunConfig(model=SMALL, deep_checks=True))
     assert res.summary["finish_reason"] == "completed", res.summary
@@ -61,8 +75,9 @@ def test_retention_counts_a_fact_kept_only_in_the_summary() -> None:
     from sim.summariser import SummariserConfig
 
     keep_all = SummariserConfig(keep_constraint=1.0, keep_recall=1.0)
-    drop_all = SummariserConfig(keep_constraint=0.0, keep_recall=0.0, keep_decision=0.0, keep_artifact=0.0,
-                                keep_continuation=0.0)
+    drop_all = SummariserConfig(
+        keep_constraint=0.0, keep_recall=0.0, keep_decision=0.0, keep_artifact=0.0, keep_continuation=0.0
+    )
     conv = agent_loop(30)
     kept = run(make_policy("cloudflare-os"), conv, RunConfig(model=SMALL, summariser=keep_all))
     lost = run(make_policy("cloudflare-os"), conv, RunConfig(model=SMALL, summariser=drop_all))
@@ -82,8 +97,11 @@ def test_summariser_calls_are_requests_and_are_charged() -> None:
 def test_failed_summary_leaves_the_view_unchanged() -> None:
     from sim.summariser import SummariserConfig
 
-    res = run(make_policy("cloudflare-os"), agent_loop(30),
-              RunConfig(model=SMALL, summariser=SummariserConfig(failure_rate=1.0)))
+    res = run(
+        make_policy("cloudflare-os"),
+        agent_loop(30),
+        RunConfig(model=SMALL, summariser=SummariserConfig(failure_rate=1.0)),
+    )
     assert res.summary["compaction_count"] == 0
     assert res.summary["finish_reason"] == "context-overflow"
     assert not [v for v in res.violations if v.invariant == "failed-summary-unchanged"]
@@ -118,15 +136,15 @@ def test_openai_wire_format_runs_too() -> None:
 
 
 @pytest.mark.parametrize(("with_system", "expected"), [(True, 1), (False, 0)])
-def test_protected_from_without_a_user_message_starts_after_the_system_prompt(with_system: bool,
-                                                                             expected: int) -> None:
+def test_protected_from_without_a_user_message_starts_after_the_system_prompt(with_system: bool, expected: int) -> None:
     """Workshop's ``findProtectedFromSequence`` falls back to the chat's first message, and its chat log has
     no system prompt: so here the protected span starts at the first message after ours, never at it."""
     from sim.state import Ledger, RunState
 
     msgs = ([Message("s", "system", (Part("text", "sys"),))] if with_system else []) + [
         Message("a", "assistant", (Part("text", "May I deploy?"),), pending=True),
-        Message("b", "assistant", (Part("text", "waiting"),))]
+        Message("b", "assistant", (Part("text", "waiting"),)),
+    ]
     ledger = Ledger()
     for m in msgs:
         ledger.append(m, m.chars, 1)
@@ -136,11 +154,14 @@ def test_protected_from_without_a_user_message_starts_after_the_system_prompt(wi
     assert state.protected_from is None
 
 
-@pytest.mark.parametrize(("scenario", "policy", "params"), [
-    ("research-agent", "cloudflare-os", {}),
-    ("research-agent", "effect-agent", {"context_token_limit": "60000"}),
-    ("coding-agent", "effect-agent", {"context_token_limit": "30000"}),
-])
+@pytest.mark.parametrize(
+    ("scenario", "policy", "params"),
+    [
+        ("research-agent", "cloudflare-os", {}),
+        ("research-agent", "effect-agent", {"context_token_limit": "60000"}),
+        ("coding-agent", "effect-agent", {"context_token_limit": "30000"}),
+    ],
+)
 def test_facts_lost_per_compaction_equal_a_check_of_every_fact(scenario, policy, params, monkeypatch) -> None:
     import sim.engine as engine_module
     from policies.base import make_policy
@@ -150,8 +171,13 @@ def test_facts_lost_per_compaction_equal_a_check_of_every_fact(scenario, policy,
     fast = engine_module.run(make_policy(policy, params), conv)
 
     def every_fact(self, before, after):  # type: ignore[no-untyped-def]
-        return ",".join(sorted(f.id for f in self.conv.facts if f.source in self._index
-                               and self.fact_visible(f, before) and not self.fact_visible(f, after)))
+        return ",".join(
+            sorted(
+                f.id
+                for f in self.conv.facts
+                if f.source in self._index and self.fact_visible(f, before) and not self.fact_visible(f, after)
+            )
+        )
 
     monkeypatch.setattr(engine_module.Engine, "_facts_lost", every_fact)
     slow = engine_module.run(make_policy(policy, params), conv)

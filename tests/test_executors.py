@@ -15,10 +15,15 @@ from sim.executors import ExecutorSpec, run_all
 from sim.results import TABLES, load_results
 from sim.sweep import PolicyGrid, Source, SweepSpec, normalise_run, run_sweep
 
-SPEC = SweepSpec((PolicyGrid("none"), PolicyGrid("cloudflare-os", (("trigger_ratio", ("0.5", "0.8")),))),
-                 (Source("scenario", "coding-agent", (("turns", "12"), ("huge_prob", "0"))),
-                  Source("scenario", "support-chat", (("turns", "10"),))), (0, 1),
-                 normalise_run({"window": 12000}, "test"))
+SPEC = SweepSpec(
+    (PolicyGrid("none"), PolicyGrid("cloudflare-os", (("trigger_ratio", ("0.5", "0.8")),))),
+    (
+        Source("scenario", "coding-agent", (("turns", "12"), ("huge_prob", "0"))),
+        Source("scenario", "support-chat", (("turns", "10"),)),
+    ),
+    (0, 1),
+    normalise_run({"window": 12000}, "test"),
+)
 
 
 def parquet_bytes(frame: pd.DataFrame) -> bytes:
@@ -32,8 +37,15 @@ def cluster() -> Iterator[str]:
     distributed = pytest.importorskip("distributed")
     import logging
 
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-                                  dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as c:
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+        silence_logs=logging.ERROR,
+    ) as c:
         yield c.scheduler_address
 
 

@@ -16,22 +16,39 @@ from sim.errors import InvalidConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = Path(os.environ.get("CSIM_RECORDED") or ROOT.parent / "shared" / "recorded")
-CAL = cal.Calibration("anthropic", "claude-code", "cl100k_base", cal.Coefficients(20_000, 40, 1.1, 3_000), 10,
-                      cal.HeldOut("conversation", 9, 10, 0, 0, 0, 0), "synthetic", "c")
+CAL = cal.Calibration(
+    "anthropic",
+    "claude-code",
+    "cl100k_base",
+    cal.Coefficients(20_000, 40, 1.1, 3_000),
+    10,
+    cal.HeldOut("conversation", 9, 10, 0, 0, 0, 0),
+    "synthetic",
+    "c",
+)
 
 
 def _session(pre_tokens: int = 99_000) -> Conversation:
     """Two turns, a recorded compaction (summary message), two more turns; no usage yet."""
     msgs = [Message("u1", "user", (Part("text", "Refactor the loader and keep the API."),))]
     for k in range(2):
-        msgs += [Message(f"a{k}", "assistant", (Part("tool_call", call_id=f"c{k}", name="read", args="{}"),)),
-                 Message(f"t{k}", "tool", (Part("tool_result", f"line {k}\n" * 300, call_id=f"c{k}", name="read"),))]
-    msgs.append(Message("s", "user", (Part("text", "This session is being continued. Summary: loader refactor."),),
-                        meta={"compact_summary": True, "compact_boundary": {"trigger": "auto",
-                                                                            "pre_tokens": pre_tokens}}))
+        msgs += [
+            Message(f"a{k}", "assistant", (Part("tool_call", call_id=f"c{k}", name="read", args="{}"),)),
+            Message(f"t{k}", "tool", (Part("tool_result", f"line {k}\n" * 300, call_id=f"c{k}", name="read"),)),
+        ]
+    msgs.append(
+        Message(
+            "s",
+            "user",
+            (Part("text", "This session is being continued. Summary: loader refactor."),),
+            meta={"compact_summary": True, "compact_boundary": {"trigger": "auto", "pre_tokens": pre_tokens}},
+        )
+    )
     for k in range(2, 4):
-        msgs += [Message(f"a{k}", "assistant", (Part("tool_call", call_id=f"c{k}", name="read", args="{}"),)),
-                 Message(f"t{k}", "tool", (Part("tool_result", f"more {k}\n" * 100, call_id=f"c{k}", name="read"),))]
+        msgs += [
+            Message(f"a{k}", "assistant", (Part("tool_call", call_id=f"c{k}", name="read", args="{}"),)),
+            Message(f"t{k}", "tool", (Part("tool_result", f"more {k}\n" * 100, call_id=f"c{k}", name="read"),)),
+        ]
     msgs.append(Message("end", "assistant", (Part("text", "Done."),)))
     return Conversation("s1", tuple(msgs), meta={"compactions": [{"index": 5}]})
 
@@ -43,8 +60,12 @@ def _with_recorded_usage(conv: Conversation, c: cal.Calibration) -> Conversation
         replies = [m for m in seg.messages if m.role == "assistant"]
         for m, row in zip(replies, cal.replay_counts(seg), strict=True):
             usage[m.id] = c.apply(row["context_tokens"], row["messages_in_view"], cal.opens_with_summary(seg))
-    msgs = tuple(Message(m.id, m.role, m.parts, usage=Usage(cache_read_tokens=usage[m.id]) if m.id in usage else None,
-                         meta=m.meta) for m in conv.messages)
+    msgs = tuple(
+        Message(
+            m.id, m.role, m.parts, usage=Usage(cache_read_tokens=usage[m.id]) if m.id in usage else None, meta=m.meta
+        )
+        for m in conv.messages
+    )
     return Conversation(conv.id, msgs, meta=conv.meta)
 
 
@@ -90,18 +111,36 @@ def held_out_calibration(tmp_path_factory) -> Path:
         pytest.skip(f"recorded sample not found at {folder} (set CSIM_RECORDED to its folder)")
     from sim.formats import read
 
-    convs = [c for p in sorted(folder.glob("*.jsonl")) if not p.name.startswith("258c")
-             for c in read(p, "claude-code").conversations]
-    fits = cal.calibrate(cal.samples(convs, "claude-code"), tokenizer="cl100k_base", fitted_on="without 258c",
-                         checksum="-")
+    convs = [
+        c
+        for p in sorted(folder.glob("*.jsonl"))
+        if not p.name.startswith("258c")
+        for c in read(p, "claude-code").conversations
+    ]
+    fits = cal.calibrate(
+        cal.samples(convs, "claude-code"), tokenizer="cl100k_base", fitted_on="without 258c", checksum="-"
+    )
     return cal.save([c for c in fits if c.agent == "main"], tmp_path_factory.mktemp("cal") / "cal.json")
 
 
 def test_real_session_out_of_sample(held_out_calibration: Path, tmp_path: Path, capsys) -> None:
     session = RECORDED / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
     out = tmp_path / "fid"
-    assert main(["fidelity", str(session), "--format", "claude-code", "--calibration", str(held_out_calibration),
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "fidelity",
+                str(session),
+                "--format",
+                "claude-code",
+                "--calibration",
+                str(held_out_calibration),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "compaction 1 after turn 102" in text
     folder = out / "258c7280-ae70-4798-800f-63464d01a85d"

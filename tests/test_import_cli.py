@@ -27,8 +27,10 @@ def test_import_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     src, out = _inputs(tmp_path), tmp_path / "out"
     assert main(["import", str(src), "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert f"{src / 'codex_rollout.jsonl'}: codex-rollout, 1 conversation, 12 messages, 4 tool calls, " \
-           "usage on 4 of 12 messages" in text
+    assert (
+        f"{src / 'codex_rollout.jsonl'}: codex-rollout, 1 conversation, 12 messages, 4 tool calls, "
+        "usage on 4 of 12 messages" in text
+    )
     assert f"{src / 'sub' / 'vcr_cassette.yaml'}:192: skipped: interaction 4: GET example.com" in text
     assert "notes.txt" not in text  # only recording suffixes are taken from a directory
     assert text.splitlines()[-1].startswith("total: 4 files, 8 conversations, ")

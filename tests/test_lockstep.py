@@ -23,8 +23,10 @@ from sim.strategies import conversations, small_model
 # same setting included (the same policy object may not be shared, equal settings may).
 CONFIGS: list[tuple[str, dict[str, str]]] = [
     ("none", {}),
-    ("sliding-window", {"trigger_ratio": "0.6"}), ("sliding-window", {"trigger_ratio": "0.9"}),
-    ("cloudflare-os", {"trigger_ratio": "0.6"}), ("cloudflare-os", {"trigger_ratio": "0.85"}),
+    ("sliding-window", {"trigger_ratio": "0.6"}),
+    ("sliding-window", {"trigger_ratio": "0.9"}),
+    ("cloudflare-os", {"trigger_ratio": "0.6"}),
+    ("cloudflare-os", {"trigger_ratio": "0.85"}),
     ("cloudflare-os", {"trigger_ratio": "0.85"}),
     ("effect-agent", {"context_token_limit": "3000", "keep_recent_tokens": "1500", "max_bytes": "4096"}),
     ("effect-agent", {"context_token_limit": "5000", "keep_recent_tokens": "2000", "max_bytes": "4096"}),
@@ -35,9 +37,21 @@ CONFIGS: list[tuple[str, dict[str, str]]] = [
 
 def fingerprint(r: RunResult) -> str:
     """Everything a run reports, as text: two runs agree when these are equal."""
-    return json.dumps([r.run_id, r.policy, r.params, r.summary, r.rows, r.fact_rows, r.compactions,
-                       [repr(v) for v in r.violations], [encode_event(e) for e in r.log]],
-                      sort_keys=True, default=str)
+    return json.dumps(
+        [
+            r.run_id,
+            r.policy,
+            r.params,
+            r.summary,
+            r.rows,
+            r.fact_rows,
+            r.compactions,
+            [repr(v) for v in r.violations],
+            [encode_event(e) for e in r.log],
+        ],
+        sort_keys=True,
+        default=str,
+    )
 
 
 def policies_of(picks: list[int]) -> list[Policy]:
@@ -53,17 +67,27 @@ def assert_same_as_separate_runs(picks: list[int], conv: Any, config: RunConfig)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(conv=conversations(), picks=st.lists(st.integers(0, len(CONFIGS) - 1), min_size=1, max_size=6),
-       max_turns=st.none() | st.integers(1, 30), on_exhaustion=st.sampled_from(["final-answer", "fail"]),
-       run_status=st.sampled_from(["auto", "appended", "off"]), strict=st.booleans())
-def test_lockstep_results_equal_separate_runs(conv: Any, picks: list[int], max_turns: int | None,
-                                             on_exhaustion: str, run_status: str, strict: bool) -> None:
+@given(
+    conv=conversations(),
+    picks=st.lists(st.integers(0, len(CONFIGS) - 1), min_size=1, max_size=6),
+    max_turns=st.none() | st.integers(1, 30),
+    on_exhaustion=st.sampled_from(["final-answer", "fail"]),
+    run_status=st.sampled_from(["auto", "appended", "off"]),
+    strict=st.booleans(),
+)
+def test_lockstep_results_equal_separate_runs(
+    conv: Any, picks: list[int], max_turns: int | None, on_exhaustion: str, run_status: str, strict: bool
+) -> None:
     # Generated conversations bring /compact commands, pending approvals, reverts and overflows; the
     # budget brings exhaustion (final answer or failure): every place where a member forks off. Strict
     # runs stop at the first violation, which may come while the members are still together.
-    config = RunConfig(model=small_model(), tokenizer="chars4", run_status=run_status,  # type: ignore[arg-type]
-                       budgets=Budgets(max_turns=max_turns, on_exhaustion=on_exhaustion),  # type: ignore[arg-type]
-                       strict=strict)
+    config = RunConfig(
+        model=small_model(),
+        tokenizer="chars4",
+        run_status=run_status,  # type: ignore[arg-type]
+        budgets=Budgets(max_turns=max_turns, on_exhaustion=on_exhaustion),  # type: ignore[arg-type]
+        strict=strict,
+    )
     assert_same_as_separate_runs(picks, conv, config)
 
 
@@ -89,8 +113,11 @@ def test_policies_that_never_compact_share_the_whole_replay(monkeypatch: pytest.
     one = run(make_policy("none"), conv, config)
     alone = len(sent)
     sent.clear()
-    many = run_many([make_policy("none"), make_policy("sliding-window"),
-                     make_policy("sliding-window", {"trigger_ratio": "0.6"})], conv, config)
+    many = run_many(
+        [make_policy("none"), make_policy("sliding-window"), make_policy("sliding-window", {"trigger_ratio": "0.6"})],
+        conv,
+        config,
+    )
     assert alone == one.summary["agent_requests"] > 0
     assert len(sent) == alone  # three configurations, one replay
     assert [r.policy for r in many] == ["none", "sliding-window", "sliding-window"]
@@ -99,11 +126,14 @@ def test_policies_that_never_compact_share_the_whole_replay(monkeypatch: pytest.
 
 def test_policies_that_shape_requests_differently_never_share() -> None:
     cfg = RunConfig()
-    keys = {engine._replay_key(make_policy(n, p), cfg) for n, p in
-            [("none", {}), ("effect-agent", {}), ("effect-agent", {"max_bytes": "2048"})]}
+    keys = {
+        engine._replay_key(make_policy(n, p), cfg)
+        for n, p in [("none", {}), ("effect-agent", {}), ("effect-agent", {"max_bytes": "2048"})]
+    }
     assert len(keys) == 3  # effect-agent appends the run-status line and bounds results by max_bytes
-    assert engine._replay_key(make_policy("effect-agent", {"context_token_limit": "9000"}), cfg) == \
-        engine._replay_key(make_policy("effect-agent", {"context_token_limit": "5000"}), cfg)
+    assert engine._replay_key(make_policy("effect-agent", {"context_token_limit": "9000"}), cfg) == engine._replay_key(
+        make_policy("effect-agent", {"context_token_limit": "5000"}), cfg
+    )
 
 
 def test_a_shared_rollback_then_a_compaction_only_some_members_make(monkeypatch: pytest.MonkeyPatch) -> None:

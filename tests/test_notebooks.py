@@ -41,8 +41,9 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
     dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
     assert not dirty, f"{path.name}: cells {dirty} have outputs or execution counts; clear them before committing"
     first = nb.cells[0]
-    assert first.cell_type == "code" and "parameters" in first.metadata.get("tags", []), \
+    assert first.cell_type == "code" and "parameters" in first.metadata.get("tags", []), (
         f"{path.name}: the first cell must be the one tagged 'parameters'"
+    )
     assert "results = " in first.source
 
 
@@ -94,9 +95,26 @@ def sweep_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     results = tmp_path_factory.mktemp("sweep")
     out = tmp_path_factory.mktemp("report")
     # A deliberately broken policy (a user's own, by module:Class) gives violations to report.
-    _csim("sweep", "--out", str(results), "--policy", "cloudflare-os", "-P", "trigger_ratio=0.6,0.85",
-          "--policy", "sliding-window", "--policy", "tests.broken_policies:ForgetsReverts", "--scenario",
-          "coding-agent", "--seeds", "1-2", "--window", "50000", "--quiet")
+    _csim(
+        "sweep",
+        "--out",
+        str(results),
+        "--policy",
+        "cloudflare-os",
+        "-P",
+        "trigger_ratio=0.6,0.85",
+        "--policy",
+        "sliding-window",
+        "--policy",
+        "tests.broken_policies:ForgetsReverts",
+        "--scenario",
+        "coding-agent",
+        "--seeds",
+        "1-2",
+        "--window",
+        "50000",
+        "--quiet",
+    )
     _csim("compare", str(results))
     printed = _csim("report", str(results), "--out", str(out))
     assert str(out / "index.html") in printed
@@ -144,8 +162,21 @@ def test_sweep_report_run_page_and_index(sweep_report: tuple[Path, Path]) -> Non
 
 def test_report_on_one_run_directory(tmp_path: Path) -> None:
     run_dir, out = tmp_path / "run", tmp_path / "report"
-    _csim("run", "--policy", "cloudflare-os", "-P", "trigger_ratio=0.6", "--scenario", "coding-agent", "--seed", "0",
-          "--window", "50000", "--out", str(run_dir))
+    _csim(
+        "run",
+        "--policy",
+        "cloudflare-os",
+        "-P",
+        "trigger_ratio=0.6",
+        "--scenario",
+        "coding-agent",
+        "--seed",
+        "0",
+        "--window",
+        "50000",
+        "--out",
+        str(run_dir),
+    )
     _csim("report", str(run_dir), "--out", str(out), "--show-code")
     doc = json.loads((run_dir / "run.json").read_text())
     run_page = (out / "run.html").read_text(encoding="utf-8")
@@ -168,8 +199,12 @@ def test_a_bad_results_path_is_one_line_error(tmp_path: Path, capsys: pytest.Cap
 def test_a_failing_cell_names_the_notebook_and_cell(tmp_path: Path) -> None:
     from sim.report import NotebookFailed, execute
 
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
-                                         nbformat.v4.new_code_cell("# the broken step\nraise ValueError('boom')")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("x = 1"),
+            nbformat.v4.new_code_cell("# the broken step\nraise ValueError('boom')"),
+        ]
+    )
     with pytest.raises(NotebookFailed, match=r"compare\.ipynb failed in cell 1 .*ValueError: boom"):
         execute({"compare": nb}, tmp_path)
 

@@ -38,16 +38,22 @@ POLICY_PARAMS: dict[str, dict[str, str]] = {
     "effect-agent": {"context_token_limit": "4800", "keep_recent_tokens": "2000", "max_bytes": "4096"},
 }
 NAMES = POLICIES.names()
-QUICK = settings(max_examples=150, phases=[Phase.generate], deadline=None, database=None, derandomize=True,
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                        HealthCheck.large_base_example])
+QUICK = settings(
+    max_examples=150,
+    phases=[Phase.generate],
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
 
 
 @functools.cache
 def report_for(name: str) -> CheckReport:
     """One check per bundled policy, shared by the pass test and the deviation tests."""
-    return check_policy(name, POLICY_PARAMS.get(name, {}), examples=EXAMPLES, window=WINDOW,
-                        allow=OPEN_ISSUES.get(name, {}))
+    return check_policy(
+        name, POLICY_PARAMS.get(name, {}), examples=EXAMPLES, window=WINDOW, allow=OPEN_ISSUES.get(name, {})
+    )
 
 
 def ref(cls: type[Policy]) -> str:
@@ -67,8 +73,11 @@ class Shown:
 
 def search(predicate, max_examples: int = 150) -> Conversation:  # type: ignore[no-untyped-def]
     """The first generated conversation that satisfies ``predicate`` (no shrinking: any will do)."""
-    found = find(conversations(window=WINDOW).map(Shown), lambda s: predicate(s.c),
-                 settings=settings(QUICK, max_examples=max_examples))
+    found = find(
+        conversations(window=WINDOW).map(Shown),
+        lambda s: predicate(s.c),
+        settings=settings(QUICK, max_examples=max_examples),
+    )
     return found.c
 
 
@@ -84,10 +93,12 @@ def _u(i: int, text: str, *extra: Part, **kw: object) -> Message:
     return Message(f"m{i}", "user", (Part("text", text), *extra), **kw)  # type: ignore[arg-type]
 
 
-def _a(i: int, text: str = "", calls: tuple[str, ...] = (), extra: tuple[Part, ...] = (),
-       **kw: object) -> Message:
-    parts = ([Part("text", text)] if text else []) + list(extra) + [
-        Part("tool_call", call_id=c, name="read", args="{}") for c in calls]
+def _a(i: int, text: str = "", calls: tuple[str, ...] = (), extra: tuple[Part, ...] = (), **kw: object) -> Message:
+    parts = (
+        ([Part("text", text)] if text else [])
+        + list(extra)
+        + [Part("tool_call", call_id=c, name="read", args="{}") for c in calls]
+    )
     return Message(f"m{i}", "assistant", tuple(parts), **kw)  # type: ignore[arg-type]
 
 
@@ -160,7 +171,8 @@ def _unresolved_pending(c: Conversation) -> bool:
 FEATURES = {
     "parallel batch": lambda c: any(len(m.calls) >= 3 for m in c.messages),
     "results split over tool messages": lambda c: any(
-        a.role == b.role == "tool" for a, b in zip(c.messages, c.messages[1:], strict=False)),
+        a.role == b.role == "tool" for a, b in zip(c.messages, c.messages[1:], strict=False)
+    ),
     "thinking tool loop": _has_thinking_loop,
     "huge tool result": lambda c: any(len(p.text) > 0.15 * WINDOW * 4 for m in c.messages for p in m.results),
     "error result": lambda c: any(p.is_error for m in c.messages for p in m.results),
@@ -194,9 +206,20 @@ DEVIATIONS = [(n, d) for n in NAMES for d in sorted(load_policy_class(n).known_d
 
 def _effect_agent_live_turn() -> Conversation:
     """A live turn whose assistant text alone outgrows the kept tail: the summary takes its opening."""
-    return Conversation("live-turn", (
-        _s(), _u(1, "task"), _a(2, "x " * 3500, ("c1",)), _t(3, "c1", 20), _a(4, "y " * 3500, ("c2",)),
-        _t(5, "c2", 20), _a(6, "z " * 3500, ("c3",)), _t(7, "c3", 20), _a(8, "ok")))
+    return Conversation(
+        "live-turn",
+        (
+            _s(),
+            _u(1, "task"),
+            _a(2, "x " * 3500, ("c1",)),
+            _t(3, "c1", 20),
+            _a(4, "y " * 3500, ("c2",)),
+            _t(5, "c2", 20),
+            _a(6, "z " * 3500, ("c3",)),
+            _t(7, "c3", 20),
+            _a(8, "ok"),
+        ),
+    )
 
 
 # Hand-built fallbacks, for deviations the policy's 60 generated examples happen not to show.
@@ -254,8 +277,13 @@ def test_counterexample_shows_the_conversation_as_generated() -> None:
 @pytest.mark.parametrize("policy", ["cloudflare-os", ref(GrowsView)])
 def test_check_policy_is_deterministic(policy: str) -> None:
     """Same call, same report text: a pass with its deviation counts, and a shrunk counterexample."""
-    kwargs = {"examples": 20, "window": WINDOW, "tokenizer": "chars4", "allow": OPEN_ISSUES.get(policy, {}),
-              "max_turns": 6 if ":" in policy else 40}  # short scripts: the failing one shrinks in a blink
+    kwargs = {
+        "examples": 20,
+        "window": WINDOW,
+        "tokenizer": "chars4",
+        "allow": OPEN_ISSUES.get(policy, {}),
+        "max_turns": 6 if ":" in policy else 40,
+    }  # short scripts: the failing one shrinks in a blink
     first = check_policy(policy, {}, **kwargs).render()  # type: ignore[arg-type]
     assert first == check_policy(policy, {}, **kwargs).render()  # type: ignore[arg-type]
 
@@ -265,8 +293,7 @@ def test_effect_agent_gets_a_limit_when_none_is_given() -> None:
     assert report.params["context_token_limit"] == str(int(0.6 * WINDOW))
     assert any("context_token_limit" in n for n in report.notes)
     assert report.render().startswith("note: context_token_limit=4800")
-    given_limit = check_policy("effect-agent", {"context_token_limit": "3000"}, examples=5,
-                               tokenizer="chars4")
+    given_limit = check_policy("effect-agent", {"context_token_limit": "3000"}, examples=5, tokenizer="chars4")
     assert given_limit.params["context_token_limit"] == "3000"
     assert not any("context_token_limit" in n for n in given_limit.notes)
 
@@ -278,14 +305,40 @@ def test_sliding_window_rolls_back_for_a_revert_of_an_already_compacted_change()
     """sliding-window used to keep a revert whose change it had dropped; it now rolls the view back to
     a checkpoint that still shows the change (Plan.restore), then drops again around it."""
     found = _violations(
-        "sliding-window", _s(), _u(1, "task"), _a(2, calls=("c1",), extra=(_change("ch1"),)),
-        _t(3, "c1", 12000), _a(4, "done"), _u(5, "more"), _a(6, calls=("c2",)), _t(7, "c2", 12000),
-        _a(8, "ok"), _u(9, "undo that", _revert("ch1")), _a(10, "reverted"))
+        "sliding-window",
+        _s(),
+        _u(1, "task"),
+        _a(2, calls=("c1",), extra=(_change("ch1"),)),
+        _t(3, "c1", 12000),
+        _a(4, "done"),
+        _u(5, "more"),
+        _a(6, calls=("c2",)),
+        _t(7, "c2", 12000),
+        _a(8, "ok"),
+        _u(9, "undo that", _revert("ch1")),
+        _a(10, "reverted"),
+    )
     assert not [v for v in found if "revert-resolution" in v], found
-    result = Engine(make_policy("sliding-window"), Conversation("r", (
-        _s(), _u(1, "task"), _a(2, calls=("c1",), extra=(_change("ch1"),)), _t(3, "c1", 12000), _a(4, "done"),
-        _u(5, "more"), _a(6, calls=("c2",)), _t(7, "c2", 12000), _a(8, "ok"), _u(9, "undo that", _revert("ch1")),
-        _a(10, "reverted"))), CFG).run()
+    result = Engine(
+        make_policy("sliding-window"),
+        Conversation(
+            "r",
+            (
+                _s(),
+                _u(1, "task"),
+                _a(2, calls=("c1",), extra=(_change("ch1"),)),
+                _t(3, "c1", 12000),
+                _a(4, "done"),
+                _u(5, "more"),
+                _a(6, calls=("c2",)),
+                _t(7, "c2", 12000),
+                _a(8, "ok"),
+                _u(9, "undo that", _revert("ch1")),
+                _a(10, "reverted"),
+            ),
+        ),
+        CFG,
+    ).run()
     assert "rollback" in [c["mode"] for c in result.compactions]
 
 
@@ -295,14 +348,34 @@ def test_pending_raised_after_the_clear_is_no_breach(policy: str) -> None:
     summarised before a later message of the turn asked for approval was not protected then."""
     if policy == "effect-agent":  # a prune clears the turn's results, then the turn asks for approval
         found = _violations(
-            "effect-agent", _s(), _u(1, "deploy it"), _a(2, calls=("c1",)), _t(3, "c1", 9000),
-            _a(4, calls=("c2",)), _t(5, "c2", 9000), _a(6, calls=("c3",)), _t(7, "c3", 4000),
-            _a(8, "May I deploy to production?", pending=True), _u(9, "status?"), _a(10, "waiting"),
-            context_token_limit="4800", keep_recent_tokens="2000")
+            "effect-agent",
+            _s(),
+            _u(1, "deploy it"),
+            _a(2, calls=("c1",)),
+            _t(3, "c1", 9000),
+            _a(4, calls=("c2",)),
+            _t(5, "c2", 9000),
+            _a(6, calls=("c3",)),
+            _t(7, "c3", 4000),
+            _a(8, "May I deploy to production?", pending=True),
+            _u(9, "status?"),
+            _a(10, "waiting"),
+            context_token_limit="4800",
+            keep_recent_tokens="2000",
+        )
     else:  # /compact summarises the task message, then the turn asks for approval
         found = _violations(
-            "cloudflare-os", _s(), _u(1, "task " * 300), _cmd(2), _a(3, calls=("c1",)), _t(4, "c1", 10),
-            _a(5, "May I deploy?", pending=True), _a(6, calls=("c2",)), _t(7, "c2", 10), _a(8, "ok"))
+            "cloudflare-os",
+            _s(),
+            _u(1, "task " * 300),
+            _cmd(2),
+            _a(3, calls=("c1",)),
+            _t(4, "c1", 10),
+            _a(5, "May I deploy?", pending=True),
+            _a(6, calls=("c2",)),
+            _t(7, "c2", 10),
+            _a(8, "ok"),
+        )
     assert not [v for v in found if "protected-span" in v], found
 
 
@@ -317,8 +390,15 @@ class _ClearsThePendingTurn(Policy):
 
 def test_clearing_a_pending_turn_is_still_a_breach() -> None:
     """The per-compaction check still catches a clear made while the turn's approval is pending."""
-    found = _violations(_ClearsThePendingTurn(), _s(), _u(1, "deploy it"), _a(2, "May I deploy?", pending=True),
-                        _a(3, calls=("c1",)), _t(4, "c1", 100), _a(5, "ok"))
+    found = _violations(
+        _ClearsThePendingTurn(),
+        _s(),
+        _u(1, "deploy it"),
+        _a(2, "May I deploy?", pending=True),
+        _a(3, calls=("c1",)),
+        _t(4, "c1", 100),
+        _a(5, "ok"),
+    )
     assert [v for v in found if "protected-span" in v], found
 
 
@@ -326,9 +406,20 @@ def test_no_compaction_loop_after_a_successful_compaction() -> None:
     """Two automatic compactions on consecutive turns are no loop when the first got the view under
     the trigger and the next turn's huge result pushed it over again."""
     found = _violations(
-        "sliding-window", _s(), _u(1, "task"), _a(2, calls=("c1",)), _t(3, "c1", 11000), _a(4, calls=("c2",)),
-        _t(5, "c2", 11000), _u(6, "next"), _a(7, calls=("c3",)), _t(8, "c3", 2000), _a(9, calls=("c4",)),
-        _t(10, "c4", 11000), _a(11, "ok"))
+        "sliding-window",
+        _s(),
+        _u(1, "task"),
+        _a(2, calls=("c1",)),
+        _t(3, "c1", 11000),
+        _a(4, calls=("c2",)),
+        _t(5, "c2", 11000),
+        _u(6, "next"),
+        _a(7, calls=("c3",)),
+        _t(8, "c3", 2000),
+        _a(9, calls=("c4",)),
+        _t(10, "c4", 11000),
+        _a(11, "ok"),
+    )
     assert not [v for v in found if "compaction-loop" in v], found
 
 
@@ -336,6 +427,7 @@ def test_a_compaction_held_back_by_a_revert_then_caught_up_is_no_loop() -> None:
     """Found by the cloudflare-os check: revert protection holds the cut at the change (message 9), so
     the first compaction leaves the view over the trigger; on the next turn the revert has left the
     tail and the cut catches up, well under the trigger. Two compactions in a row, one loop-free run."""
+
     def call(c: str) -> Part:
         return Part("tool_call", call_id=c, name="read", args='{"p": "abcde"}')
 
@@ -348,15 +440,37 @@ def test_a_compaction_held_back_by_a_revert_then_caught_up_is_no_loop() -> None:
     def asst(i: int, *parts: Part) -> Message:
         return Message(f"m{i}", "assistant", parts)
 
-    conv = Conversation("held-back", (
-        _s(), _u(1, "u"), _u(2, "u"), _u(3, "u"), _u(4, "u"), asst(5, call("c1"), call("c2")),
-        tool(6, result("c1", 1), result("c2", 5170)), _u(7, "u"), _u(8, "u"), asst(9, _change("ch1"), call("c3")),
-        tool(10, result("c3", 5720)), _u(11, "u"), asst(12, call("c4")), tool(13, result("c4", 9296)),
-        asst(14, call("c5"), call("c6")), tool(15, result("c5", 1), result("c6", 3851)),
-        asst(16, _revert("ch1"), call("c7")), tool(17, result("c7", 1)), _u(18, "u"),
-        asst(19, call("c8"), call("c9")), tool(20, result("c8", 1), result("c9", 9356)), _u(21, "u"),
-        asst(22, call("c12"), call("c13")), tool(23, result("c12", 1407), result("c13", 2217)),
-        asst(24, call("c15")), tool(25, result("c15", 1))))
+    conv = Conversation(
+        "held-back",
+        (
+            _s(),
+            _u(1, "u"),
+            _u(2, "u"),
+            _u(3, "u"),
+            _u(4, "u"),
+            asst(5, call("c1"), call("c2")),
+            tool(6, result("c1", 1), result("c2", 5170)),
+            _u(7, "u"),
+            _u(8, "u"),
+            asst(9, _change("ch1"), call("c3")),
+            tool(10, result("c3", 5720)),
+            _u(11, "u"),
+            asst(12, call("c4")),
+            tool(13, result("c4", 9296)),
+            asst(14, call("c5"), call("c6")),
+            tool(15, result("c5", 1), result("c6", 3851)),
+            asst(16, _revert("ch1"), call("c7")),
+            tool(17, result("c7", 1)),
+            _u(18, "u"),
+            asst(19, call("c8"), call("c9")),
+            tool(20, result("c8", 1), result("c9", 9356)),
+            _u(21, "u"),
+            asst(22, call("c12"), call("c13")),
+            tool(23, result("c12", 1407), result("c13", 2217)),
+            asst(24, call("c15")),
+            tool(25, result("c15", 1)),
+        ),
+    )
     config = RunConfig(model=small_model(WINDOW), deep_checks=True)  # cl100k, as the check that found it
     result_ = Engine(make_policy("cloudflare-os"), conv, config).run()
     starts = [(c["turn"], c["start"]) for c in result_.compactions]
@@ -377,8 +491,17 @@ class _PinsWholeUnit(Policy):
 
 
 def test_pinning_a_whole_unit_is_fine() -> None:
-    found = _violations(_PinsWholeUnit(), _s(), _u(1, "task"), _a(2, calls=("c1",)), _t(3, "c1", 100),
-                        _u(4, "next"), _a(5, calls=("c2",)), _t(6, "c2", 100), _a(7, "ok"))
+    found = _violations(
+        _PinsWholeUnit(),
+        _s(),
+        _u(1, "task"),
+        _a(2, calls=("c1",)),
+        _t(3, "c1", 100),
+        _u(4, "next"),
+        _a(5, calls=("c2",)),
+        _t(6, "c2", 100),
+        _a(7, "ok"),
+    )
     assert not [v for v in found if "atomic-units" in v], found
 
 
@@ -386,8 +509,17 @@ def test_pinning_a_whole_unit_is_fine() -> None:
 def test_pinning_part_of_a_unit_is_still_caught(pinned: tuple[int, ...]) -> None:
     policy = _PinsWholeUnit()
     policy.pinned = pinned
-    found = _violations(policy, _s(), _u(1, "task"), _a(2, calls=("c1",)), _t(3, "c1", 100),
-                        _u(4, "next"), _a(5, calls=("c2",)), _t(6, "c2", 100), _a(7, "ok"))
+    found = _violations(
+        policy,
+        _s(),
+        _u(1, "task"),
+        _a(2, calls=("c1",)),
+        _t(3, "c1", 100),
+        _u(4, "next"),
+        _a(5, calls=("c2",)),
+        _t(6, "c2", 100),
+        _a(7, "ok"),
+    )
     assert [v for v in found if "atomic-units" in v], found
 
 
@@ -405,8 +537,16 @@ def test_cloudflare_skips_a_span_smaller_than_its_summary(case: str) -> None:
     if case == "manual":
         conv = (_s(), _u(1, "hi"), _cmd(2))
     else:
-        conv = (_s(), _u(1, "hi"), _a(2, calls=("c1",), extra=(_change("ch1"),)), _t(3, "c1", 12000),
-                _a(4, calls=("c2",)), _t(5, "c2", 12000), _u(6, "undo that", _revert("ch1")), _a(7, "ok"))
+        conv = (
+            _s(),
+            _u(1, "hi"),
+            _a(2, calls=("c1",), extra=(_change("ch1"),)),
+            _t(3, "c1", 12000),
+            _a(4, calls=("c2",)),
+            _t(5, "c2", 12000),
+            _u(6, "undo that", _revert("ch1")),
+            _a(7, "ok"),
+        )
     assert not [v for v in _violations("cloudflare-os", *conv) if "compaction-shrinks" in v]
     assert Engine(make_policy("cloudflare-os"), Conversation("r", conv), CFG).run().compactions == []
 
@@ -434,8 +574,18 @@ def test_cloudflare_rolls_back_to_a_view_where_every_revert_resolves() -> None:
     newest that shows the reverted change (``rollbackChatCompaction`` guarantees every revert in a
     tail has ``revertFrom >= compactedTo``)."""
     say = "words " * 200  # long enough that each /compact summarises (no skip: cloudflare_os "Departures")
-    conv = (_s(), _u(1, say), _u(2, say, _change("ch1")), _cmd(3), _u(4, say, _revert("ch1")), _cmd(5),
-            _u(6, say, _change("ch2")), _cmd(7), _u(8, say, _revert("ch2")), _a(9, "ok"))
+    conv = (
+        _s(),
+        _u(1, say),
+        _u(2, say, _change("ch1")),
+        _cmd(3),
+        _u(4, say, _revert("ch1")),
+        _cmd(5),
+        _u(6, say, _change("ch2")),
+        _cmd(7),
+        _u(8, say, _revert("ch2")),
+        _a(9, "ok"),
+    )
     found = _violations("cloudflare-os", *conv)
     assert not [v for v in found if "revert-resolution" in v], found
     result = Engine(make_policy("cloudflare-os"), Conversation("r", conv), CFG).run()
@@ -443,7 +593,11 @@ def test_cloudflare_rolls_back_to_a_view_where_every_revert_resolves() -> None:
     # summarises [1, 7); the revert at 8 needs message 6: the view of /compact 3 shows it, but also
     # keeps the revert at 4 without its change at 2, so the rollback goes to the initial view.
     assert [(c["mode"], c["start"]) for c in result.compactions] == [
-        ("summarize", 3), ("rollback", 0), ("summarize", 7), ("rollback", 0)]
+        ("summarize", 3),
+        ("rollback", 0),
+        ("summarize", 7),
+        ("rollback", 0),
+    ]
 
 
 def test_open_issues_name_existing_tests() -> None:

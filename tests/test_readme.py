@@ -48,5 +48,5 @@ def test_readme_policies_pass_csim_check(readme_module: str, name: str, params: 
 
 def test_readme_clear_tool_uses_example_is_at_most_30_lines() -> None:
     block = next(b for b in _blocks() if "class ClearToolUses" in b)
-    body = block[block.index("@dataclass"):].strip().splitlines()
+    body = block[block.index("@dataclass") :].strip().splitlines()
     assert len(body) <= 30, len(body)

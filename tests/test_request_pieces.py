@@ -23,8 +23,14 @@ def test_tail_pieces_are_the_tail_of_the_joined_text(pieces: list[str], n: int) 
 
 
 def test_flat_pieces_keep_part_texts_whole_and_join_to_the_flattened_message() -> None:
-    m = Message("m1", "tool", (Part("tool_result", "BIG OUTPUT", call_id="c1", name="read_file", is_error=True),
-                               Part("tool_result", "second", call_id="c2", name="grep")))
+    m = Message(
+        "m1",
+        "tool",
+        (
+            Part("tool_result", "BIG OUTPUT", call_id="c1", name="read_file", is_error=True),
+            Part("tool_result", "second", call_id="c2", name="grep"),
+        ),
+    )
     pieces = flat_pieces(m)
     assert "BIG OUTPUT" in pieces and "second" in pieces
     assert "".join(pieces) == "user: [read_file error BIG OUTPUT]\n[grep result second]"

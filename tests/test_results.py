@@ -14,16 +14,31 @@ from sim.errors import InvalidConfig
 from sim.results import TABLES, config_label, load_results, part_name
 from sim.sweep import PolicyGrid, Source, SweepSpec, normalise_run, run_sweep
 
-ARGS = ["--policy", "cloudflare-os", "-P", "trigger_ratio=0.5", "--scenario", "coding-agent", "-S", "turns=12",
-        "-S", "huge_prob=0", "--window", "12000"]
+ARGS = [
+    "--policy",
+    "cloudflare-os",
+    "-P",
+    "trigger_ratio=0.5",
+    "--scenario",
+    "coding-agent",
+    "-S",
+    "turns=12",
+    "-S",
+    "huge_prob=0",
+    "--window",
+    "12000",
+]
 
 
 def test_a_csim_run_directory_loads_like_a_sweep(tmp_path: Path) -> None:
     assert main(["run", *ARGS, "--seed", "0", "--out", str(tmp_path / "run")]) == 0
     one = load_results(tmp_path / "run")
-    spec = SweepSpec((PolicyGrid("cloudflare-os", (("trigger_ratio", ("0.5",)),)),),
-                     (Source("scenario", "coding-agent", (("turns", "12"), ("huge_prob", "0"))),), (0,),
-                     normalise_run({"window": 12000}, "test"))
+    spec = SweepSpec(
+        (PolicyGrid("cloudflare-os", (("trigger_ratio", ("0.5",)),)),),
+        (Source("scenario", "coding-agent", (("turns", "12"), ("huge_prob", "0"))),),
+        (0,),
+        normalise_run({"window": 12000}, "test"),
+    )
     run_sweep(spec, tmp_path / "sweep", workers=1, progress=False)
     many = load_results(tmp_path / "sweep")
     assert one.kind == "run" and many.kind == "sweep"
@@ -37,8 +52,9 @@ def test_a_csim_run_directory_loads_like_a_sweep(tmp_path: Path) -> None:
         assert len(a) == len(b), name
     assert len(one.compactions) == int(one.runs["compaction_count"].iloc[0]) > 0
     # violations come back from run.json's strings with their fields
-    assert one.violations[["turn", "invariant", "request_kind"]].equals(many.violations[["turn", "invariant",
-                                                                                          "request_kind"]])
+    assert one.violations[["turn", "invariant", "request_kind"]].equals(
+        many.violations[["turn", "invariant", "request_kind"]]
+    )
     assert one.requests["context_tokens"].tolist() == many.requests["context_tokens"].tolist()
     assert one.summary is None
 
@@ -58,8 +74,10 @@ def test_what_is_not_results_is_a_clear_error(tmp_path: Path) -> None:
         load_results(tmp_path)
 
 
-@given(st.lists(st.text(alphabet="0123456789abcdef", min_size=4, max_size=8), min_size=1, max_size=6, unique=True),
-       st.randoms(use_true_random=False))
+@given(
+    st.lists(st.text(alphabet="0123456789abcdef", min_size=4, max_size=8), min_size=1, max_size=6, unique=True),
+    st.randoms(use_true_random=False),
+)
 def test_a_part_is_named_by_its_runs_in_any_order(keys: list[str], rnd: object) -> None:
     shuffled = list(keys)
     rnd.shuffle(shuffled)  # type: ignore[attr-defined]

@@ -74,10 +74,17 @@ class GrowingConversation(RuleBasedStateMachine):
         resolves = (self.pending.pop(0),) if resolve and self.pending else ()
         self.messages.append(Message(self._next_id(), "user", tuple(parts), resolves=resolves))
 
-    @rule(results=st.lists(RESULT_CHARS, min_size=1, max_size=3), thinking=st.booleans(),
-          change=st.booleans(), split=st.booleans(), reply=st.integers(0, 600), pending=st.booleans())
-    def tool_turn(self, results: list[int], thinking: bool, change: bool, split: bool, reply: int,
-                  pending: bool) -> None:
+    @rule(
+        results=st.lists(RESULT_CHARS, min_size=1, max_size=3),
+        thinking=st.booleans(),
+        change=st.booleans(),
+        split=st.booleans(),
+        reply=st.integers(0, 600),
+        pending=st.booleans(),
+    )
+    def tool_turn(
+        self, results: list[int], thinking: bool, change: bool, split: bool, reply: int, pending: bool
+    ) -> None:
         parts: list[Part] = [Part("thinking", "hmm")] if thinking else []
         if change:
             self.changes.append(f"ch{len(self.changes) + 1}")
@@ -88,8 +95,10 @@ class GrowingConversation(RuleBasedStateMachine):
             ids.append(f"c{self.calls}")
             parts.append(Part("tool_call", call_id=ids[-1], name="read", args="{}"))
         self.messages.append(Message(self._next_id(), "assistant", tuple(parts)))
-        answers = [Part("tool_result", "r " * (n // 2) + "r", call_id=c, name="read")
-                   for c, n in zip(ids, results, strict=True)]
+        answers = [
+            Part("tool_result", "r " * (n // 2) + "r", call_id=c, name="read")
+            for c, n in zip(ids, results, strict=True)
+        ]
         for batch in ([a] for a in answers) if split else [answers]:
             self.messages.append(Message(self._next_id(), "tool", tuple(batch)))
         if reply or pending:
@@ -129,14 +138,16 @@ class GrowingConversation(RuleBasedStateMachine):
                 assert fold(events) == compactions[-1].view, name
             appended = [e for e in events if isinstance(e, MessageAppended)]
             assert [e.index for e in appended] == list(range(len(appended))), name
-            assert [e.message.id for e in appended] == [m.id for m in conv.messages[:len(appended)]], name
+            assert [e.message.id for e in appended] == [m.id for m in conv.messages[: len(appended)]], name
             _, again, log_again = replay(name, conv)
             assert again.summary == result.summary, name
             assert log_again == log, name
 
 
 GrowingConversation.TestCase.settings = settings(
-    max_examples=10, stateful_step_count=25, deadline=None,
+    max_examples=10,
+    stateful_step_count=25,
+    deadline=None,
     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),  # explain is slow here
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )

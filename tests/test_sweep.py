@@ -35,8 +35,12 @@ TINY = (("turns", "12"), ("huge_prob", "0"))
 
 
 def tiny_spec(seeds: tuple[int, ...] = (0, 1), window: int = 12_000) -> SweepSpec:
-    return SweepSpec((PolicyGrid("none"), PolicyGrid("cloudflare-os", (("trigger_ratio", ("0.5", "0.8")),))),
-                     (Source("scenario", "coding-agent", TINY),), seeds, normalise_run({"window": window}, "test"))
+    return SweepSpec(
+        (PolicyGrid("none"), PolicyGrid("cloudflare-os", (("trigger_ratio", ("0.5", "0.8")),))),
+        (Source("scenario", "coding-agent", TINY),),
+        seeds,
+        normalise_run({"window": window}, "test"),
+    )
 
 
 # -- seeds and specs ---------------------------------------------------------------------------------------
@@ -79,8 +83,10 @@ def test_spec_errors_name_the_problem(tmp_path: Path) -> None:
     f.write_text("[[policies]\n")
     with pytest.raises(CsimError, match="s.toml"):
         load_spec(f)
-    f.write_text('[[policies]]\npolicy = "cloudflare-os"\nparams = { trigger_ratio = [0.8, 2.0] }\n'
-                 '[[scenarios]]\nname = "coding-agent"\n')
+    f.write_text(
+        '[[policies]]\npolicy = "cloudflare-os"\nparams = { trigger_ratio = [0.8, 2.0] }\n'
+        '[[scenarios]]\nname = "coding-agent"\n'
+    )
     with pytest.raises(InvalidConfig):
         settings(load_spec(f))
 
@@ -98,17 +104,40 @@ def test_flags_build_the_same_spec_as_a_file(tmp_path: Path, capsys: pytest.Capt
     from sim.cli import build_parser
     from sim.sweep_cli import spec_from_args
 
-    argv = ["sweep", "--out", str(tmp_path / "o"), "--policy", "cloudflare-os", "-P", "trigger_ratio=0.7,0.8",
-            "-P", "tail_ratio=0.2", "--policy", "none", "--scenario", "coding-agent", "-S", "turns=12,14",
-            "--seeds", "0-2", "--window", "50000"]
+    argv = [
+        "sweep",
+        "--out",
+        str(tmp_path / "o"),
+        "--policy",
+        "cloudflare-os",
+        "-P",
+        "trigger_ratio=0.7,0.8",
+        "-P",
+        "tail_ratio=0.2",
+        "--policy",
+        "none",
+        "--scenario",
+        "coding-agent",
+        "-S",
+        "turns=12,14",
+        "--seeds",
+        "0-2",
+        "--window",
+        "50000",
+    ]
     flags = spec_from_args(build_parser().parse_args(argv))
     f = tmp_path / "s.toml"
-    f.write_text('[sweep]\nseeds = "0-2"\n[run]\nwindow = 50000\n'
-                 '[[policies]]\npolicy = "cloudflare-os"\nparams = { trigger_ratio = [0.7, 0.8], tail_ratio = 0.2 }\n'
-                 '[[policies]]\npolicy = "none"\n[[scenarios]]\nname = "coding-agent"\nparams = { turns = [12, 14] }\n')
+    f.write_text(
+        '[sweep]\nseeds = "0-2"\n[run]\nwindow = 50000\n'
+        '[[policies]]\npolicy = "cloudflare-os"\nparams = { trigger_ratio = [0.7, 0.8], tail_ratio = 0.2 }\n'
+        '[[policies]]\npolicy = "none"\n[[scenarios]]\nname = "coding-agent"\nparams = { turns = [12, 14] }\n'
+    )
     assert flags.normalised() == load_spec(f).normalised()
-    assert [s.label for s in settings(flags)] == ["cloudflare-os tail_ratio=0.2 trigger_ratio=0.7",
-                                                  "cloudflare-os tail_ratio=0.2 trigger_ratio=0.8", "none"]
+    assert [s.label for s in settings(flags)] == [
+        "cloudflare-os tail_ratio=0.2 trigger_ratio=0.7",
+        "cloudflare-os tail_ratio=0.2 trigger_ratio=0.8",
+        "none",
+    ]
     assert [s.label for s in flags.sources] == ["coding-agent turns=12", "coding-agent turns=14"]
     # -P before any --policy, a spec mixed with grid flags, and --seed are all one-line errors
     with pytest.raises(SystemExit):
@@ -122,8 +151,10 @@ def test_flags_build_the_same_spec_as_a_file(tmp_path: Path, capsys: pytest.Capt
 
 # -- the grid and run keys ----------------------------------------------------------------------------------
 def test_identical_grid_entries_run_once() -> None:
-    spec = SweepSpec((PolicyGrid("cloudflare-os", (("trigger_ratio", ("0.85", "0.850")),)),
-                      PolicyGrid("cloudflare-os")), (Source("scenario", "coding-agent", TINY),))
+    spec = SweepSpec(
+        (PolicyGrid("cloudflare-os", (("trigger_ratio", ("0.85", "0.850")),)), PolicyGrid("cloudflare-os")),
+        (Source("scenario", "coding-agent", TINY),),
+    )
     assert [s.label for s in settings(spec)] == ["cloudflare-os trigger_ratio=0.85"]
 
 
@@ -186,8 +217,9 @@ def test_one_worker_counts_each_text_once_across_configurations(monkeypatch: pyt
     from sim import tokenizers
 
     one = SweepSpec((PolicyGrid("none"),), (Source("scenario", "coding-agent", TINY),), (0,))
-    two = SweepSpec((PolicyGrid("none"), PolicyGrid("sliding-window", (("trigger_ratio", ("0.99",)),))),
-                    one.sources, (0,))
+    two = SweepSpec(
+        (PolicyGrid("none"), PolicyGrid("sliding-window", (("trigger_ratio", ("0.99",)),))), one.sources, (0,)
+    )
     counts = []
     for spec in (one, two):
         monkeypatch.setattr(tokenizers, "_SHARED", {})
@@ -220,16 +252,25 @@ def test_a_failing_run_names_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def _calibration_file(tmp_path: Path) -> tuple[Path, object]:
     from sim import calibration as cal
 
-    fit = cal.Calibration("anthropic", "native", "cl100k_base", cal.Coefficients(5_000, 20, 1.1, 300), 10,
-                          cal.HeldOut("conversation", 9, 10, 0, 0, 0, 0), "s", "c")
+    fit = cal.Calibration(
+        "anthropic",
+        "native",
+        "cl100k_base",
+        cal.Coefficients(5_000, 20, 1.1, 300),
+        10,
+        cal.HeldOut("conversation", 9, 10, 0, 0, 0, 0),
+        "s",
+        "c",
+    )
     return cal.save([fit], tmp_path / "fit.json"), fit
 
 
 def test_a_calibrated_sweep_reports_provider_counts_and_keys_its_runs_apart(tmp_path: Path) -> None:
     path, fit = _calibration_file(tmp_path)
     raw = tiny_spec(seeds=(0,))
-    calibrated = SweepSpec(raw.policies, raw.sources, raw.seeds,
-                           normalise_run({"window": 12_000, "calibration": str(path)}, "test"))
+    calibrated = SweepSpec(
+        raw.policies, raw.sources, raw.seeds, normalise_run({"window": 12_000, "calibration": str(path)}, "test")
+    )
     tasks_raw, shared, _ = plan(raw)
     tasks_cal, _, _ = plan(calibrated)
     assert tasks_cal[0].run_config.calibration == fit and tasks_raw[0].run_config.calibration is None
@@ -243,8 +284,10 @@ def test_a_calibrated_sweep_reports_provider_counts_and_keys_its_runs_apart(tmp_
 
 def test_spec_calibration_path_is_relative_to_the_spec_and_a_missing_file_says_so(tmp_path: Path) -> None:
     _calibration_file(tmp_path)
-    (tmp_path / "s.toml").write_text('[run]\ncalibration = "fit.json"\n[[policies]]\npolicy = "none"\n'
-                                     '[[scenarios]]\nname = "support-chat"\nparams = { turns = 5 }\n')
+    (tmp_path / "s.toml").write_text(
+        '[run]\ncalibration = "fit.json"\n[[policies]]\npolicy = "none"\n'
+        '[[scenarios]]\nname = "support-chat"\nparams = { turns = 5 }\n'
+    )
     spec = load_spec(tmp_path / "s.toml")
     assert dict(spec.run)["calibration"] == str((tmp_path / "fit.json").resolve())
     assert plan(spec)[0][0].run_config.calibration is not None

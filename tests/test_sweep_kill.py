@@ -58,9 +58,12 @@ def kill_after(spec_file: Path, out: Path, parts: int, workers: int) -> bool:
     """Start ``csim sweep`` and SIGKILL it (and its workers) once ``parts`` parts exist; True if it was
     killed before it finished by itself."""
     csim = Path(sys.executable).with_name("csim")
-    proc = subprocess.Popen([str(csim), "sweep", str(spec_file), "--out", str(out), "--workers", str(workers),
-                             "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [str(csim), "sweep", str(spec_file), "--out", str(out), "--workers", str(workers), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         while proc.poll() is None:
             started = (out / "manifest.json").exists()
@@ -76,8 +79,9 @@ def kill_after(spec_file: Path, out: Path, parts: int, workers: int) -> bool:
 
 
 @pytest.mark.parametrize(("parts", "workers"), [(0, 1), (2, 1), (4, 2)])
-def test_killed_sweep_resumes_to_the_same_results(spec_file: Path, reference: Path, tmp_path: Path,
-                                                 parts: int, workers: int) -> None:
+def test_killed_sweep_resumes_to_the_same_results(
+    spec_file: Path, reference: Path, tmp_path: Path, parts: int, workers: int
+) -> None:
     out = tmp_path / "r"
     killed = kill_after(spec_file, out, parts, workers)
     assert killed, "the sweep finished before it could be killed; make the grid larger"

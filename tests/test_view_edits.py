@@ -29,18 +29,24 @@ LONG = " ".join(f"line{i} of the file says something" for i in range(40))  # ~1,
 
 
 def script() -> Conversation:
-    batch = Draft("tool", (Part("tool_result", "READ app.py: " + LONG, call_id="c1", name="read_file"),
-                           Part("tool_result", "GREP hit main.py:7", call_id="c2", name="grep")))
+    batch = Draft(
+        "tool",
+        (
+            Part("tool_result", "READ app.py: " + LONG, call_id="c1", name="read_file"),
+            Part("tool_result", "GREP hit main.py:7", call_id="c2", name="grep"),
+        ),
+    )
     return conv(
-        sys("You are a coding agent."),                                                    # 0
-        user("Fix the bug in app.py."),                                                    # 1
-        asst("Looking.", [call("c1", "read_file", '{"path": "app.py"}'),
-                          call("c2", "grep", '{"pattern": "def main"}')]),                 # 2
-        batch,                                                                             # 3
+        sys("You are a coding agent."),  # 0
+        user("Fix the bug in app.py."),  # 1
+        asst(
+            "Looking.", [call("c1", "read_file", '{"path": "app.py"}'), call("c2", "grep", '{"pattern": "def main"}')]
+        ),  # 2
+        batch,  # 3
         asst(calls=[call("c3", "read_file", '{"path": "util.py"}')], thinking="THINK " + LONG),  # 4
-        tool("c3", "READ util.py: " + LONG, name="read_file"),                             # 5
-        user("Now run the tests. " + LONG),                                                # 6
-        asst("Done."),                                                                     # 7
+        tool("c3", "READ util.py: " + LONG, name="read_file"),  # 5
+        user("Now run the tests. " + LONG),  # 6
+        asst("Done."),  # 7
     )
 
 
@@ -104,10 +110,17 @@ def test_results_placeholder_tools_and_exclude_tools(provider: str) -> None:
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_clearing_tool_inputs_keeps_call_ids_and_names(provider: str) -> None:
     eng = engine(provider)
-    out = render(eng, view_with(Edit(Rule(kinds=frozenset({"tool_call"}), text="[input cleared]",
-                                           exclude_tools=frozenset({"grep"})), 8)))
-    assert calls_of(out) == {"c1": ("read_file", "[input cleared]"), "c2": ("grep", INPUTS["c2"]),
-                             "c3": ("read_file", "[input cleared]")}
+    out = render(
+        eng,
+        view_with(
+            Edit(Rule(kinds=frozenset({"tool_call"}), text="[input cleared]", exclude_tools=frozenset({"grep"})), 8)
+        ),
+    )
+    assert calls_of(out) == {
+        "c1": ("read_file", "[input cleared]"),
+        "c2": ("grep", INPUTS["c2"]),
+        "c3": ("read_file", "[input cleared]"),
+    }
     assert tool_contents(out) == ORIGINAL
 
 
@@ -117,6 +130,7 @@ def test_dropping_thinking(provider: str) -> None:
     full = render(eng, View())
     out = render(eng, view_with(Edit(Rule(kinds=frozenset({"thinking"}), action="drop"), 8)))
     if provider == "anthropic":
+
         def thinking_blocks(r: list[dict[str, Any]]) -> list[str]:
             return [b["thinking"] for m in r for b in m["content"] if b["type"] == "thinking"]
 
@@ -131,8 +145,9 @@ def test_dropping_thinking(provider: str) -> None:
 @pytest.mark.parametrize("tokenizer", ["chars4", "cl100k_base"])
 def test_truncation_keeps_max_tokens_around_the_marker(provider: str, tokenizer: str) -> None:
     eng = engine(provider, tokenizer)
-    rule = Rule(kinds=frozenset({"text", "tool_result"}), action="truncate", max_tokens=12, head_share=0.25,
-                text="<<{n} cut>>")
+    rule = Rule(
+        kinds=frozenset({"text", "tool_result"}), action="truncate", max_tokens=12, head_share=0.25, text="<<{n} cut>>"
+    )
     out = render(eng, view_with(Edit(rule, 7)))
     count = eng.tok.count
     texts = {**tool_contents(out), "u": wire_text(out[6 if provider == "anthropic" else 7])}
@@ -175,23 +190,49 @@ def wire_of(provider: str, m: Any) -> list[dict[str, Any]]:
 def test_injected_messages_and_summary_at_their_slots(provider: str) -> None:
     eng = engine(provider)
     msgs = eng.ledger.messages
-    view = View(start=4, spans=((1, 2),), summary=Summary("SUMMARY", role="assistant"), summary_slot=1,
-                injected=(Injected("INJ-A", role="assistant", slot=0), Injected("INJ-B", before_summary=True),
-                          Injected("INJ-C"), Injected("INJ-D", role="assistant", slot=0, before_summary=True)))
-    want = [*wire_of(provider, msgs[0]), plain(provider, "assistant", "INJ-D"), plain(provider, "assistant", "INJ-A"),
-            *wire_of(provider, msgs[1]), plain(provider, "user", "INJ-B"), plain(provider, "assistant", "SUMMARY"),
-            plain(provider, "user", "INJ-C"), *(w for m in msgs[4:] for w in wire_of(provider, m))]
+    view = View(
+        start=4,
+        spans=((1, 2),),
+        summary=Summary("SUMMARY", role="assistant"),
+        summary_slot=1,
+        injected=(
+            Injected("INJ-A", role="assistant", slot=0),
+            Injected("INJ-B", before_summary=True),
+            Injected("INJ-C"),
+            Injected("INJ-D", role="assistant", slot=0, before_summary=True),
+        ),
+    )
+    want = [
+        *wire_of(provider, msgs[0]),
+        plain(provider, "assistant", "INJ-D"),
+        plain(provider, "assistant", "INJ-A"),
+        *wire_of(provider, msgs[1]),
+        plain(provider, "user", "INJ-B"),
+        plain(provider, "assistant", "SUMMARY"),
+        plain(provider, "user", "INJ-C"),
+        *(w for m in msgs[4:] for w in wire_of(provider, m)),
+    ]
     assert render(eng, view) == want
     # the summary before the first span, an injected message before the tail
     moved = replace(view, summary_slot=0, injected=(Injected("INJ-E", role="assistant"),))
-    want = [*wire_of(provider, msgs[0]), plain(provider, "assistant", "SUMMARY"), *wire_of(provider, msgs[1]),
-            plain(provider, "assistant", "INJ-E"), *(w for m in msgs[4:] for w in wire_of(provider, m))]
+    want = [
+        *wire_of(provider, msgs[0]),
+        plain(provider, "assistant", "SUMMARY"),
+        *wire_of(provider, msgs[1]),
+        plain(provider, "assistant", "INJ-E"),
+        *(w for m in msgs[4:] for w in wire_of(provider, m)),
+    ]
     assert render(eng, moved) == want
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("rule", [Rule(kinds=frozenset({"tool_result"}), tools=frozenset({"grep"}), action="drop"),
-                                  Rule(kinds=frozenset({"tool_result"}), action="drop")])
+@pytest.mark.parametrize(
+    "rule",
+    [
+        Rule(kinds=frozenset({"tool_result"}), tools=frozenset({"grep"}), action="drop"),
+        Rule(kinds=frozenset({"tool_result"}), action="drop"),
+    ],
+)
 def test_dropping_results_without_their_calls_is_rejected(provider: str, rule: Rule) -> None:
     eng = engine(provider)
     view = view_with(Edit(rule, 4))
@@ -238,11 +279,17 @@ def direct_size(eng: Engine, view: View) -> tuple[int, int]:
 @pytest.mark.parametrize("tokenizer", ["chars4", "cl100k_base"])
 def test_view_size_of_edited_views_is_the_direct_count(tokenizer: str) -> None:
     eng = engine("anthropic", tokenizer)
-    view = View(start=4, spans=((1, 2),), summary=Summary("a summary", compaction_id="x"),
-                edits=(Edit(Rule(kinds=frozenset({"tool_call"}), text="[in]"), 5),
-                       Edit(Rule(kinds=frozenset({"thinking"}), action="drop"), 6),
-                       Edit(Rule(kinds=frozenset({"tool_result", "text"}), action="truncate", max_tokens=9), 7)),
-                injected=(Injected("re-attached util.py", slot=0),))
+    view = View(
+        start=4,
+        spans=((1, 2),),
+        summary=Summary("a summary", compaction_id="x"),
+        edits=(
+            Edit(Rule(kinds=frozenset({"tool_call"}), text="[in]"), 5),
+            Edit(Rule(kinds=frozenset({"thinking"}), action="drop"), 6),
+            Edit(Rule(kinds=frozenset({"tool_result", "text"}), action="truncate", max_tokens=9), 7),
+        ),
+        injected=(Injected("re-attached util.py", slot=0),),
+    )
     size = eng.view_size(view)
     assert size == direct_size(eng, view)
     assert size[1] == len(render(eng, view)) == 8  # system, injected, span, summary, messages 4..7
@@ -252,12 +299,15 @@ def test_view_size_of_edited_views_is_the_direct_count(tokenizer: str) -> None:
 @st.composite
 def rules(draw: st.DrawFn) -> Rule:
     action = draw(st.sampled_from(["placeholder", "drop", "truncate"]))
-    return Rule(kinds=frozenset(draw(st.sets(st.sampled_from(PART_KINDS), min_size=1))),
-                tools=draw(st.none() | st.frozensets(st.sampled_from(TOOL_NAMES))),
-                exclude_tools=draw(st.frozensets(st.sampled_from(TOOL_NAMES), max_size=2)), action=action,
-                text=draw(st.sampled_from(["", "[x]", "[... {n} cut ...]"])),
-                max_tokens=draw(st.integers(1, 40)) if action == "truncate" else 0,
-                head_share=draw(st.sampled_from([0.0, 0.3, 0.5, 1.0])))
+    return Rule(
+        kinds=frozenset(draw(st.sets(st.sampled_from(PART_KINDS), min_size=1))),
+        tools=draw(st.none() | st.frozensets(st.sampled_from(TOOL_NAMES))),
+        exclude_tools=draw(st.frozensets(st.sampled_from(TOOL_NAMES), max_size=2)),
+        action=action,
+        text=draw(st.sampled_from(["", "[x]", "[... {n} cut ...]"])),
+        max_tokens=draw(st.integers(1, 40)) if action == "truncate" else 0,
+        head_share=draw(st.sampled_from([0.0, 0.3, 0.5, 1.0])),
+    )
 
 
 @st.composite
@@ -265,20 +315,38 @@ def views(draw: st.DrawFn, n: int) -> View:
     start = draw(st.integers(0, n))
     spans = spans_of(draw(st.sets(st.integers(0, start - 1), max_size=6))) if start else ()
     slot = st.none() | st.integers(0, len(spans))
-    summary = draw(st.none() | st.builds(Summary, st.sampled_from(["s", "a longer summary text"]),
-                                         compaction_id=st.just("c"), role=st.sampled_from(["user", "assistant"])))
-    injected = draw(st.lists(st.builds(Injected, st.sampled_from(["file", "re-attached file body " * 3]),
-                                       role=st.sampled_from(["user", "assistant"]), slot=slot,
-                                       before_summary=st.booleans()), max_size=3))
+    summary = draw(
+        st.none()
+        | st.builds(
+            Summary,
+            st.sampled_from(["s", "a longer summary text"]),
+            compaction_id=st.just("c"),
+            role=st.sampled_from(["user", "assistant"]),
+        )
+    )
+    injected = draw(
+        st.lists(
+            st.builds(
+                Injected,
+                st.sampled_from(["file", "re-attached file body " * 3]),
+                role=st.sampled_from(["user", "assistant"]),
+                slot=slot,
+                before_summary=st.booleans(),
+            ),
+            max_size=3,
+        )
+    )
     edits = draw(st.lists(st.builds(Edit, rules(), st.integers(0, n)), max_size=4))
-    return View(start=start, spans=spans, summary=summary, summary_slot=draw(slot), edits=tuple(edits),
-                injected=tuple(injected))
+    return View(
+        start=start, spans=spans, summary=summary, summary_slot=draw(slot), edits=tuple(edits), injected=tuple(injected)
+    )
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(conversations(max_turns=6), st.data(), st.sampled_from(["chars4", "cl100k_base"]))
-def test_view_size_equals_the_direct_count_for_random_edits(c: Conversation, data: st.DataObject,
-                                                            tokenizer: str) -> None:
+def test_view_size_equals_the_direct_count_for_random_edits(
+    c: Conversation, data: st.DataObject, tokenizer: str
+) -> None:
     eng = engine("anthropic", tokenizer, c)
     view = data.draw(views(len(c.messages)))
     tokens, sent = eng.view_size(view)
@@ -304,9 +372,12 @@ def test_classic_view_renders_the_classic_order(provider: str, start: int, clear
             return m
         return replace(m, parts=tuple(replace(p, text="[cleared]") for p in m.parts))
 
-    want = [*wire_of(provider, msgs[0]), *(wire_of(provider, shown(pinned)) if pinned < start else []),
-            plain(provider, "user", summary.text),
-            *(w for i in range(start, len(msgs)) for w in wire_of(provider, shown(i)))]
+    want = [
+        *wire_of(provider, msgs[0]),
+        *(wire_of(provider, shown(pinned)) if pinned < start else []),
+        plain(provider, "user", summary.text),
+        *(w for i in range(start, len(msgs)) for w in wire_of(provider, shown(i))),
+    ]
     out = eng.requests.render(view)
     assert out == want
     assert view.cleared_through == cleared and view.pinned == ((pinned,) if pinned < start else ())
@@ -329,29 +400,49 @@ class ClearAndReattach(Policy):
         if state.view.edits or state.estimated_context_tokens() < self.config.trigger_tokens:
             return None
         rule = Rule(kinds=frozenset({"tool_result", "tool_call"}), exclude_tools=frozenset({"grep"}))
-        return Plan(start=state.view.start, edits=(Edit(rule, len(state)),), mode="clear",
-                    injected=(Injected("re-attached file app.py: SECRET_LINE=42", facts=frozenset({"f-inj"})),))
+        return Plan(
+            start=state.view.start,
+            edits=(Edit(rule, len(state)),),
+            mode="clear",
+            injected=(Injected("re-attached file app.py: SECRET_LINE=42", facts=frozenset({"f-inj"})),),
+        )
 
 
 def long_script() -> Conversation:
-    batch = (Part("tool_result", "app.py: SECRET_LINE=42 " + LONG, call_id="c0", name="read_file"),
-             Part("tool_result", "hit main.py:7", call_id="g0", name="grep"))
-    drafts = [sys("You are a coding agent."), user("Fix the failing test.", id="u0"),
-              asst("Looking.", [call("c0", "read_file", '{"path": "app.py"}'), call("g0", "grep")]),
-              Draft("tool", batch, id="t0")]
+    batch = (
+        Part("tool_result", "app.py: SECRET_LINE=42 " + LONG, call_id="c0", name="read_file"),
+        Part("tool_result", "hit main.py:7", call_id="g0", name="grep"),
+    )
+    drafts = [
+        sys("You are a coding agent."),
+        user("Fix the failing test.", id="u0"),
+        asst("Looking.", [call("c0", "read_file", '{"path": "app.py"}'), call("g0", "grep")]),
+        Draft("tool", batch, id="t0"),
+    ]
     for k in range(1, 5):
-        drafts += [asst(f"step {k}", [call(f"c{k}", "read_file", f'{{"path": "f{k}.py"}}')]),
-                   tool(f"c{k}", f"f{k}.py: HELPER_{k}=xyz " + LONG, name="read_file", id=f"t{k}")]
+        drafts += [
+            asst(f"step {k}", [call(f"c{k}", "read_file", f'{{"path": "f{k}.py"}}')]),
+            tool(f"c{k}", f"f{k}.py: HELPER_{k}=xyz " + LONG, name="read_file", id=f"t{k}"),
+        ]
     drafts += [user("What were SECRET_LINE, HELPER_1 and the main hit?", id="u1"), asst("42, xyz, main.py:7")]
-    facts = [fact(f, "recall", text, source, ["u1"]) for f, text, source in
-             [("f-inj", "SECRET_LINE=42", "t0"), ("f-lost", "HELPER_1=xyz", "t1"), ("f-grep", "main.py:7", "t0")]]
+    facts = [
+        fact(f, "recall", text, source, ["u1"])
+        for f, text, source in [
+            ("f-inj", "SECRET_LINE=42", "t0"),
+            ("f-lost", "HELPER_1=xyz", "t1"),
+            ("f-grep", "main.py:7", "t0"),
+        ]
+    ]
     return conv(*drafts, facts=facts)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_policy_that_clears_and_reattaches_end_to_end(provider: str) -> None:
-    config = RunConfig(model=ModelConfig(provider=provider, context_window=2_000, output_reserve=200),  # type: ignore[arg-type]
-                       tokenizer="chars4", deep_checks=True)
+    config = RunConfig(
+        model=ModelConfig(provider=provider, context_window=2_000, output_reserve=200),  # type: ignore[arg-type]
+        tokenizer="chars4",
+        deep_checks=True,
+    )
     c = long_script()
     res, captured, _ = run_capture(ClearAndReattach(), c, config)
     assert res.violations == []

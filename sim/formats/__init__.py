@@ -85,16 +85,22 @@ def detect(path: str | Path) -> str:
         with p.open("rb") as fh:
             head = fh.read(SNIFF_BYTES)
     except OSError as exc:
-        raise FormatError(str(p), None, f"cannot be read: {exc.strerror or exc}",
-                          "check the path and its permissions") from None
+        raise FormatError(
+            str(p), None, f"cannot be read: {exc.strerror or exc}", "check the path and its permissions"
+        ) from None
     hits = [name for name, fn in sorted(SNIFFERS.items()) if _safe_sniff(fn, p, head)]
     if len(hits) == 1:
         return hits[0]
     if not hits:
-        raise FormatError(str(p), None, "--format auto recognised no format",
-                          f"pass --format NAME, one of: {', '.join(FORMATS.names())}")
-    raise FormatError(str(p), None, f"--format auto matched several formats ({', '.join(hits)})",
-                      "pass --format NAME to choose one")
+        raise FormatError(
+            str(p),
+            None,
+            "--format auto recognised no format",
+            f"pass --format NAME, one of: {', '.join(FORMATS.names())}",
+        )
+    raise FormatError(
+        str(p), None, f"--format auto matched several formats ({', '.join(hits)})", "pass --format NAME to choose one"
+    )
 
 
 def _safe_sniff(fn: Sniffer, path: Path, head: bytes) -> bool:

@@ -81,7 +81,7 @@ class Issues:
         except (BadRecord, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             reason = describe(exc)
             if reason.startswith(what):  # the reason names the record already: say it once
-                reason = reason[len(what):].lstrip(" :")
+                reason = reason[len(what) :].lstrip(" :")
             problem = f"{what}: {reason}"
             if not self.lenient:
                 raise FormatError(self.path, line, problem, hint) from exc
@@ -147,9 +147,7 @@ def read_jsonl(path: Path, issues: Issues, expected: str) -> Iterator[tuple[int,
             issues.problem(number, "JSON nested too deeply to read", "one JSON object per line")
             continue
         except json.JSONDecodeError as exc:
-            issues.problem(
-                number, f"invalid JSON: {exc.msg} at column {exc.colno}", "one JSON object per line"
-            )
+            issues.problem(number, f"invalid JSON: {exc.msg} at column {exc.colno}", "one JSON object per line")
             continue
         yield number, value
 
@@ -184,9 +182,7 @@ def check(value: Any, kinds: type | tuple[type, ...], what: str) -> Any:
     return value
 
 
-def get(
-    obj: Mapping[str, Any], key: str, kinds: type | tuple[type, ...], what: str, default: Any = _MISSING
-) -> Any:
+def get(obj: Mapping[str, Any], key: str, kinds: type | tuple[type, ...], what: str, default: Any = _MISSING) -> Any:
     """``obj[key]`` checked against ``kinds``; absent or null gives ``default`` when one is given."""
     value = obj.get(key)
     if value is None:
@@ -274,19 +270,14 @@ def _answered(d: Draft, open_calls: dict[str, Part], issues: Issues) -> list[Par
     return kept
 
 
-def _abort(
-    owner: Draft, open_calls: dict[str, Part], nxt: Draft, issues: Issues, unanswered: Unanswered
-) -> Draft:
+def _abort(owner: Draft, open_calls: dict[str, Part], nxt: Draft, issues: Issues, unanswered: Unanswered) -> Draft:
     """A tool message closing ``owner``'s open calls with aborted results (after reporting them)."""
     ids = sorted(open_calls)
     what = f"calls {ids} of {owner.where} have no result before {nxt.where}"
     if unanswered == "report" and not issues.lenient:
         issues.problem(owner.line, what, "lenient mode adds an aborted result for each")
     issues.repaired(owner.line, f"{what}; added an aborted result for each")
-    parts = [
-        Part("tool_result", ABORTED_TEXT, call_id=cid, name=open_calls[cid].name, is_error=True)
-        for cid in ids
-    ]
+    parts = [Part("tool_result", ABORTED_TEXT, call_id=cid, name=open_calls[cid].name, is_error=True) for cid in ids]
     open_calls.clear()
     return Draft(
         f"{owner.id}~aborted",

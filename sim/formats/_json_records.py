@@ -55,9 +55,7 @@ def json_records(path: Path, issues: Issues, expected: str, *, split_lists: bool
         if not doc:
             raise issues.fatal(1, "the document is an empty list: nothing to import", expected)
         starts = element_lines(text)
-        return [
-            Record(v, starts[k] if k < len(starts) else 1, f"record {k}", str(k)) for k, v in enumerate(doc)
-        ]
+        return [Record(v, starts[k] if k < len(starts) else 1, f"record {k}", str(k)) for k, v in enumerate(doc)]
     return [Record(doc, 1, "the document", "")]
 
 

@@ -201,9 +201,7 @@ class _Session:
             if d.role == "user":
                 self.open_assistant = None
 
-    def _user_blocks(
-        self, blocks: list[Any], uuid: str, line: int, meta: dict[str, Any], what: str
-    ) -> list[Draft]:
+    def _user_blocks(self, blocks: list[Any], uuid: str, line: int, meta: dict[str, Any], what: str) -> list[Draft]:
         """Tool results become one tool message; any other blocks a user message after it."""
         results: list[Part] = []
         others: list[Part] = []
@@ -216,9 +214,7 @@ class _Session:
                 others.append(Part("text", block_text(block, bwhat)))
         drafts: list[Draft] = []
         if results:
-            drafts.append(
-                Draft(uuid, "tool", results, line, f"tool results {uuid} (line {line})", meta=dict(meta))
-            )
+            drafts.append(Draft(uuid, "tool", results, line, f"tool results {uuid} (line {line})", meta=dict(meta)))
         if others or not results:
             uid = f"{uuid}~text" if results else uuid
             drafts.append(Draft(uid, "user", others, line, f"user message {uuid} (line {line})", meta=meta))
@@ -230,9 +226,7 @@ class _Session:
         if content is None or isinstance(content, str):
             text = content or ""
         else:
-            text = "\n".join(
-                block_text(b, f"{what} content") for b in check(content, list, f"{what} content")
-            )
+            text = "\n".join(block_text(b, f"{what} content") for b in check(content, list, f"{what} content"))
         is_error = get(block, "is_error", bool, what, False)
         return Part("tool_result", text, call_id=cid, name=self.call_names.get(cid), is_error=is_error)
 
@@ -242,9 +236,7 @@ class _Session:
         """Repair open calls, locate the compactions, and build the conversation."""
         drafts = pair_calls(self.drafts, issues, "repair")
         compactions = [
-            {"index": i, **d.meta["compact_boundary"]}
-            for i, d in enumerate(drafts)
-            if "compact_boundary" in d.meta
+            {"index": i, **d.meta["compact_boundary"]} for i, d in enumerate(drafts) if "compact_boundary" in d.meta
         ]
         if self.boundary is not None:  # a compaction with nothing after it
             compactions.append({"index": len(drafts), **self.boundary})

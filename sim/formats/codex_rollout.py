@@ -103,8 +103,14 @@ class _Rollout:
             message = get(payload, "message", str, "compacted record")
             self.folder.close()
             self.folder.drafts.append(
-                Draft(f"l{line}", "user", [Part("text", message)], line, f"compaction summary (line {line})",
-                      meta={"compact_summary": True})
+                Draft(
+                    f"l{line}",
+                    "user",
+                    [Part("text", message)],
+                    line,
+                    f"compaction summary (line {line})",
+                    meta={"compact_summary": True},
+                )
             )
         else:
             raise BadRecord(f"record type {kind!r} is not one of {', '.join(sorted(_KINDS))}")
@@ -174,6 +180,4 @@ class _Rollout:
 def sniff(path: Path, head: bytes) -> bool:
     """JSONL whose records are ``{timestamp, type, payload}`` with a RolloutItem type."""
     compact = compact_head(head.split(b"\n", 1)[0])
-    return compact[:1] == b"{" and b'"payload":' in compact and any(
-        f'"type":"{k}"'.encode() in compact for k in _KINDS
-    )
+    return compact[:1] == b"{" and b'"payload":' in compact and any(f'"type":"{k}"'.encode() in compact for k in _KINDS)

@@ -38,8 +38,7 @@ from sim.formats._common import (
 from sim.formats.usage import any_usage
 
 _EXPECTED = (
-    "a mini-swe-agent trajectory: a JSON object with 'messages' and "
-    "'trajectory_format': 'mini-swe-agent-1' (or 1.x)"
+    "a mini-swe-agent trajectory: a JSON object with 'messages' and 'trajectory_format': 'mini-swe-agent-1' (or 1.x)"
 )
 _FORMAT_PREFIX = "mini-swe-agent-1"
 

@@ -74,9 +74,7 @@ def dumps(conversation: Conversation) -> str:
         "format": FORMAT_NAME,
         "version": VERSION,
         "id": c.id,
-        "tools": [
-            {"name": t.name, "description": t.description, "parameters": t.parameters} for t in c.tools
-        ],
+        "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in c.tools],
         "meta": dict(c.meta),
     }
     lines = [_line(header)]
@@ -258,9 +256,7 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
     first = True
     for line, obj in read_jsonl(path, issues, _EXPECTED):
         if first and not (isinstance(obj, dict) and "format" in obj):
-            raise issues.fatal(
-                line, "the first record is not a csim-conversation header", f"expected {_EXPECTED}"
-            )
+            raise issues.fatal(line, "the first record is not a csim-conversation header", f"expected {_EXPECTED}")
         first = False
         if isinstance(obj, dict) and "format" in obj:
             if current is not None:
@@ -270,9 +266,7 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
                 current = _header(obj, line)
             continue
         if current is None:
-            issues.skipped.append(
-                Skipped(issues.path, line, "record of a conversation whose header was skipped")
-            )
+            issues.skipped.append(Skipped(issues.path, line, "record of a conversation whose header was skipped"))
             continue
         with issues.record(line, "record"):
             _add(current, obj, line)

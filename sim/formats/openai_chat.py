@@ -66,9 +66,7 @@ class _State:
     legacy_open: list[tuple[str, str]] = field(default_factory=list)
 
 
-@FORMATS.register(
-    "openai-chat", "OpenAI chat messages (JSON or JSONL; tool_calls, legacy functions; tau-bench)"
-)
+@FORMATS.register("openai-chat", "OpenAI chat messages (JSON or JSONL; tool_calls, legacy functions; tau-bench)")
 def read(path: Path, *, lenient: bool = False) -> ImportResult:
     """Read every conversation in an OpenAI-chat JSON or JSONL file."""
     path = Path(path)
@@ -186,9 +184,7 @@ def _message(raw: Any, i: int, state: _State, what: str) -> Draft:
     if role in ("system", "developer"):
         if not state.drafts:
             return Draft(mid, "system", _text_parts(raw.get("content"), what), label=what)
-        return Draft(
-            mid, "user", _text_parts(raw.get("content"), what), label=what, meta={"source_role": role}
-        )
+        return Draft(mid, "user", _text_parts(raw.get("content"), what), label=what, meta={"source_role": role})
     if role == "user":
         return Draft(mid, "user", _text_parts(raw.get("content"), what), label=what)
     if role == "assistant":
@@ -219,9 +215,7 @@ def _assistant(raw: dict[str, Any], i: int, state: _State, what: str) -> Draft:
     if legacy is not None:
         name = get(legacy, "name", str, f"{what} function_call")
         cid = f"fc-{i}"
-        parts.append(
-            Part("tool_call", call_id=cid, name=name, args=_arguments(legacy, f"{what} function_call"))
-        )
+        parts.append(Part("tool_call", call_id=cid, name=name, args=_arguments(legacy, f"{what} function_call")))
         state.legacy_open.append((cid, name))
         state.call_names[cid] = name
     return Draft(f"m{i}", "assistant", parts, label=what)
@@ -288,9 +282,19 @@ def _block_text(block: Any, what: str) -> str:
 #: blocks), request/response pairs, Responses API items (``call_id``, ``input_text``), and the logs of
 #: agents that embed a chat message list (mini-swe-agent trajectories, OpenHands completion logs).
 _NOT_CHAT = (
-    b'"input_schema"', b'"tool_use"', b'"tool_result"', b'"system":', b'"request":', b'"call_id"',
-    b'"input_text"', b'"output_text"', b'"type":"function_call', b'"type":"message"',
-    b'"trajectory_format"', b'"kwargs"', b'"latency_sec"',  # mini-swe-agent and OpenHands LLM-completion logs
+    b'"input_schema"',
+    b'"tool_use"',
+    b'"tool_result"',
+    b'"system":',
+    b'"request":',
+    b'"call_id"',
+    b'"input_text"',
+    b'"output_text"',
+    b'"type":"function_call',
+    b'"type":"message"',
+    b'"trajectory_format"',
+    b'"kwargs"',
+    b'"latency_sec"',  # mini-swe-agent and OpenHands LLM-completion logs
 )
 
 
@@ -306,7 +310,11 @@ def sniff(path: Path, head: bytes) -> bool:
     if any(k in compact for k in _NOT_CHAT):
         return False
     # A bare message list: its first object has a chat role, whichever key comes first.
-    first_object = compact[:compact.find(b"}") + 1] if compact.startswith(b"[{") else b""
+    first_object = compact[: compact.find(b"}") + 1] if compact.startswith(b"[{") else b""
     bare_list = bool(re.search(rb'"role":"(system|developer|user|assistant|tool)"', first_object))
-    return (compact.startswith(b'[{"role"') or compact.startswith(b'{"messages"') or bare_list
-            or (b'"messages":[' in compact[:2000] and b'"role":' in compact))
+    return (
+        compact.startswith(b'[{"role"')
+        or compact.startswith(b'{"messages"')
+        or bare_list
+        or (b'"messages":[' in compact[:2000] and b'"role":' in compact)
+    )

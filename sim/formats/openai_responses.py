@@ -314,7 +314,12 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
     records = json_records(path, issues, _EXPECTED)
     if _is_item_list(records):  # a list of items is one conversation, not one per item
         conv = conversation(
-            [r.value for r in records], None, path.stem, "the item list", 1, issues,
+            [r.value for r in records],
+            None,
+            path.stem,
+            "the item list",
+            1,
+            issues,
             item_line=lambda k: records[k].line,
         )
         if conv is not None:
@@ -334,8 +339,8 @@ def _is_item_list(records: list[Record]) -> bool:
     if len(records) == 1 and isinstance(records[0].value, list):
         return False
     first = next((r.value for r in records if isinstance(r.value, dict)), None)
-    return first is not None and "input" not in first and "request" not in first and (
-        "type" in first or "role" in first
+    return (
+        first is not None and "input" not in first and "request" not in first and ("type" in first or "role" in first)
     )
 
 
@@ -367,6 +372,12 @@ def sniff(path: Path, head: bytes) -> bool:
     starts = (b'{"type":', b'{"role":', b'{"id":', b'{"content":', b'{"call_id":')
     if not (compact.startswith(starts) or compact[1:].startswith(starts)):  # an item (list) opens the file
         return False
-    markers = (b'"type":"function_call"', b'"type":"function_call_output"', b'"type":"message"', b'"input_text"',
-               b'"output_text"', b'"type":"reasoning"')
+    markers = (
+        b'"type":"function_call"',
+        b'"type":"function_call_output"',
+        b'"type":"message"',
+        b'"input_text"',
+        b'"output_text"',
+        b'"type":"reasoning"',
+    )
     return any(m in compact for m in markers) and b'"messages":' not in compact

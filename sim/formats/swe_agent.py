@@ -148,9 +148,7 @@ def _info(doc: dict[str, Any]) -> dict[str, Any]:
     stats = get(info, "model_stats", dict, "info", None)
     if stats is not None:
         out["recorded_totals"] = {
-            k: stats[k]
-            for k in _STATS
-            if isinstance(stats.get(k), (int, float)) and not isinstance(stats.get(k), bool)
+            k: stats[k] for k in _STATS if isinstance(stats.get(k), (int, float)) and not isinstance(stats.get(k), bool)
         }
     if isinstance(info.get("exit_status"), str):
         out["exit_status"] = info["exit_status"]
@@ -168,6 +166,8 @@ def sniff(path: Path, head: bytes) -> bool:
     if path.suffix == ".traj":
         return True
     compact = text.replace(b" ", b"").replace(b"\n", b"")
-    return b'"history":[' in compact and b'"message_type":' in compact and (
-        b'"trajectory":[' in compact or b'"environment":' in compact
+    return (
+        b'"history":[' in compact
+        and b'"message_type":' in compact
+        and (b'"trajectory":[' in compact or b'"environment":' in compact)
     )

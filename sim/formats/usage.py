@@ -37,9 +37,12 @@ def anthropic_usage(raw: Any, what: str) -> Usage | None:
         return None
     what = f"{what} usage"
     check(raw, dict, what)
-    return Usage(input_tokens=_count(raw, "input_tokens", what), output_tokens=_count(raw, "output_tokens", what),
-                 cache_read_tokens=_count(raw, "cache_read_input_tokens", what),
-                 cache_write_tokens=_count(raw, "cache_creation_input_tokens", what))
+    return Usage(
+        input_tokens=_count(raw, "input_tokens", what),
+        output_tokens=_count(raw, "output_tokens", what),
+        cache_read_tokens=_count(raw, "cache_read_input_tokens", what),
+        cache_write_tokens=_count(raw, "cache_creation_input_tokens", what),
+    )
 
 
 def responses_usage(raw: Any, what: str) -> Usage | None:
@@ -52,8 +55,9 @@ def responses_usage(raw: Any, what: str) -> Usage | None:
     cached = _count(get(raw, "input_tokens_details", dict, what, {}), "cached_tokens", f"{what} input_tokens_details")
     if cached > total_in:
         raise BadRecord(f"{what} has cached_tokens {cached} above input_tokens {total_in}")
-    return Usage(input_tokens=total_in - cached, output_tokens=_count(raw, "output_tokens", what),
-                 cache_read_tokens=cached)
+    return Usage(
+        input_tokens=total_in - cached, output_tokens=_count(raw, "output_tokens", what), cache_read_tokens=cached
+    )
 
 
 def chat_usage(raw: Any, what: str) -> Usage | None:
@@ -74,8 +78,12 @@ def chat_usage(raw: Any, what: str) -> Usage | None:
         raise BadRecord(f"{what} has {read} cached tokens above prompt_tokens {prompt}")
     write = _count(raw, "cache_creation_input_tokens", what)
     uncached = prompt - read - write if prompt - read - write >= 0 else prompt - read
-    return Usage(input_tokens=uncached, output_tokens=_count(raw, "completion_tokens", what),
-                 cache_read_tokens=read, cache_write_tokens=write)
+    return Usage(
+        input_tokens=uncached,
+        output_tokens=_count(raw, "completion_tokens", what),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+    )
 
 
 def any_usage(raw: Any, what: str) -> Usage | None:

@@ -142,18 +142,21 @@ def _interaction(it: Any, k: int, path: Path, line: int | None, issues: Issues) 
     if kind == "anthropic":
         reply = _anthropic_sse(sse, what) if sse is not None else _json_body(response, f"{what} response")
         meta["provider"] = "anthropic"
-        return anthropic.conversation(body, check(reply, dict, f"{what} response"), cid, what, line, issues,
-                                      extra_meta=meta)
+        return anthropic.conversation(
+            body, check(reply, dict, f"{what} response"), cid, what, line, issues, extra_meta=meta
+        )
     if kind == "openai-responses":
         reply = _responses_sse(sse, what) if sse is not None else _json_body(response, f"{what} response")
         meta["provider"] = "openai"
-        return responses.conversation(body, check(reply, dict, f"{what} response"), cid, what, line, issues,
-                                      extra_meta=meta)
+        return responses.conversation(
+            body, check(reply, dict, f"{what} response"), cid, what, line, issues, extra_meta=meta
+        )
     if sse is not None:
         raise _NotImported("a streamed chat-completions response (SSE chunks) is not reassembled")
     meta["provider"] = "openai"
-    return _chat(body, check(_json_body(response, f"{what} response"), dict, f"{what} response"), cid, what,
-                 line, issues, meta)
+    return _chat(
+        body, check(_json_body(response, f"{what} response"), dict, f"{what} response"), cid, what, line, issues, meta
+    )
 
 
 def _status(response: dict[str, Any], what: str) -> int:
@@ -278,7 +281,12 @@ def _responses_sse(text: str, what: str) -> dict[str, Any]:
 
 
 def _chat(
-    body: dict[str, Any], reply: dict[str, Any], cid: str, what: str, line: int | None, issues: Issues,
+    body: dict[str, Any],
+    reply: dict[str, Any],
+    cid: str,
+    what: str,
+    line: int | None,
+    issues: Issues,
     meta: dict[str, Any],
 ) -> Conversation | None:
     """A chat-completions request read by the openai-chat importer, with the reply appended carrying usage."""
@@ -297,9 +305,17 @@ def _chat(
     if last is not None and last.role == "assistant" and last.id == f"m{len(messages)}" and usage is not None:
         msgs = (*msgs[:-1], _with_usage(last, usage))
     model = body.get("model")
-    return Conversation(conv.id, msgs, conv.facts, conv.tools, {
-        **conv.meta, **meta, **({"model": model} if isinstance(model, str) else {}),
-    })
+    return Conversation(
+        conv.id,
+        msgs,
+        conv.facts,
+        conv.tools,
+        {
+            **conv.meta,
+            **meta,
+            **({"model": model} if isinstance(model, str) else {}),
+        },
+    )
 
 
 def _with_usage(message: Message, usage: Usage) -> Message:

@@ -56,29 +56,68 @@ RANGES = {
 }
 
 TOOLS = (
-    tool("read_file", "Read a file of the repository. Long files are returned whole unless a line range is given.",
-         {"path": {"type": "string", "description": "path relative to the repository root"},
-          "offset": {"type": "integer", "description": "first line to return, 1-based"},
-          "limit": {"type": "integer", "description": "how many lines to return"}}, ["path"]),
-    tool("grep", "Search file contents with a regular expression; prints path:line:text for each match.",
-         {"pattern": {"type": "string"}, "path": {"type": "string", "description": "folder to search"},
-          "glob": {"type": "string", "description": "only files matching this glob, e.g. *.py"}}, ["pattern"]),
-    tool("run_tests", "Run the test suite or part of it with pytest and return its output.",
-         {"target": {"type": "string", "description": "test file, folder or node id"},
-          "args": {"type": "string", "description": "extra pytest arguments"}}, ["target"]),
-    tool("edit_file", "Replace an exact snippet of a file with new text. Edits to protected paths need the "
-         "user's approval and are not applied until it is given.",
-         {"path": {"type": "string"}, "old_string": {"type": "string"}, "new_string": {"type": "string"}},
-         ["path", "old_string", "new_string"]),
-    tool("list_dir", "List a folder, with file sizes.",
-         {"path": {"type": "string"}, "depth": {"type": "integer", "description": "levels to descend"}},
-         ["path"]),
+    tool(
+        "read_file",
+        "Read a file of the repository. Long files are returned whole unless a line range is given.",
+        {
+            "path": {"type": "string", "description": "path relative to the repository root"},
+            "offset": {"type": "integer", "description": "first line to return, 1-based"},
+            "limit": {"type": "integer", "description": "how many lines to return"},
+        },
+        ["path"],
+    ),
+    tool(
+        "grep",
+        "Search file contents with a regular expression; prints path:line:text for each match.",
+        {
+            "pattern": {"type": "string"},
+            "path": {"type": "string", "description": "folder to search"},
+            "glob": {"type": "string", "description": "only files matching this glob, e.g. *.py"},
+        },
+        ["pattern"],
+    ),
+    tool(
+        "run_tests",
+        "Run the test suite or part of it with pytest and return its output.",
+        {
+            "target": {"type": "string", "description": "test file, folder or node id"},
+            "args": {"type": "string", "description": "extra pytest arguments"},
+        },
+        ["target"],
+    ),
+    tool(
+        "edit_file",
+        "Replace an exact snippet of a file with new text. Edits to protected paths need the "
+        "user's approval and are not applied until it is given.",
+        {"path": {"type": "string"}, "old_string": {"type": "string"}, "new_string": {"type": "string"}},
+        ["path", "old_string", "new_string"],
+    ),
+    tool(
+        "list_dir",
+        "List a folder, with file sizes.",
+        {"path": {"type": "string"}, "depth": {"type": "integer", "description": "levels to descend"}},
+        ["path"],
+    ),
 )
 
 REPOS = ("ledgerline", "harbor-sync", "quillstack", "tallyhouse", "parcel-api", "meridian-jobs", "fernwood-crm")
 PACKAGES = ("billing", "export", "tenants", "reports", "auth", "jobs", "storage", "notify", "ledger", "search")
-STEMS = ("invoice", "serializer", "handlers", "models", "client", "tasks", "schema", "views", "rounding",
-         "currency", "writer", "retry", "scheduler", "mapper")
+STEMS = (
+    "invoice",
+    "serializer",
+    "handlers",
+    "models",
+    "client",
+    "tasks",
+    "schema",
+    "views",
+    "rounding",
+    "currency",
+    "writer",
+    "retry",
+    "scheduler",
+    "mapper",
+)
 VERBS = ("export", "compute", "load", "render", "sync", "resolve", "apply", "build", "flush", "normalize")
 NOUNS = ("rows", "total", "invoice", "batch", "tenant", "ledger", "report", "schedule", "payload", "summary")
 
@@ -126,8 +165,12 @@ CORRECTIONS = (
     "One more thing for this task: {constraint}. Other services depend on it.",
     "Please note: {constraint}.",
 )
-PROTECTED = ("config/production.toml", "deploy/secrets.enc.yaml", "infra/terraform/main.tf",
-             ".github/workflows/release.yml")
+PROTECTED = (
+    "config/production.toml",
+    "deploy/secrets.enc.yaml",
+    "infra/terraform/main.tf",
+    ".github/workflows/release.yml",
+)
 
 
 @dataclass
@@ -207,8 +250,11 @@ class _Session:
         rng, b = self.rng, self.b
         pkg = pick(rng, PACKAGES)
         resumed: tuple[int, str] | None = None
-        just_proposed = b.last_role == "assistant" and bool(self.open_continuations) and \
-            self.open_continuations[-1][0] in b.facts_from(b.last_id)
+        just_proposed = (
+            b.last_role == "assistant"
+            and bool(self.open_continuations)
+            and self.open_continuations[-1][0] in b.facts_from(b.last_id)
+        )
         if not first and self.open_continuations and chance(rng, 0.5):
             # the note just proposed, or else the oldest one still open
             resumed = self.open_continuations.pop(-1 if just_proposed else 0)
@@ -223,11 +269,16 @@ class _Session:
         if first:
             request = pick(rng, REQUESTS).format(pkg=pkg)
             constraint = self.constraint_text(pkg) or ""
-            body = (f"We're working in the {self.repo} repository. {request}\n\n"
-                    f"Ground rules for this session: {constraint}. Run the tests before you tell me it's done.")
+            body = (
+                f"We're working in the {self.repo} repository. {request}\n\n"
+                f"Ground rules for this session: {constraint}. Run the tests before you tell me it's done."
+            )
         elif resumed:
-            body = ("Looks good. Go ahead with the next step you proposed." if just_proposed else
-                    "Good. Now let's get back to the follow-up you suggested earlier.")
+            body = (
+                "Looks good. Go ahead with the next step you proposed."
+                if just_proposed
+                else "Good. Now let's get back to the follow-up you suggested earlier."
+            )
             constraint = ""
         else:
             request = pick(rng, REQUESTS).format(pkg=pkg)
@@ -262,8 +313,11 @@ class _Session:
             # first look: grep for the function, which reveals the target file
             cid = b.call_id()
             c = call(cid, "grep", {"pattern": f"def {ep.func}", "path": "src/"})
-            self.assistant(*self.maybe_thinking(f"Start by finding where {ep.func} lives."),
-                           text(f"Let me find where `{ep.func}` is defined."), c)
+            self.assistant(
+                *self.maybe_thinking(f"Start by finding where {ep.func} lives."),
+                text(f"Let me find where `{ep.func}` is defined."),
+                c,
+            )
             body = filler(rng, "grep", self.result_size(400))
             body = embed(rng, body, f"{ep.path}:{rng.randint(20, 600)}:def {ep.func}(tenant_id, period):")
             (rid,) = b.add_results([c], [body])
@@ -277,8 +331,11 @@ class _Session:
         if which == 0:
             b.need(ep.path_fact)
             c = call(cid, "read_file", {"path": ep.path})
-            self.assistant(*self.maybe_thinking(f"Read {ep.path} to see the code path."),
-                           text("Reading the file to follow the code path."), c)
+            self.assistant(
+                *self.maybe_thinking(f"Read {ep.path} to see the code path."),
+                text("Reading the file to follow the code path."),
+                c,
+            )
             body, line = self.read_body(ep.path)
             (rid,) = b.add_results([c], [body])
             if line:
@@ -286,8 +343,11 @@ class _Session:
         elif which == 1:
             folder = f"src/{ep.pkg}/"
             c = call(cid, "list_dir", {"path": folder, "depth": 2})
-            self.assistant(*self.maybe_thinking("What else is in this package?"),
-                           text(f"Listing {folder} to see what else is there."), c)
+            self.assistant(
+                *self.maybe_thinking("What else is in this package?"),
+                text(f"Listing {folder} to see what else is there."),
+                c,
+            )
             other = self.new_path(ep.pkg)
             body = embed(rng, filler(rng, "listing", self.result_size(250)), f"-rw-r--r--    4211  {other}")
             (rid,) = b.add_results([c], [body])
@@ -326,16 +386,22 @@ class _Session:
             else:
                 calls.append(call(cid, "grep", {"pattern": pick(rng, NOUNS), "path": f"src/{ep.pkg}/"}))
                 bodies.append(filler(rng, "grep", self.result_size(400)))
-        self.assistant(*self.maybe_thinking("These lookups are independent; batch them."),
-                       text("Reading a few related files at once."), *calls)
+        self.assistant(
+            *self.maybe_thinking("These lookups are independent; batch them."),
+            text("Reading a few related files at once."),
+            *calls,
+        )
         b.add_results(calls, bodies)
 
     def run_tests(self, ep: _Episode) -> None:
         rng, b = self.rng, self.b
         cid = b.call_id()
         c = call(cid, "run_tests", {"target": ep.test, "args": "-q"})
-        self.assistant(*self.maybe_thinking("Reproduce before changing anything, or confirm the fix."),
-                       text(f"Running {ep.test}."), c)
+        self.assistant(
+            *self.maybe_thinking("Reproduce before changing anything, or confirm the fix."),
+            text(f"Running {ep.test}."),
+            c,
+        )
         body = filler(rng, "log", self.result_size(700))
         passed = rng.randint(40, 400)
         if not ep.edited or (ep.failing and chance(rng, 0.3)):
@@ -374,11 +440,15 @@ class _Session:
         chg = b.change_id()
         parts.append(Part("change", f"edit {ep.path}: {ep.func}", ref=chg))
         cid = b.call_id()
-        c = call(cid, "edit_file", {
-            "path": ep.path,
-            "old_string": filler(rng, "code", lognormal_int(rng, 60, 0.7, 5, 600)),
-            "new_string": filler(rng, "code", lognormal_int(rng, 90, 0.7, 5, 900)),
-        })
+        c = call(
+            cid,
+            "edit_file",
+            {
+                "path": ep.path,
+                "old_string": filler(rng, "code", lognormal_int(rng, 60, 0.7, 5, 600)),
+                "new_string": filler(rng, "code", lognormal_int(rng, 90, 0.7, 5, 900)),
+            },
+        )
         parts.append(c)
         mid = self.assistant(*parts)
         if decision:
@@ -386,8 +456,9 @@ class _Session:
             ep.decision_fact = h
             self.decisions.append(h)
         hunks = rng.randint(1, 4)
-        b.add_results([c], [(f"Applied {chg} to {ep.path}: {hunks} hunk(s), "
-                             f"+{rng.randint(1, 40)} -{rng.randint(0, 20)} lines.")])
+        b.add_results(
+            [c], [(f"Applied {chg} to {ep.path}: {hunks} hunk(s), +{rng.randint(1, 40)} -{rng.randint(0, 20)} lines.")]
+        )
         self.changes.append((chg, ep.path))
         ep.changes.append(chg)
         ep.edited = True
@@ -435,16 +506,25 @@ class _Session:
             return False
         chg, path = self.changes.pop(live[rng.randint(len(live))])
         cid = b.call_id()
-        c = call(cid, "edit_file", {"path": path, "old_string": filler(rng, "code", 40),
-                                    "new_string": filler(rng, "code", 30)})
+        c = call(
+            cid,
+            "edit_file",
+            {"path": path, "old_string": filler(rng, "code", 40), "new_string": filler(rng, "code", 30)},
+        )
         if by_user:
-            b.add("user", text(f"Please revert {chg} (the change to {path}); it broke the staging deploy."),
-                  Part("revert", f"revert {chg}", ref=chg))
+            b.add(
+                "user",
+                text(f"Please revert {chg} (the change to {path}); it broke the staging deploy."),
+                Part("revert", f"revert {chg}", ref=chg),
+            )
             self.assistant(text(f"Reverting {chg} as you asked."), c)
         else:
-            self.assistant(*self.maybe_thinking(f"{chg} was the wrong approach."),
-                           text(f"Reverting {chg}: it made things worse, so I'm restoring {path} first."),
-                           Part("revert", f"revert {chg}", ref=chg), c)
+            self.assistant(
+                *self.maybe_thinking(f"{chg} was the wrong approach."),
+                text(f"Reverting {chg}: it made things worse, so I'm restoring {path} first."),
+                Part("revert", f"revert {chg}", ref=chg),
+                c,
+            )
         b.add_results([c], [f"Restored {path} to its state before {chg}."])
         return True
 
@@ -461,12 +541,22 @@ class _Session:
             return False
         path = pick(rng, allowed)
         cid = b.call_id()
-        c = call(cid, "edit_file", {"path": path, "old_string": filler(rng, "code", 20),
-                                    "new_string": filler(rng, "code", 25)})
-        mid = self.assistant(text(f"The fix also needs a setting in {path}, which is protected, so I'm "
-                                  "asking for approval before touching it."), c, pending=True)
-        b.add_results([c], [(f"approval requested: editing {path} needs the user's confirmation; "
-                             "nothing was changed.")])
+        c = call(
+            cid,
+            "edit_file",
+            {"path": path, "old_string": filler(rng, "code", 20), "new_string": filler(rng, "code", 25)},
+        )
+        mid = self.assistant(
+            text(
+                f"The fix also needs a setting in {path}, which is protected, so I'm "
+                "asking for approval before touching it."
+            ),
+            c,
+            pending=True,
+        )
+        b.add_results(
+            [c], [(f"approval requested: editing {path} needs the user's confirmation; nothing was changed.")]
+        )
         self.pending, self.pending_path = mid, path
         self.pending_wait = rng.randint(0, 3)
         return True
@@ -481,14 +571,12 @@ class _Session:
             self.pending_wait -= 1
             return
         if chance(rng, 0.7):
-            b.add("user", text(f"Approved, go ahead with the change to {self.pending_path}."),
-                  resolves=(self.pending,))
+            b.add("user", text(f"Approved, go ahead with the change to {self.pending_path}."), resolves=(self.pending,))
             self.approved_edit = self.pending_path
         else:
             rule = f"never edit {self.pending_path}"
             self.denied.add(self.pending_path)
-            mid = b.add("user", text(f"No, {rule}; find another way to pass the setting in."),
-                        resolves=(self.pending,))
+            mid = b.add("user", text(f"No, {rule}; find another way to pass the setting in."), resolves=(self.pending,))
             self.constraints.append(b.fact("constraint", rule, mid))
         self.pending = None
 
@@ -498,10 +586,14 @@ class _Session:
         path, self.approved_edit = self.approved_edit or "", None
         chg = b.change_id()
         cid = b.call_id()
-        c = call(cid, "edit_file", {"path": path, "old_string": filler(rng, "code", 20),
-                                    "new_string": filler(rng, "code", 25)})
-        self.assistant(text(f"Thanks, applying the approved edit to {path}."),
-                       Part("change", f"edit {path}", ref=chg), c)
+        c = call(
+            cid,
+            "edit_file",
+            {"path": path, "old_string": filler(rng, "code", 20), "new_string": filler(rng, "code", 25)},
+        )
+        self.assistant(
+            text(f"Thanks, applying the approved edit to {path}."), Part("change", f"edit {path}", ref=chg), c
+        )
         b.add_results([c], [f"Applied {chg} to {path}: 1 hunk(s), +2 -1 lines."])
         self.changes.append((chg, path))
 
@@ -526,8 +618,12 @@ class _Session:
         self.need_all([h for h, _ in self.open_continuations])
         live = ", ".join(f"{c} ({p})" for c, p in self.changes[-6:]) or "none"
         left = "; ".join(b.fact_text(h) for h, _ in self.open_continuations) or "nothing"
-        self.assistant(text(f"Summary of the session. Changes in place: {live}. I followed the rules you set "
-                            f"and ran the tests after each fix. Still open: {left}."))
+        self.assistant(
+            text(
+                f"Summary of the session. Changes in place: {live}. I followed the rules you set "
+                f"and ran the tests after each fix. Still open: {left}."
+            )
+        )
 
 
 @SCENARIOS.register(
@@ -535,16 +631,29 @@ class _Session:
     "a coding agent's tool loop: parallel reads, heavy-tailed and huge results, edits with change ids, "
     "reverts, thinking, a /compact and approvals that pin a turn",
     defaults="turns=60, parallel_prob=0.25, huge_prob=0.03, huge_tokens=40000, revert_prob=0.08, "
-             "compact_at=0.5, pending_prob=0.03, thinking_prob=0.3",
+    "compact_at=0.5, pending_prob=0.03, thinking_prob=0.3",
 )
 @validated(NAME, RANGES)
-def generate(seed: int, turns: int = 60, parallel_prob: float = 0.25, huge_prob: float = 0.03,
-             huge_tokens: int = 40000, revert_prob: float = 0.08, compact_at: float = 0.5,
-             pending_prob: float = 0.03, thinking_prob: float = 0.3) -> Conversation:
+def generate(
+    seed: int,
+    turns: int = 60,
+    parallel_prob: float = 0.25,
+    huge_prob: float = 0.03,
+    huge_tokens: int = 40000,
+    revert_prob: float = 0.08,
+    compact_at: float = 0.5,
+    pending_prob: float = 0.03,
+    thinking_prob: float = 0.3,
+) -> Conversation:
     """Generate a coding-agent session of ``turns`` assistant messages, the last a plain answer."""
     params: dict[str, Any] = {
-        "turns": turns, "parallel_prob": parallel_prob, "huge_prob": huge_prob, "huge_tokens": huge_tokens,
-        "revert_prob": revert_prob, "compact_at": compact_at, "pending_prob": pending_prob,
+        "turns": turns,
+        "parallel_prob": parallel_prob,
+        "huge_prob": huge_prob,
+        "huge_tokens": huge_tokens,
+        "revert_prob": revert_prob,
+        "compact_at": compact_at,
+        "pending_prob": pending_prob,
         "thinking_prob": thinking_prob,
     }
     rng = scenario_rng(NAME, seed)
@@ -577,8 +686,11 @@ def generate(seed: int, turns: int = 60, parallel_prob: float = 0.25, huge_prob:
         s.pending_wait = 0
         s.maybe_resolve_approval()
     s.final()
-    return b.build(conversation_id(NAME, seed, params, defaults_of(generate)), TOOLS,
-                   {"scenario": NAME, "seed": seed, "params": params})
+    return b.build(
+        conversation_id(NAME, seed, params, defaults_of(generate)),
+        TOOLS,
+        {"scenario": NAME, "seed": seed, "params": params},
+    )
 
 
 def _system_prompt(repo: str) -> str:

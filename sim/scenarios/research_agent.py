@@ -48,12 +48,24 @@ RANGES = {
 }
 
 TOOLS = (
-    tool("web_search", "Search the web. Returns up to ten results with title, address, date and a snippet.",
-         {"query": {"type": "string"}, "max_results": {"type": "integer"}}, ["query"]),
-    tool("fetch_page", "Fetch a web page or PDF and return its text, with its address, title and date.",
-         {"url": {"type": "string"}}, ["url"]),
-    tool("take_note", "Save a note to the research notebook; notes survive between sessions.",
-         {"text": {"type": "string"}, "section": {"type": "string"}}, ["text"]),
+    tool(
+        "web_search",
+        "Search the web. Returns up to ten results with title, address, date and a snippet.",
+        {"query": {"type": "string"}, "max_results": {"type": "integer"}},
+        ["query"],
+    ),
+    tool(
+        "fetch_page",
+        "Fetch a web page or PDF and return its text, with its address, title and date.",
+        {"url": {"type": "string"}},
+        ["url"],
+    ),
+    tool(
+        "take_note",
+        "Save a note to the research notebook; notes survive between sessions.",
+        {"text": {"type": "string"}, "section": {"type": "string"}},
+        ["text"],
+    ),
 )
 
 
@@ -67,31 +79,99 @@ class _Topic:
 
 
 TOPICS = (
-    _Topic("heat pumps in cold climates", "how well do air-source heat pumps perform below -15 °C, and at what cost",
-           ("the seasonal coefficient of performance", "the installed cost per home", "the share of backup heating"),
-           "", ("a field engineer at the utility", "the trial's lead researcher", "a housing association manager")),
-    _Topic("four-day work week trials", "what the large trials found about productivity, retention and wellbeing",
-           ("the change in revenue", "the drop in sick days", "the share of firms that kept the policy"),
-           "%", ("the programme director", "an HR lead at a participating firm", "a labour economist")),
-    _Topic("battery recycling", "how much lithium, nickel and cobalt current plants recover, and at what cost",
-           ("the lithium recovery rate", "the processing cost per tonne", "the nickel recovery rate"),
-           "", ("the plant's chief engineer", "a materials scientist", "an industry analyst")),
-    _Topic("microplastics in drinking water", "how much is found in treated tap water and what removes it",
-           ("the median particle count per litre", "the removal rate of sand filtration",
-            "the share of samples above the limit"),
-           "", ("the study's first author", "a water utility chemist", "a regulator's spokesperson")),
-    _Topic("remote work and city centres", "how hybrid work changed office occupancy and city-centre spending",
-           ("the average office occupancy", "the change in weekday footfall", "the vacancy rate"),
-           "%", ("a commercial property analyst", "the city's chief economist", "a retail association director")),
+    _Topic(
+        "heat pumps in cold climates",
+        "how well do air-source heat pumps perform below -15 °C, and at what cost",
+        ("the seasonal coefficient of performance", "the installed cost per home", "the share of backup heating"),
+        "",
+        ("a field engineer at the utility", "the trial's lead researcher", "a housing association manager"),
+    ),
+    _Topic(
+        "four-day work week trials",
+        "what the large trials found about productivity, retention and wellbeing",
+        ("the change in revenue", "the drop in sick days", "the share of firms that kept the policy"),
+        "%",
+        ("the programme director", "an HR lead at a participating firm", "a labour economist"),
+    ),
+    _Topic(
+        "battery recycling",
+        "how much lithium, nickel and cobalt current plants recover, and at what cost",
+        ("the lithium recovery rate", "the processing cost per tonne", "the nickel recovery rate"),
+        "",
+        ("the plant's chief engineer", "a materials scientist", "an industry analyst"),
+    ),
+    _Topic(
+        "microplastics in drinking water",
+        "how much is found in treated tap water and what removes it",
+        (
+            "the median particle count per litre",
+            "the removal rate of sand filtration",
+            "the share of samples above the limit",
+        ),
+        "",
+        ("the study's first author", "a water utility chemist", "a regulator's spokesperson"),
+    ),
+    _Topic(
+        "remote work and city centres",
+        "how hybrid work changed office occupancy and city-centre spending",
+        ("the average office occupancy", "the change in weekday footfall", "the vacancy rate"),
+        "%",
+        ("a commercial property analyst", "the city's chief economist", "a retail association director"),
+    ),
 )
 
-SITES = ("energy.gov", "iea.org", "nature.com", "sciencedirect.com", "ons.gov.uk", "oecd.org", "nrel.gov",
-         "fraunhofer.de", "arxiv.org", "bbc.co.uk", "ft.com", "ec.europa.eu", "statcan.gc.ca", "vendorinsights.com",
-         "greentechmedia.com", "theguardian.com", "mdpi.com", "brookings.edu")
-REGIONS = ("Norway", "Ontario", "Bavaria", "Hokkaido", "Scotland", "Quebec", "Minnesota", "Lombardy", "Tasmania",
-           "Finland", "Colorado", "Saxony", "Iceland", "Manitoba")
-SURNAMES = ("Halvorsen", "Okafor", "Lindqvist", "Moreau", "Tanaka", "Castellanos", "Brennan", "Kowalski",
-            "Achterberg", "Nakamura", "Oduya", "Petrakis", "Salvesen", "Whitfield")
+SITES = (
+    "energy.gov",
+    "iea.org",
+    "nature.com",
+    "sciencedirect.com",
+    "ons.gov.uk",
+    "oecd.org",
+    "nrel.gov",
+    "fraunhofer.de",
+    "arxiv.org",
+    "bbc.co.uk",
+    "ft.com",
+    "ec.europa.eu",
+    "statcan.gc.ca",
+    "vendorinsights.com",
+    "greentechmedia.com",
+    "theguardian.com",
+    "mdpi.com",
+    "brookings.edu",
+)
+REGIONS = (
+    "Norway",
+    "Ontario",
+    "Bavaria",
+    "Hokkaido",
+    "Scotland",
+    "Quebec",
+    "Minnesota",
+    "Lombardy",
+    "Tasmania",
+    "Finland",
+    "Colorado",
+    "Saxony",
+    "Iceland",
+    "Manitoba",
+)
+SURNAMES = (
+    "Halvorsen",
+    "Okafor",
+    "Lindqvist",
+    "Moreau",
+    "Tanaka",
+    "Castellanos",
+    "Brennan",
+    "Kowalski",
+    "Achterberg",
+    "Nakamura",
+    "Oduya",
+    "Petrakis",
+    "Salvesen",
+    "Whitfield",
+)
 QUOTES = (
     "We expected a drop in the coldest weeks, and it was smaller than anyone modelled",
     "The numbers held up once we corrected for the weather, which surprised the sceptics",
@@ -236,13 +316,12 @@ class _Session:
         region = pick(rng, REGIONS)
         metric = pick(rng, self.topic.metrics)
         number = f"{metric} was {self.value()} in {region}"
-        body = embed(rng, body, f"Across the sites we studied, {number}, against a national figure of "
-                                f"{self.value()}.")
+        body = embed(rng, body, f"Across the sites we studied, {number}, against a national figure of {self.value()}.")
         found.append(("recall", number))
         if chance(rng, 0.3):
             quote = pick(rng, QUOTES)
             speaker = f"{pick(rng, SURNAMES)}, {pick(rng, self.topic.speakers)}"
-            said = f"\"{quote},\" said {speaker}"
+            said = f'"{quote}," said {speaker}'
             body = embed(rng, body, f"{said}.")
             found.append(("recall", said))
         if chance(rng, 0.5):
@@ -262,8 +341,10 @@ class _Session:
                 b.need(h)
             decision = f"I'll leave out {src.url}: it was published in {src.year}, before the cutoff"
         elif len(r.findings) >= 2 and chance(rng, 0.3):
-            decision = (f"I'll trust the {pick(rng, REGIONS)} field measurements over the vendor figures, "
-                        f"which cover only the vendor's own installations")
+            decision = (
+                f"I'll trust the {pick(rng, REGIONS)} field measurements over the vendor figures, "
+                f"which cover only the vendor's own installations"
+            )
         else:
             return False
         note = f"{decision}."
@@ -281,8 +362,9 @@ class _Session:
         summary = filler(rng, "prose", lognormal_int(rng, 80, 0.6, 20, 400))
         if chance(rng, 0.6):
             region, metric = pick(rng, REGIONS), pick(rng, self.topic.metrics)
-            nxt = pick(rng, NEXT_NOTES).format(region=region, metric=metric, site=pick(rng, SITES),
-                                               year=rng.randint(2019, 2024))
+            nxt = pick(rng, NEXT_NOTES).format(
+                region=region, metric=metric, site=pick(rng, SITES), year=rng.randint(2019, 2024)
+            )
             parts.append(text(f"Noted. {nxt[:1].upper()}{nxt[1:]}."))
             query = f"{self.topic.title} {metric} {region} follow-up"
         else:
@@ -353,19 +435,29 @@ class _Session:
     defaults="turns=120, result_tokens_median=2500, huge_prob=0.05, huge_tokens=30000",
 )
 @validated(NAME, RANGES)
-def generate(seed: int, turns: int = 120, result_tokens_median: int = 2500, huge_prob: float = 0.05,
-             huge_tokens: int = 30000) -> Conversation:
+def generate(
+    seed: int, turns: int = 120, result_tokens_median: int = 2500, huge_prob: float = 0.05, huge_tokens: int = 30000
+) -> Conversation:
     """Generate a research session of ``turns`` assistant messages ending in the report."""
-    params = {"turns": turns, "result_tokens_median": result_tokens_median, "huge_prob": huge_prob,
-              "huge_tokens": huge_tokens}
+    params = {
+        "turns": turns,
+        "result_tokens_median": result_tokens_median,
+        "huge_prob": huge_prob,
+        "huge_tokens": huge_tokens,
+    }
     rng = scenario_rng(NAME, seed)
     s = _Session(rng, result_tokens_median, huge_prob, huge_tokens)
     b, r, topic = s.b, s.r, s.topic
     b.add("system", text(_SYSTEM))
     rule = "cite only sources published after 2019"
-    mid = b.add("user", text(f"I need a short research report on {topic.title}: {topic.question}. "
-                             f"Use numbers where you can and name your sources. Please {rule}, since older "
-                             "studies used equipment and methods that are no longer representative."))
+    mid = b.add(
+        "user",
+        text(
+            f"I need a short research report on {topic.title}: {topic.question}. "
+            f"Use numbers where you can and name your sources. Please {rule}, since older "
+            "studies used equipment and methods that are no longer representative."
+        ),
+    )
     r.constraints.append(b.fact("constraint", rule, mid))
 
     drafts = min(max(turns - 2, 0), round(0.07 * turns))
@@ -400,8 +492,11 @@ def generate(seed: int, turns: int = 120, result_tokens_median: int = 2500, huge
     for i in range(drafts):
         s.draft(i + 1, r.findings[i::drafts])
     s.report()
-    return b.build(conversation_id(NAME, seed, params, defaults_of(generate)), TOOLS,
-                   {"scenario": NAME, "seed": seed, "params": params, "topic": topic.title})
+    return b.build(
+        conversation_id(NAME, seed, params, defaults_of(generate)),
+        TOOLS,
+        {"scenario": NAME, "seed": seed, "params": params, "topic": topic.title},
+    )
 
 
 _SYSTEM = """You are a research assistant. You answer the user's question with a short written report

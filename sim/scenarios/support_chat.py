@@ -59,17 +59,38 @@ RANGES = {
 }
 
 TOOLS = (
-    tool("lookup_order", "Look up an order by its number: items, prices, shipping status, tracking and history.",
-         {"order_id": {"type": "string"}, "account_id": {"type": "string"}}, ["order_id"]),
-    tool("refund", "Refund all or part of an order to the original payment method.",
-         {"order_id": {"type": "string"}, "amount": {"type": "number"}, "account_id": {"type": "string"},
-          "reason": {"type": "string"}}, ["order_id", "amount", "account_id"]),
+    tool(
+        "lookup_order",
+        "Look up an order by its number: items, prices, shipping status, tracking and history.",
+        {"order_id": {"type": "string"}, "account_id": {"type": "string"}},
+        ["order_id"],
+    ),
+    tool(
+        "refund",
+        "Refund all or part of an order to the original payment method.",
+        {
+            "order_id": {"type": "string"},
+            "amount": {"type": "number"},
+            "account_id": {"type": "string"},
+            "reason": {"type": "string"},
+        },
+        ["order_id", "amount", "account_id"],
+    ),
 )
 
 SHOP = "Northwind Outfitters"
-ITEMS = (("rain shell", 189.0), ("trail runners", 142.5), ("down vest", 118.0), ("camp stove", 96.0),
-         ("headlamp", 44.9), ("hiking poles", 79.0), ("sleeping pad", 129.0), ("wireless headphones", 159.0),
-         ("water filter", 64.5), ("travel backpack", 174.0))
+ITEMS = (
+    ("rain shell", 189.0),
+    ("trail runners", 142.5),
+    ("down vest", 118.0),
+    ("camp stove", 96.0),
+    ("headlamp", 44.9),
+    ("hiking poles", 79.0),
+    ("sleeping pad", 129.0),
+    ("wireless headphones", 159.0),
+    ("water filter", 64.5),
+    ("travel backpack", 174.0),
+)
 CARRIERS = ("UPS", "DHL", "FedEx", "Royal Mail", "PostNord")
 PLACES = ("the parcel locker on Elm Street", "the front desk", "a neighbour at number 12", "the back porch")
 UPGRADES = ("Pro", "Plus", "2024 edition", "Ultralight", "XT")
@@ -167,8 +188,10 @@ class _Chat:
         rng, b = self.rng, self.b
         c = call(b.call_id(), "lookup_order", {"order_id": o.number, "account_id": self.c.account})
         b.add("assistant", text("Let me pull that order up."), c)
-        head = (f'{{\n  "order_id": "{o.number}",\n  "account_id": "{self.c.account}",\n  "item": "{o.item}",\n'
-                f'  "price": {o.price:.2f},')
+        head = (
+            f'{{\n  "order_id": "{o.number}",\n  "account_id": "{self.c.account}",\n  "item": "{o.item}",\n'
+            f'  "price": {o.price:.2f},'
+        )
         body = filler(rng, "record", lognormal_int(rng, 300, 0.6, 60, 2500))
         body = embed(rng, body, f'  "note": "{detail}",')
         (rid,) = b.add_results([c], [f"{head}\n{body}\n}}"])
@@ -177,11 +200,15 @@ class _Chat:
     # -- the opening: who the customer is and the rules they set -----------------------------------------
     def opening(self) -> None:
         b, c, rng = self.b, self.c, self.rng
-        mid = self.user(f"Hi, this is {c.name}. My account is {c.account}.",
-                        "I have a few problems with recent orders, so bear with me.")
+        mid = self.user(
+            f"Hi, this is {c.name}. My account is {c.account}.",
+            "I have a few problems with recent orders, so bear with me.",
+        )
         c.account_fact = b.fact("artifact", c.account, mid)
-        self.reply(f"Hello {c.name}, thanks for reaching out to {SHOP}. I have your account open.",
-                   "Tell me about the first problem and we'll go through them one by one.")
+        self.reply(
+            f"Hello {c.name}, thanks for reaching out to {SHOP}. I have your account open.",
+            "Tell me about the first problem and we'll go through them one by one.",
+        )
         if self.turns_left() <= 0:
             return
         rule = "contact me only by email"
@@ -206,8 +233,10 @@ class _Chat:
         state: dict[str, float] = {}
 
         def report() -> None:
-            mid = self.user(f"{pick(self.rng, OPENERS)} order {o.number} arrived today, and there's damage to "
-                            f"the {o.item}.", mood=True)
+            mid = self.user(
+                f"{pick(self.rng, OPENERS)} order {o.number} arrived today, and there's damage to the {o.item}.",
+                mood=True,
+            )
             o.number_fact = self.b.fact("artifact", o.number, mid)
             where = f"delivered {self.rng.randint(2, 28)} days ago to {pick(self.rng, PLACES)}"
             o_detail = f"{o.item} {where}"
@@ -246,11 +275,21 @@ class _Chat:
         c, b = self.c, self.b
         rf = f"RF-{b.number(100000, 999999)}"
         if self.use_tool():
-            k = call(b.call_id(), "refund", {"order_id": o.number, "amount": amount, "account_id": c.account,
-                                             "reason": reason})
+            k = call(
+                b.call_id(),
+                "refund",
+                {"order_id": o.number, "amount": amount, "account_id": c.account, "reason": reason},
+            )
             b.add("assistant", text("Issuing the refund now."), k)
-            (rid,) = b.add_results([k], [(f"Refund {rf} of ${amount:.2f} for {o.number} accepted; "
-                                          "expected on the statement in 5-7 business days.")])
+            (rid,) = b.add_results(
+                [k],
+                [
+                    (
+                        f"Refund {rf} of ${amount:.2f} for {o.number} accepted; "
+                        "expected on the statement in 5-7 business days."
+                    )
+                ],
+            )
             c.refunds.append(b.fact("artifact", rf, rid))
             self.reply(f"Done: the refund reference is {rf}.")
         else:
@@ -263,8 +302,10 @@ class _Chat:
         carrier = pick(self.rng, CARRIERS)
 
         def report() -> None:
-            mid = self.user(f"{pick(self.rng, OPENERS)} order {o.number}, the {o.item}, was due last week and "
-                            "never came.", mood=True)
+            mid = self.user(
+                f"{pick(self.rng, OPENERS)} order {o.number}, the {o.item}, was due last week and never came.",
+                mood=True,
+            )
             o.number_fact = self.b.fact("artifact", o.number, mid)
             tracking = f"{carrier} tracking {self.b.tag(8).upper()}"
             if self.use_tool():
@@ -301,8 +342,9 @@ class _Chat:
             self.b.need(tracking)
             if h in c.promises:
                 c.promises.remove(h)
-            self.reply(f"Yes: {carrier} found it at the depot; it goes out again today. I've emailed you the "
-                       "details as well.")
+            self.reply(
+                f"Yes: {carrier} found it at the depot; it goes out again today. I've emailed you the details as well."
+            )
 
         def arrived(h: int, fee: float) -> None:
             self.user(f"By the way, the {o.item} finally arrived.")
@@ -345,8 +387,9 @@ class _Chat:
         item = pick(self.rng, ITEMS)[0]
 
         def report() -> None:
-            self.user(f"{pick(self.rng, OPENERS)} my {item} from last winter has stopped working completely.",
-                      mood=True)
+            self.user(
+                f"{pick(self.rng, OPENERS)} my {item} from last winter has stopped working completely.", mood=True
+            )
             promise = "once you send a photo of the serial label, I'll file the warranty claim"
             mid = self.reply(f"That should be covered, and {promise}.")
             h = self.b.fact("continuation", promise, mid)
@@ -409,8 +452,7 @@ class _Chat:
             self.user("Can you send me a summary of everything we did today?")
             for h in [c.email_fact, c.account_fact, *c.refunds, *c.decisions]:
                 self.b.need(h)
-            self.reply("Of course: I'll email the summary, with every reference number, to the address on "
-                       "the account.")
+            self.reply("Of course: I'll email the summary, with every reference number, to the address on the account.")
 
         def account() -> None:
             self.user("What's my account number again? I don't have it to hand.")
@@ -493,10 +535,13 @@ def generate(seed: int, turns: int = 2500, tool_prob: float = 0.15) -> Conversat
             chat.extra_lookup()
         else:
             chat.chatter()
-    for beat in closing[-chat.turns_left():] if chat.turns_left() > 0 else []:
+    for beat in closing[-chat.turns_left() :] if chat.turns_left() > 0 else []:
         beat()
-    return b.build(conversation_id(NAME, seed, params, defaults_of(generate)), TOOLS,
-                   {"scenario": NAME, "seed": seed, "params": params})
+    return b.build(
+        conversation_id(NAME, seed, params, defaults_of(generate)),
+        TOOLS,
+        {"scenario": NAME, "seed": seed, "params": params},
+    )
 
 
 def _system_prompt() -> str:

@@ -50,9 +50,14 @@ def test_single_body_and_list(tmp_path: Path) -> None:
 
 
 def test_response_error_and_thinking(tmp_path: Path) -> None:
-    pair = {"request": _body([{"role": "user", "content": "q"}]),
-            "response": {"type": "message", "content": [{"type": "redacted_thinking", "data": "x"}, USE],
-                         "usage": {"input_tokens": 3, "output_tokens": 4}}}
+    pair = {
+        "request": _body([{"role": "user", "content": "q"}]),
+        "response": {
+            "type": "message",
+            "content": [{"type": "redacted_thinking", "data": "x"}, USE],
+            "usage": {"input_tokens": 3, "output_tokens": 4},
+        },
+    }
     (conv,) = read(_write(tmp_path, pair), FMT).conversations
     last = conv.messages[-1]
     assert [p.kind for p in last.parts] == ["thinking", "tool_call"] and last.usage == Usage(3, 4, 0, 0)
@@ -62,10 +67,13 @@ def test_response_error_and_thinking(tmp_path: Path) -> None:
 
 
 def test_consecutive_assistant_turns_are_joined(tmp_path: Path) -> None:
-    msgs = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [USE]},
-            {"role": "assistant", "content": [{**USE, "id": "t2"}]},
-            {"role": "user", "content": [RESULT, {**RESULT, "tool_use_id": "t2"}]},
-            {"role": "system", "content": "later rule"}]
+    msgs = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [USE]},
+        {"role": "assistant", "content": [{**USE, "id": "t2"}]},
+        {"role": "user", "content": [RESULT, {**RESULT, "tool_use_id": "t2"}]},
+        {"role": "system", "content": "later rule"},
+    ]
     (conv,) = read(_write(tmp_path, _body(msgs)), FMT).conversations
     assert [m.role for m in conv.messages] == ["user", "assistant", "tool", "user"]
     assert len(conv.messages[1].calls) == 2 and conv.messages[3].meta["source_role"] == "system"

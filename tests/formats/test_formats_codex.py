@@ -24,7 +24,11 @@ def test_golden(golden: Path) -> None:
     assistants = [m for m in conv.messages if m.role == "assistant"]
     # one message per model response, each carrying its last_token_usage (input minus cached)
     assert [(m.usage.input_tokens, m.usage.cache_read_tokens) for m in assistants if m.usage] == [
-        (1114, 4096), (500, 5120), (296, 5504), (900, 0)]
+        (1114, 4096),
+        (500, 5120),
+        (296, 5504),
+        (900, 0),
+    ]
     assert [len(m.calls) for m in assistants] == [2, 1, 0, 1]
     assert assistants[1].calls[0].name == "apply_patch" and assistants[3].calls[0].name == "local_shell"
     (comp,) = conv.meta["compactions"]

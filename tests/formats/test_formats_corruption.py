@@ -154,8 +154,11 @@ def _prefix_ids(tmp: Path, fmt: str, data: bytes) -> set[tuple[str, str]] | None
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(fmt=st.sampled_from(FORMAT_NAMES), kind=st.sampled_from(["truncate", "bad-utf8", "empty"]),
-       where=st.floats(0, 1, exclude_max=True))
+@given(
+    fmt=st.sampled_from(FORMAT_NAMES),
+    kind=st.sampled_from(["truncate", "bad-utf8", "empty"]),
+    where=st.floats(0, 1, exclude_max=True),
+)
 def test_byte_damage(tmp_path: Path, fmt: str, kind: str, where: float) -> None:
     sample = (GOLDEN / SAMPLES[fmt][0]).read_bytes()
     line_based = SAMPLES[fmt][1] is None

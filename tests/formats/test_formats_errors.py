@@ -14,9 +14,7 @@ _NATIVE_HEAD = '{"format":"csim-conversation","version":1,"id":"x","tools":[],"m
 
 
 def _native(i: int) -> str:
-    return json.dumps(
-        {"type": "message", "id": f"m{i}", "role": "user", "parts": [{"kind": "text", "text": f"t{i}"}]}
-    )
+    return json.dumps({"type": "message", "id": f"m{i}", "role": "user", "parts": [{"kind": "text", "text": f"t{i}"}]})
 
 
 def _claude(i: int) -> str:
@@ -104,9 +102,7 @@ def test_missing_file(tmp_path: Path, fmt: str) -> None:
 
 def test_openai_json_document_errors(tmp_path: Path) -> None:
     p = tmp_path / "doc.json"
-    p.write_text(
-        '[\n  {"role": "user", "content": "a"},\n  {"role": "user", "content": "b"\n]\n', encoding="utf-8"
-    )
+    p.write_text('[\n  {"role": "user", "content": "a"},\n  {"role": "user", "content": "b"\n]\n', encoding="utf-8")
     with pytest.raises(FormatError, match=r"doc\.json:4: invalid JSON"):
         read(p, "openai-chat")
     p.write_bytes(b'[\n {"role": "user", "content": "a"},\n {"role": "user", "content": "\xff"}\n]\n')

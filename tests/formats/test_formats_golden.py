@@ -59,9 +59,7 @@ def test_golden_claude_code_structure(golden: Path) -> None:
     first = conv.messages[1]
     assert first.role == "assistant" and first.meta["records"] == 5
     assert [p.kind for p in first.parts] == ["text", "thinking", "text", "tool_call", "tool_call"]
-    assert (
-        first.usage is not None and first.usage.output_tokens == 187
-    )  # the last line's, not the placeholder
+    assert first.usage is not None and first.usage.output_tokens == 187  # the last line's, not the placeholder
     assert conv.meta["sidechain_records"] == 1
     assert conv.meta["skipped_records"]["progress"] == 1
     (comp,) = conv.meta["compactions"]

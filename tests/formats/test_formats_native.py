@@ -37,9 +37,7 @@ def _sample() -> Conversation:
         Message("r", "user", (Part("revert", "undo", ref="ch1"),), resolves=("p",)),
     )
     facts = (Fact("f", "artifact", "x", "u", ("a", "r")),)
-    return Conversation(
-        "conv-1", msgs, facts, (Tool("ls", "list", '{"type": "object"}'),), {"source": "test"}
-    )
+    return Conversation("conv-1", msgs, facts, (Tool("ls", "list", '{"type": "object"}'),), {"source": "test"})
 
 
 def test_registered() -> None:
@@ -78,18 +76,14 @@ def test_dumps_is_canonical() -> None:
 
 def test_unknown_version_names_supported(tmp_path: Path) -> None:
     p = tmp_path / "v.jsonl"
-    p.write_text(
-        '{"format":"csim-conversation","version":7,"id":"x","tools":[],"meta":{}}\n', encoding="utf-8"
-    )
+    p.write_text('{"format":"csim-conversation","version":7,"id":"x","tools":[],"meta":{}}\n', encoding="utf-8")
     with pytest.raises(FormatError, match=r"v\.jsonl:1: .*version 7.*reads version 1"):
         read(p, "native")
 
 
 def test_first_line_must_be_header(tmp_path: Path) -> None:
     p = tmp_path / "h.jsonl"
-    p.write_text(
-        '{"type":"message","id":"m","role":"user","parts":[{"kind":"text","text":"x"}]}\n', encoding="utf-8"
-    )
+    p.write_text('{"type":"message","id":"m","role":"user","parts":[{"kind":"text","text":"x"}]}\n', encoding="utf-8")
     with pytest.raises(FormatError, match=r"h\.jsonl:1: the first record is not a csim-conversation header"):
         read(p, "native", lenient=True)
 
@@ -176,9 +170,7 @@ def conversations(draw: st.DrawFn) -> Conversation:
         parts += [Part("text", draw(_text)), *calls]
         if draw(st.booleans()):
             parts.append(Part("change", draw(_text), ref=f"ch{turn}"))
-        messages.append(
-            Message(f"a{turn}", "assistant", tuple(parts), usage=usage, pending=draw(st.booleans()))
-        )
+        messages.append(Message(f"a{turn}", "assistant", tuple(parts), usage=usage, pending=draw(st.booleans())))
         for k, call in enumerate(calls):
             result = Part(
                 "tool_result",

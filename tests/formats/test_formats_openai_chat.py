@@ -65,9 +65,7 @@ def test_roles_and_content_blocks(tmp_path: Path) -> None:
 
 def test_tools_and_legacy_functions(tmp_path: Path) -> None:
     value = {
-        "tools": [
-            {"type": "function", "function": {"name": "f", "parameters": {"b": 1, "a": {"z": 0, "y": 1}}}}
-        ],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {"b": 1, "a": {"z": 0, "y": 1}}}}],
         "functions": [{"name": "g", "description": "legacy"}],
         "messages": [
             {"role": "user", "content": "go"},
@@ -121,9 +119,7 @@ def test_bad_message_names_its_line(tmp_path: Path) -> None:
         '  {"role": "assistant", "content": "c"}\n]\n',
         encoding="utf-8",
     )
-    with pytest.raises(
-        FormatError, match=r"pretty\.json:3: the message list, message 1: .*'role' should be a string"
-    ):
+    with pytest.raises(FormatError, match=r"pretty\.json:3: the message list, message 1: .*'role' should be a string"):
         read(p, "openai-chat")
     result = read(p, "openai-chat", lenient=True)
     assert [m.text for m in result.conversations[0].messages] == ["a", "c"]

@@ -77,15 +77,33 @@ def _events(*extra: dict[str, object]) -> list[dict[str, object]]:
     ("event", "problem"),
     [
         ({"source": "user", "action": "message", "args": {"content": "no id"}}, "'id'"),
-        ({"id": 5, "source": "agent", "observation": "run", "content": "x",
-          "tool_call_metadata": {"tool_call_id": "ghost", "function_name": "run"}}, "answers no call"),
+        (
+            {
+                "id": 5,
+                "source": "agent",
+                "observation": "run",
+                "content": "x",
+                "tool_call_metadata": {"tool_call_id": "ghost", "function_name": "run"},
+            },
+            "answers no call",
+        ),
         ({"id": 5, "source": "agent", "action": "run", "args": "ls"}, "args"),
         ({"id": 5, "source": "agent"}, "neither"),
         ({"id": 1, "source": "user", "action": "message", "args": {"content": "dup"}}, "twice"),
-        ({"id": 5, "source": "agent", "action": "run", "args": {},
-          "tool_call_metadata": {"tool_call_id": "c9", "function_name": "run",
-                                 "model_response": {"id": "r", "choices": [{"message": {"content": "x"}}]}}},
-         "not among the calls"),
+        (
+            {
+                "id": 5,
+                "source": "agent",
+                "action": "run",
+                "args": {},
+                "tool_call_metadata": {
+                    "tool_call_id": "c9",
+                    "function_name": "run",
+                    "model_response": {"id": "r", "choices": [{"message": {"content": "x"}}]},
+                },
+            },
+            "not among the calls",
+        ),
     ],
 )
 def test_bad_event_is_an_error_or_a_skip(tmp_path: Path, event: dict[str, object], problem: str) -> None:
@@ -108,8 +126,13 @@ def test_unreadable_event_stream_stops(tmp_path: Path, data: bytes) -> None:
 
 
 def test_interrupted_call_is_repaired_when_the_user_speaks_again(tmp_path: Path) -> None:
-    call = {"id": 2, "source": "agent", "action": "run", "args": {"command": "sleep 99", "thought": "wait"},
-            "tool_call_metadata": {"tool_call_id": "c1", "function_name": "execute_bash"}}
+    call = {
+        "id": 2,
+        "source": "agent",
+        "action": "run",
+        "args": {"command": "sleep 99", "thought": "wait"},
+        "tool_call_metadata": {"tool_call_id": "c1", "function_name": "execute_bash"},
+    }
     path = tmp_path / "events.json"
     path.write_text(json.dumps(_events(call)), encoding="utf-8")
     result = read(path, "openhands-events")
@@ -202,8 +225,11 @@ def test_litellm_usage_keeps_the_prompt_total(uncached: int, read_: int, write: 
         write = 0
     raw: dict[str, object] = {"prompt_tokens": uncached + read_ + write, "completion_tokens": out}
     if style == "anthropic-via-litellm":
-        raw.update(cache_read_input_tokens=read_, cache_creation_input_tokens=write,
-                   prompt_tokens_details={"cached_tokens": read_})
+        raw.update(
+            cache_read_input_tokens=read_,
+            cache_creation_input_tokens=write,
+            prompt_tokens_details={"cached_tokens": read_},
+        )
     elif style == "openai":
         raw["prompt_tokens_details"] = {"cached_tokens": read_}
     else:
@@ -211,7 +237,11 @@ def test_litellm_usage_keeps_the_prompt_total(uncached: int, read_: int, write: 
     usage = any_usage(raw, "test")
     assert usage is not None
     assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.output_tokens) == (
-        uncached, read_, write, out)
+        uncached,
+        read_,
+        write,
+        out,
+    )
 
 
 def test_litellm_usage_other_shapes() -> None:

@@ -40,8 +40,12 @@ def test_golden(golden: Path) -> None:
 
 
 def test_item_list_is_one_conversation(tmp_path: Path) -> None:
-    items = [{"role": "user", "content": "go"}, CALL, OUT, {"type": "message", "role": "assistant",
-                                                            "content": [{"type": "output_text", "text": "ok"}]}]
+    items = [
+        {"role": "user", "content": "go"},
+        CALL,
+        OUT,
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+    ]
     p = _write(tmp_path, items, "items.json")
     assert detect(p) == FMT
     (conv,) = read(p, FMT).conversations

@@ -41,8 +41,12 @@ def test_golden_ids_and_meta(golden: Path) -> None:
 
 
 def _task(task_id: object = 1, trial: object = 0, **extra: object) -> dict[str, object]:
-    task: dict[str, object] = {"task_id": task_id, "trial": trial, "reward": 1.0,
-                               "traj": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]}
+    task: dict[str, object] = {
+        "task_id": task_id,
+        "trial": trial,
+        "reward": 1.0,
+        "traj": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
+    }
     task.update(extra)
     return task
 

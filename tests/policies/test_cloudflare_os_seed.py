@@ -163,9 +163,7 @@ def test_engine_compacts_before_the_turn_whose_context_reaches_085():
     agent = [r for r in res.rows if r["request_kind"] == "agent"]
     assert len(agent) == 3
     assert agent[2]["context_tokens"] < ref.rows[2]["context_tokens"]
-    assert res.rows.index(agent[2]) > next(
-        i for i, r in enumerate(res.rows) if r["request_kind"] == "summariser"
-    )
+    assert res.rows.index(agent[2]) > next(i for i, r in enumerate(res.rows) if r["request_kind"] == "summariser")
 
 
 def test_estimate_without_usage_is_serialized_length_over_four():
@@ -282,9 +280,7 @@ def test_protected_pending_sequence_is_never_cut_past():
     st = state_of(policy, pending, MODEL, context=6_800)
     assert st.protected_from == 9
     assert policy.decide(st, "auto").start == 9
-    resolved = uniform(
-        over={10: asst("y" * 200, id="ask", pending=True), 13: user("x" * 200, resolves=["ask"])}
-    )
+    resolved = uniform(over={10: asst("y" * 200, id="ask", pending=True), 13: user("x" * 200, resolves=["ask"])})
     assert decide(resolved, 6_800).start == 14
 
 
@@ -476,10 +472,7 @@ def test_compacted_prompt_is_summary_then_the_retained_tail():
     start = after.view.start
     msgs = eng.ledger.messages
     tail_len = len(after.rendered) - 2
-    expected_tail = [
-        render_message_anthropic(msgs[i])
-        for i in range(start, start + tail_len)
-    ]
+    expected_tail = [render_message_anthropic(msgs[i]) for i in range(start, start + tail_len)]
     assert after.rendered[0]["role"] == "system"
     assert after.rendered[2:] == expected_tail
     assert start + tail_len <= len(msgs)
@@ -536,10 +529,7 @@ def test_summariser_input_flattens_tool_results_into_text():
     facts = [fact("err", "recall", "ERR_CODE_4417", "t0")]
     c = chat(14, facts=facts)
     c = conv(
-        *[
-            m if m.id != "t0" else tool("c0", "result 0: ERR_CODE_4417 " + "r" * 2380, id="t0")
-            for m in c.messages
-        ],
+        *[m if m.id != "t0" else tool("c0", "result 0: ERR_CODE_4417 " + "r" * 2380, id="t0") for m in c.messages],
         facts=facts,
     )
     res = run(CloudflareOS(), c, cfg(summariser=KEEP_ALL))
@@ -681,9 +671,7 @@ def _with_revert_and_pending(pending: bool):
     ).messages[0]
     if pending:
         msgs[4 + 4 * 25] = conv(asst("Step 25 done. " + "d" * 100, id="d25", pending=True)).messages[0]
-        msgs[1 + 4 * 31] = conv(
-            user("turn 31: please continue. " + "u" * 580, id="u31", resolves=["d25"])
-        ).messages[0]
+        msgs[1 + 4 * 31] = conv(user("turn 31: please continue. " + "u" * 580, id="u31", resolves=["d25"])).messages[0]
     return conv(*msgs)
 
 
@@ -736,8 +724,7 @@ def test_a_revert_of_a_compacted_change_rolls_back_to_a_checkpoint_that_shows_it
     The change is summarised by the first compaction; a later revert of it must not stay unresolved: the
     view returns to a checkpoint that still shows the change, and no revert-resolution violation is left.
     """
-    drafts = [sys("You are a coding agent."), user("start", id="u0"),
-              user("", change("ch1", "edit a.py"), id="chg")]
+    drafts = [sys("You are a coding agent."), user("start", id="u0"), user("", change("ch1", "edit a.py"), id="chg")]
     for i in range(20):
         drafts += [asst(f"step {i} " + "x" * 600, calls=[f"c{i}"]), tool(f"c{i}", "r" * 600)]
     drafts += [user("", revert("ch1", "undo the edit to a.py"), id="rev"), asst("reverted", id="after")]
@@ -745,8 +732,9 @@ def test_a_revert_of_a_compacted_change_rolls_back_to_a_checkpoint_that_shows_it
         drafts += [asst(f"step {i} " + "x" * 600, calls=[f"c{i}"]), tool(f"c{i}", "r" * 600)]
     drafts.append(asst("done", id="end"))
     c = conv(*drafts)
-    res = run(CloudflareOS(), c, RunConfig(tokenizer="chars4", model=ModelConfig(context_window=6_000,
-                                                                                output_reserve=500)))
+    res = run(
+        CloudflareOS(), c, RunConfig(tokenizer="chars4", model=ModelConfig(context_window=6_000, output_reserve=500))
+    )
     modes = [x["mode"] for x in res.compactions]
     assert "rollback" in modes and modes.index("rollback") > 0
     assert not [v for v in res.violations if v.invariant == "revert-resolution"]

@@ -133,8 +133,7 @@ def test_default_on_exhaustion_is_final_answer():
 
 
 def test_default_mode_is_prune_then_summarize():
-    """Seed: "2. Summarize runs only if pruning was not enough (mode "prune-then-summarize", the default)."
-    """
+    """Seed: "2. Summarize runs only if pruning was not enough (mode "prune-then-summarize", the default)." """
     assert EffectAgentConfig().mode == "prune-then-summarize"
 
 
@@ -150,9 +149,7 @@ def test_context_token_limit_unset_never_compacts():
     st = state_of(p, grep_chat(8), context=10**9)
     for trigger in ("auto", "manual", "overflow"):
         assert p.decide(st, trigger) is None
-    res = run(
-        p, grep_chat(40, size=4000), RunConfig(model=ModelConfig(context_window=20_000), tokenizer="chars4")
-    )
+    res = run(p, grep_chat(40, size=4000), RunConfig(model=ModelConfig(context_window=20_000), tokenizer="chars4"))
     assert res.compactions == [] and compaction_records(res) == []
 
 
@@ -299,9 +296,7 @@ def test_each_request_ends_with_one_derived_run_status_line():
         turn, calls, tokens, last_ctx = map(int, m.groups())
         assert turn == k + 1
         assert calls == 2 * k
-        assert tokens == sum(
-            r["context_tokens"] + r["output_tokens"] for r in res.rows[: res.rows.index(row)]
-        )
+        assert tokens == sum(r["context_tokens"] + r["output_tokens"] for r in res.rows[: res.rows.index(row)])
         assert last_ctx == (rows[k - 1]["context_tokens"] if k else 0)
 
 
@@ -371,9 +366,7 @@ def test_budget_warning_once_per_dimension():
     (16 calls), though the ninth is above 80% too; dimensions without a limit, or under 80%, never warn.
     """
     c = grep_chat(8, calls_per_turn=2)
-    res = run(
-        EffectAgent(), c, RunConfig(tokenizer="chars4", budgets=Budgets(max_turns=10, max_tool_calls=20))
-    )
+    res = run(EffectAgent(), c, RunConfig(tokenizer="chars4", budgets=Budgets(max_turns=10, max_tool_calls=20)))
     warned = [(e.dimension, e.turn) for e in res.log if isinstance(e, BudgetWarned)]
     assert sorted(warned) == [("tool-calls", 8), ("turns", 8)]
     # twelve turns allowed over eleven requests: above 80% from the tenth on, warned once; 20 of 100 calls:
@@ -415,9 +408,7 @@ def test_turn_exhaustion_soft_lands_with_one_grace_turn():
     request without tools produces the answer. The grace request is the same size whether or not the agent has
     tools, while its other requests carry the tool schemas.
     """
-    schema = (
-        Tool("grep", "search the repository", '{"type":"object","properties":{"q":{"type":"string"}}}'),
-    )
+    schema = (Tool("grep", "search the repository", '{"type":"object","properties":{"q":{"type":"string"}}}'),)
     cfgs = RunConfig(tokenizer="chars4", budgets=Budgets(max_turns=3))
     with_tools = run(EffectAgent(), grep_chat(6, tools=schema), cfgs)
     without = run(EffectAgent(), grep_chat(6), cfgs)
@@ -449,9 +440,7 @@ def test_a_batch_within_the_tool_call_budget_runs():
     Also "maxToolCalls: 24". One tool call allowed and one made: that batch is not over the budget, so its
     result is the real one and the run completes with its answer.
     """
-    c = conv(
-        sys("s"), user("go"), asst("grep", calls=["c1"]), tool("c1", "hit", id="res"), asst("done", id="done")
-    )
+    c = conv(sys("s"), user("go"), asst("grep", calls=["c1"]), tool("c1", "hit", id="res"), asst("done", id="done"))
     res = run(EffectAgent(), c, RunConfig(tokenizer="chars4", budgets=Budgets(max_tool_calls=1)))
     assert "res" in {m.id for m in log_messages(res)}
     assert res.summary["finish_reason"] == "completed"
@@ -613,9 +602,7 @@ def test_summariser_usage_counts_toward_token_exhaustion():
     kinds = [r["request_kind"] for r in ref.rows]
     k = kinds.index("summariser")
     with_sum = _cumulative_after_agent(ref)
-    turn = sum(
-        1 for r in ref.rows[:k] if r["request_kind"] == "agent"
-    )  # the agent request after the summariser
+    turn = sum(1 for r in ref.rows[:k] if r["request_kind"] == "agent")  # the agent request after the summariser
     without_sum = with_sum[turn] - ref.rows[k]["context_tokens"] - ref.rows[k]["output_tokens"]
     budget = with_sum[turn]
     assert without_sum < budget and with_sum[turn - 1] < budget
@@ -631,9 +618,7 @@ def test_token_budget_grows_quadratically_with_history():
     Without compaction each round adds the same amount to the prompt, so the cumulative tokens' second
     differences are constant.
     """
-    res = run(
-        NoCompaction(), grep_chat(10), RunConfig(tokenizer="chars4", model=ModelConfig(context_window=10**6))
-    )
+    res = run(NoCompaction(), grep_chat(10), RunConfig(tokenizer="chars4", model=ModelConfig(context_window=10**6)))
     cum = _cumulative_after_agent(res)[1:-1]  # rounds of identical shape
     d1 = [b - a for a, b in itertools.pairwise(cum)]
     d2 = [b - a for a, b in itertools.pairwise(d1)]
@@ -710,9 +695,7 @@ def _pruned(mode="prune", keep=250, n=6, size=400):
     c = grep_chat(n, size=size)
     ref = run(EffectAgent(), c, C4)
     limit = estimates(c, ref)[-1]
-    res, captured, eng = run_capture(
-        policy(context_token_limit=limit, keep_recent_tokens=keep, mode=mode), c, C4
-    )
+    res, captured, eng = run_capture(policy(context_token_limit=limit, keep_recent_tokens=keep, mode=mode), c, C4)
     return c, ref, res, captured, eng
 
 
@@ -875,9 +858,7 @@ def test_view_is_instruction_prefix_then_summary_then_kept_tail():
     assert r[0]["role"] == "system" and text_of(r[0]["content"]) == c.messages[0].text
     assert r[1] == {"role": "user", "content": [{"type": "text", "text": view.summary.text}]}
     msgs = eng.ledger.messages
-    assert r[2:-1] == [
-        render_message_anthropic(msgs[i]) for i in range(view.start, len(msgs) - 1)
-    ]
+    assert r[2:-1] == [render_message_anthropic(msgs[i]) for i in range(view.start, len(msgs) - 1)]
     assert text_of(r[-1]["content"]) == after.status
 
 
@@ -1069,9 +1050,7 @@ def test_compaction_record_is_appended_and_folded():
 
     Folding the log gives the engine's view, and folding up to each record gives that record's view.
     """
-    res, _captured, eng = run_capture(
-        policy(context_token_limit=3_000, keep_recent_tokens=800), mixed_chat(40), C4
-    )
+    res, _captured, eng = run_capture(policy(context_token_limit=3_000, keep_recent_tokens=800), mixed_chat(40), C4)
     assert fold(res.log) == eng.state.view
     events = list(res.log)
     recs = [k for k, e in enumerate(events) if isinstance(e, CompactionCreated)]

@@ -126,12 +126,12 @@ def test_same_seed_same_bytes_in_another_process(name: str) -> None:
     """A fresh interpreter with a different string-hash salt builds the same conversations."""
     seeds = (0, 11)
     code = DIGEST_SRC + (
-        "from sim.scenarios import generate\n"
-        f"print(' '.join(digest(generate({name!r}, s)) for s in {seeds!r}))\n"
+        f"from sim.scenarios import generate\nprint(' '.join(digest(generate({name!r}, s)) for s in {seeds!r}))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "4242"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                         check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=120
+    )
     assert out.stdout.split() == [digest(generate(name, s)) for s in seeds]
 
 
@@ -241,7 +241,7 @@ def test_coding_parallel_prob() -> None:
     for c in many:  # every call of a batch is answered by its own tool message, right after
         for i, m in enumerate(c.messages):
             if len(m.calls) > 1:
-                answered = [p.call_id for t in c.messages[i + 1: i + 1 + len(m.calls)] for p in t.results]
+                answered = [p.call_id for t in c.messages[i + 1 : i + 1 + len(m.calls)] for p in t.results]
                 assert answered == [p.call_id for p in m.calls]
 
 
@@ -303,27 +303,31 @@ def test_support_tool_prob() -> None:
     assert all(tool_messages(generate("support-chat", s, tool_prob=0.0)) == 0 for s in range(4))
     for s in range(4):
         assert tool_messages(generate("support-chat", s, tool_prob=0.8)) > 2.5 * max(
-            tool_messages(generate("support-chat", s)), 1)
+            tool_messages(generate("support-chat", s)), 1
+        )
 
 
-@pytest.mark.parametrize("name,param,value", [
-    ("coding-agent", "turns", 0),
-    ("coding-agent", "turns", 2.5),
-    ("coding-agent", "parallel_prob", 1.5),
-    ("coding-agent", "huge_prob", -0.1),
-    ("coding-agent", "huge_tokens", 10),
-    ("coding-agent", "revert_prob", float("nan")),
-    ("coding-agent", "compact_at", 1.2),
-    ("coding-agent", "compact_at", -0.5),
-    ("coding-agent", "pending_prob", "0.1"),
-    ("coding-agent", "thinking_prob", True),
-    ("research-agent", "turns", -3),
-    ("research-agent", "result_tokens_median", 0),
-    ("research-agent", "huge_prob", 2.0),
-    ("research-agent", "huge_tokens", 0),
-    ("support-chat", "turns", 0),
-    ("support-chat", "tool_prob", -1.0),
-])
+@pytest.mark.parametrize(
+    "name,param,value",
+    [
+        ("coding-agent", "turns", 0),
+        ("coding-agent", "turns", 2.5),
+        ("coding-agent", "parallel_prob", 1.5),
+        ("coding-agent", "huge_prob", -0.1),
+        ("coding-agent", "huge_tokens", 10),
+        ("coding-agent", "revert_prob", float("nan")),
+        ("coding-agent", "compact_at", 1.2),
+        ("coding-agent", "compact_at", -0.5),
+        ("coding-agent", "pending_prob", "0.1"),
+        ("coding-agent", "thinking_prob", True),
+        ("research-agent", "turns", -3),
+        ("research-agent", "result_tokens_median", 0),
+        ("research-agent", "huge_prob", 2.0),
+        ("research-agent", "huge_tokens", 0),
+        ("support-chat", "turns", 0),
+        ("support-chat", "tool_prob", -1.0),
+    ],
+)
 def test_invalid_parameter_is_named(name: str, param: str, value: object) -> None:
     with pytest.raises(InvalidConfig, match=param) as exc:
         generate(name, 0, **{param: value})
@@ -339,8 +343,7 @@ def test_unknown_parameter_and_bad_seed_are_refused(name: str) -> None:
 
 
 def test_int_accepted_for_float_parameter() -> None:
-    assert generate("coding-agent", 0, turns=6, compact_at=-1) == generate("coding-agent", 0, turns=6,
-                                                                          compact_at=-1.0)
+    assert generate("coding-agent", 0, turns=6, compact_at=-1) == generate("coding-agent", 0, turns=6, compact_at=-1.0)
 
 
 def test_cli_string_parameters_are_coerced() -> None:
@@ -364,8 +367,9 @@ def test_result_sizes_are_heavy_tailed(name: str) -> None:
 
 
 def test_coding_result_median_is_about_600_tokens() -> None:
-    sizes = [n for c in _coding() for m in c.messages for p in m.results if p.name != "edit_file"
-             for n in [len(p.text)]]
+    sizes = [
+        n for c in _coding() for m in c.messages for p in m.results if p.name != "edit_file" for n in [len(p.text)]
+    ]
     median_tokens = statistics.median(sizes) / 4
     assert 300 <= median_tokens <= 1200
 
