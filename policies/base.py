@@ -54,9 +54,9 @@ class Plan:
             summary (so summaries are incremental and the previous one is folded in).
         pinned: earlier messages kept verbatim, e.g. the first user message (each one a span).
         spans: earlier ranges ``(a, b)`` kept verbatim, with ``pinned`` the view's closed spans.
-        edits: the view's edits (:class:`sim.view.Edit`: which parts of messages before a bound become a
-            placeholder, are dropped or truncated); None keeps the view's. ``cleared_through`` is applied
-            on top, as the first edit.
+        edits: the view's other edits (:class:`sim.view.Edit`: which parts of messages before a bound become
+            a placeholder, are dropped or truncated); None keeps the view's. The standard clearing is
+            ``cleared_through``'s, always the first edit, whatever this holds.
         injected: messages added that are not in the log (:class:`sim.view.Injected`); None keeps the view's.
         summary_slot: where the summary goes: before ``spans[slot]``, the tail counting as the last span;
             None (default) right before the tail.
@@ -93,12 +93,11 @@ class Plan:
         plan summarises). Pure; the engine checks the result (``sim.invariants.check_plan``)."""
         if self.restore is not None:
             return self.restore
-        edits = list(before.edits if self.edits is None else self.edits)
-        if self.cleared_through is not None:
-            std = Rule(text=before.placeholder)
-            edits = [e for e in edits if e.rule != std]
-            if self.cleared_through > 0:
-                edits.insert(0, Edit(std, self.cleared_through))
+        std = Rule(text=before.placeholder)
+        edits = [e for e in (before.edits if self.edits is None else self.edits) if e.rule != std]
+        cleared = before.cleared_through if self.cleared_through is None else self.cleared_through
+        if cleared > 0:
+            edits.insert(0, Edit(std, cleared))
         kept = [i for a, b in self.spans for i in range(a, b)]
         return View(
             start=self.start,

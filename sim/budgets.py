@@ -22,12 +22,18 @@ DIMENSIONS = ("turns", "tool-calls", "tokens", "cost", "context")
 class Budgets:
     """Limits of one run; ``None`` means unlimited. Names follow the seed in snake_case."""
 
-    max_turns: int | None = None
-    max_tool_calls: int | None = None
-    token_budget: int | None = None
-    cost_budget: float | None = None
-    context_token_limit: int | None = None
-    on_exhaustion: Literal["final-answer", "fail"] = "final-answer"
+    max_turns: int | None = field(default=None, metadata={"flag": "max-turns", "help": "model calls"})
+    max_tool_calls: int | None = field(default=None, metadata={"flag": "max-tool-calls", "help": "tool calls"})
+    token_budget: int | None = field(
+        default=None, metadata={"flag": "token-budget", "help": "cumulative input + output tokens"}
+    )
+    cost_budget: float | None = field(default=None, metadata={"flag": "cost-budget", "help": "USD"})
+    context_token_limit: int | None = field(
+        default=None, metadata={"flag": "context-token-limit", "help": "warn at 80%% of this per-request context"}
+    )
+    on_exhaustion: Literal["final-answer", "fail"] = field(
+        default="final-answer", metadata={"flag": "on-exhaustion", "help": "one grace turn without tools, or stop"}
+    )
 
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_tool_calls", "token_budget", "cost_budget", "context_token_limit"):

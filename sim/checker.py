@@ -29,8 +29,9 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 
 from policies.base import Plan, Policy, Trigger, load_policy_class, make_config
 from sim.conversation import Conversation
-from sim.engine import Engine, RunConfig, RunResult, run_many
+from sim.engine import Engine, RunConfig, RunResult
 from sim.invariants import Violation
+from sim.lockstep import run_many
 from sim.state import RunState
 from sim.strategies import conversations, describe, small_model
 

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sim.config import add_run_options, option_values, run_config
 from sim.errors import CsimError, InvalidConfig
 
 EPILOG = """examples:
@@ -36,80 +37,6 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def _add_run_config(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("model and run")
-    g.add_argument("--seed", type=int, default=0, help="the run's one integer seed (default 0)")
-    g.add_argument(
-        "--tokenizer", default="cl100k_base", help="cl100k_base (exact, offline) or chars4 (default cl100k_base)"
-    )
-    g.add_argument(
-        "--model", default="claude-sonnet-4-5", help="model name for pricing (genai-prices; default claude-sonnet-4-5)"
-    )
-    g.add_argument("--price-provider", default="anthropic", help="provider id in the price table (default anthropic)")
-    g.add_argument(
-        "--provider",
-        choices=("anthropic", "openai"),
-        default="anthropic",
-        help="wire format the mock provider renders and validates (default anthropic)",
-    )
-    g.add_argument("--window", type=int, default=200_000, help="context window in tokens (default 200000)")
-    g.add_argument("--output-reserve", type=int, default=8_192, help="tokens reserved for output (default 8192)")
-    g.add_argument(
-        "--run-status",
-        choices=("auto", "appended", "off"),
-        default="auto",
-        help="append the run-status line: auto = as the policy's system does (default)",
-    )
-    g.add_argument("--strict", action="store_true", help="stop at the first invariant violation")
-    b = p.add_argument_group("budgets (unset = unlimited)")
-    b.add_argument("--max-turns", type=int)
-    b.add_argument("--max-tool-calls", type=int)
-    b.add_argument("--token-budget", type=int, help="cumulative input + output tokens")
-    b.add_argument("--cost-budget", type=float, help="USD")
-    b.add_argument("--context-token-limit", type=int, help="warn at 80%% of this per-request context")
-    b.add_argument("--on-exhaustion", choices=("final-answer", "fail"), default="final-answer")
-    s = p.add_argument_group("mock summariser")
-    s.add_argument(
-        "--summariser",
-        "-R",
-        action="append",
-        metavar="NAME=VALUE",
-        help="retention model parameter, e.g. -R keep_recall=0.3 -R max_output_tokens=2048",
-    )
-
-
-def _run_config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from policies.base import make_config
-    from sim.budgets import Budgets
-    from sim.engine import RunConfig
-    from sim.model import ModelConfig
-    from sim.runner import parse_kv
-    from sim.summariser import SummariserConfig
-
-    return RunConfig(
-        model=ModelConfig(
-            name=args.model,
-            price_provider=args.price_provider,
-            provider=args.provider,
-            context_window=args.window,
-            output_reserve=args.output_reserve,
-        ),
-        budgets=Budgets(
-            max_turns=args.max_turns,
-            max_tool_calls=args.max_tool_calls,
-            token_budget=args.token_budget,
-            cost_budget=args.cost_budget,
-            context_token_limit=args.context_token_limit,
-            on_exhaustion=args.on_exhaustion,
-        ),
-        summariser=make_config(SummariserConfig, parse_kv(args.summariser, "-R"), "the summariser (-R)"),
-        tokenizer=args.tokenizer,
-        run_status=args.run_status,
-        seed=args.seed,
-        strict=args.strict,
-    )
-
-
 def _with_calibration(config, args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """The run config with the calibration of ``--calibration FILE`` (matched to --provider and the format)."""
     if not getattr(args, "calibration", None):
@@ -131,7 +58,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if sum(map(bool, (args.scenario, args.conversation, args.dataset))) != 1:
         raise InvalidConfig("give exactly one of --scenario NAME, --conversation PATH or --dataset NAME")
-    config = _with_calibration(_run_config(args), args)
+    config = _with_calibration(run_config(option_values(args)), args)
     policy = make_policy(args.policy, parse_kv(args.param))
     skipped: list[str] = []
     if args.scenario:
@@ -250,13 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--format", default="native", help="its format (csim list formats; default native)")
     src.add_argument("--lenient", action="store_true", help="skip malformed records and report each one")
     src.add_argument("--dataset", help="a fetched public dataset (csim datasets list; fetch it first)")
-    p.add_argument(
-        "--calibration",
-        metavar="FILE",
-        help="apply a fit from csim calibrate --out: context tokens become what the provider would count",
-    )
     p.add_argument("--out", required=True, help="output directory")
-    _add_run_config(p)
+    add_run_options(p, calibration=True)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("list", help="show what is registered, one line each with defaults")

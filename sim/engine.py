@@ -1,5 +1,10 @@
 """Replay a conversation through a policy, request by request, and record everything.
 
+One module because the phases of a replay (append, automatic and manual compaction, the summariser call,
+the request and its checks, the budget check) all read and write one run state, and split apart they would
+reach into each other's private fields; what is not that loop lives elsewhere (sizes in :mod:`sim.state`,
+the view's layout in :mod:`sim.view`, lockstep in :mod:`sim.lockstep`, the config in :mod:`sim.config`).
+
 The engine is the imperative shell around pure pieces: the policy decides, :mod:`sim.view` says
 what the model sees, :mod:`sim.model` renders and validates the request, :mod:`sim.summariser`
 answers summariser calls, :mod:`sim.invariants` checks each request. It touches no files, clocks or
@@ -18,19 +23,20 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from policies.base import Plan, Policy, Trigger
+from policies.base import Plan, Policy
 from sim import model as wire
-from sim.budgets import Budgets, BudgetTracker
-from sim.calibration import Calibration, opens_with_summary
+from sim.budgets import BudgetTracker
+from sim.calibration import opens_with_summary
+from sim.config import RunConfig
 from sim.conversation import Conversation, Fact, Message, Part
 from sim.cost import Pricer
-from sim.errors import InvalidConfig, InvalidRequest, InvariantViolation, PromptTooLong
+from sim.errors import InvalidRequest, InvariantViolation, PromptTooLong
 from sim.invariants import Violation, check_compaction, check_plan, check_view, edited_ranges, minus, ranges
 from sim.log import (
     BudgetWarned,
@@ -41,34 +47,12 @@ from sim.log import (
     RunFinished,
     RunLog,
 )
-from sim.model import MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD, ModelConfig
+from sim.model import MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD
 from sim.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
 from sim.state import Ledger, RunState
-from sim.summariser import SummariserConfig, summarise
+from sim.summariser import summarise
 from sim.tokenizers import CountingTokenizer, get_tokenizer
 from sim.view import Rule, Summary, View, edit_parts, edited, edited_chars, fold, rule_for
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """Everything about a run except the policy and the conversation."""
-
-    model: ModelConfig = field(default_factory=ModelConfig)
-    budgets: Budgets = field(default_factory=Budgets)
-    summariser: SummariserConfig = field(default_factory=SummariserConfig)
-    tokenizer: str = "cl100k_base"
-    run_status: Literal["auto", "appended", "off"] = "auto"
-    seed: int = 0
-    strict: bool = False
-    deep_checks: bool = False
-    #: Fitted map from the engine's prompt count to the provider's (``csim calibrate``); None = raw counts.
-    calibration: Calibration | None = None
-
-    def __post_init__(self) -> None:
-        if self.run_status not in ("auto", "appended", "off"):
-            raise InvalidConfig(f"run_status={self.run_status!r} must be 'auto', 'appended' or 'off'")
-        if not 0 <= self.seed < 2**63:
-            raise InvalidConfig(f"seed={self.seed!r} must be a non-negative integer below 2**63")
 
 
 @dataclass
@@ -192,6 +176,7 @@ class Engine:
         self._bounds = policy.bound_key() is not None
         # Lockstep (run_many): the policies replaying together, and the forks that left, with where.
         self._members: list[Policy[Any]] | None = None
+        self._lockstep: Callable[[Engine, int, int], Plan | None] | None = None  # sim.lockstep.sync, set by run_many
         self._forks: list[tuple[Engine, int, int]] = []
         # A replayed segment that starts from a recorded summary is "after a compaction" for calibration.
         self._opens_summarised = config.calibration is not None and opens_with_summary(conversation)
@@ -811,60 +796,13 @@ class Engine:
         self.log.append(RunFinished(reason, exhausted))
         return self._result(reason, exhausted)
 
-    # -- lockstep: several policies over one replay (run_many) -------------------------------------------
+    # -- lockstep: several policies over one replay (sim.lockstep.run_many) ---------------------------------
     def _sync(self, k: int, phase: int) -> Plan | None:
-        """In lockstep, before ``phase`` of message ``k``: fork off the members whose runs differ from here;
-        the compaction the members that stay agree on, if any.
-
-        Members stay while their policies decline to compact. Members of one class that make the same
-        manual compaction, or the same automatic rollback, stay together too (any other automatic
-        compaction is followed by a check that depends on each policy's own trigger, so it forks). A
-        request the provider would reject as too long, and an exhausted budget, fork every member:
-        policies may act differently there. A fork is this engine's state under the member's policy
-        (members', for several), resumed at this phase.
-        """
-        members = self._members
-        if members is None:
+        """In lockstep, before ``phase`` of message ``k``: the compaction the members that stay agree on, after
+        forking off those whose runs differ from here (``sim.lockstep.sync``); alone, nothing to do."""
+        if self._members is None or self._lockstep is None:
             return None
-        st = self.state
-        groups: list[list[Policy[Any]]] = []
-        plans: list[Plan | None] = []
-        if phase in (MESSAGE, AFTER_ROLLBACK, MANUAL):
-            trigger: Trigger = "manual" if phase == MANUAL else "auto"
-            for p in members:
-                plan = p.decide(st, trigger) if phase == MANUAL or p.asked_at(st) else None
-                shareable = plan is None or phase == MANUAL or (phase == MESSAGE and plan.restore is not None)
-                for g, q in zip(groups, plans, strict=True):
-                    if shareable and q == plan and (plan is None or type(g[0]) is type(p)):
-                        g.append(p)
-                        break
-                else:
-                    groups.append([p])
-                    plans.append(plan)
-            # The members that decline stay here; if none does, the first group that may stay together does.
-            keep = next((i for i, q in enumerate(plans) if q is None), -1)
-            if keep < 0 and phase != AFTER_ROLLBACK:
-                keep = next((i for i, q in enumerate(plans) if q is not None and (phase == MANUAL or q.restore)), -1)
-        elif phase == SEND:
-            if wire.fits_window(self._request_size(st.view, False)[1], self.model):
-                return None
-            groups, plans, keep = [[p] for p in members], [None] * len(members), -1
-        else:  # BUDGET
-            if self.tracker.exhausted() is None:
-                return None
-            groups, plans, keep = [[p] for p in members], [None] * len(members), -1
-        if keep == 0 and len(groups) == 1:
-            return plans[0]
-        for i, g in enumerate(groups):
-            if i != keep:
-                fork = self._fork(g[0])
-                fork._members = g if len(g) > 1 else None
-                self._forks.append((fork, k, phase))
-        if keep < 0:
-            raise _Dissolved
-        self.policy = groups[keep][0]
-        self._members = groups[keep] if len(groups[keep]) > 1 else None  # alone, it runs as a plain engine
-        return plans[keep]
+        return self._lockstep(self, k, phase)
 
     def _fork(self, policy: Policy[Any]) -> Engine:
         """A copy of this engine's state under ``policy``, sharing nothing mutable with it.
@@ -953,64 +891,9 @@ def run(
     return Engine(policy, conversation, config or RunConfig(), tokenizer).run()
 
 
-class _Dissolved(Exception):
-    """Every member of a lockstep replay has forked off."""
-
-
-def _replay_key(policy: Policy[Any], config: RunConfig) -> tuple[object, ...]:
-    """What shapes a replay besides the policy's decisions: policies with equal keys see the same
-    requests for as long as they all decline to compact."""
-    return (policy.placeholder, _appends_status(policy, config), policy.bound_key())
-
-
 def _appends_status(policy: Policy[Any], config: RunConfig) -> bool:
     """Whether each request carries the run-status line: as the policy's system does, unless the run says."""
     return policy.run_status if config.run_status == "auto" else config.run_status == "appended"
 
 
-def _complete(e: Engine, k: int, phase: int) -> dict[int, RunResult]:
-    """Replay ``e`` from phase ``phase`` of message ``k`` to the end, with every fork it makes; the results
-    by ``id`` of their policy."""
-    if e._members is None:
-        return {id(e.policy): e._finish(*e._replay(k, phase))}
-    try:
-        outcome: tuple[str, str | None] | None = e._replay(k, phase)
-    except _Dissolved:
-        outcome = None
-    done: dict[int, RunResult] = {}
-    if outcome is not None:  # the members still here finished together, on one log: check it once
-        problem = e._log_problem()
-        for p in e._members if e._members is not None else [e.policy]:
-            done[id(p)] = e._fork(p)._finish(*outcome, checked=True, problem=problem)
-    for fork, k2, phase2 in e._forks:
-        done.update(_complete(fork, k2, phase2))
-    return done
-
-
-def run_many(
-    policies: Sequence[Policy[Any]],
-    conversation: Conversation,
-    config: RunConfig | None = None,
-    *,
-    tokenizer: CountingTokenizer | None = None,
-) -> list[RunResult]:
-    """:func:`run` for each policy, in order, with the same results, sharing the work they have in common.
-
-    Policies that shape requests alike (:func:`_replay_key`) replay together, in lockstep, while each
-    declines to compact; a policy forks off with a copy of the state at the first step where its run
-    could differ and carries on alone. A sweep's configurations of one policy usually agree until the
-    first compaction, and often never compact at all, so this saves most of their engine work. Policy
-    decisions must be pure (as :meth:`Policy.decide` requires): every member is asked at every step.
-    """
-    config = config or RunConfig()
-    groups: dict[tuple[object, ...], list[int]] = {}
-    for i, p in enumerate(policies):
-        groups.setdefault(_replay_key(p, config), []).append(i)
-    out: dict[int, RunResult] = {}
-    for idx in groups.values():
-        members = [policies[i] for i in idx]
-        lead = Engine(members[0], conversation, config, tokenizer)
-        lead._members = members if len(members) > 1 else None
-        done = _complete(lead, 0, MESSAGE)
-        out.update((i, done[id(policies[i])]) for i in idx)
-    return [out[i] for i in range(len(policies))]
+__all__ = ["Engine", "MessageSizes", "RunConfig", "RunResult", "run", "run_id_for"]

@@ -14,7 +14,7 @@ models is the provider's side of the contract:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sim.conversation import Message, Part
@@ -39,11 +39,20 @@ class ModelConfig:
     completion reserve at 4,096; real agents reserve more, Claude Code up to 20,000).
     """
 
-    name: str = "claude-sonnet-4-5"
-    price_provider: str = "anthropic"
-    provider: Provider = "anthropic"
-    context_window: int = 200_000
-    output_reserve: int = 8_192
+    name: str = field(
+        default="claude-sonnet-4-5", metadata={"flag": "model", "help": "model name for pricing (genai-prices)"}
+    )
+    price_provider: str = field(
+        default="anthropic", metadata={"flag": "price-provider", "help": "provider id in the price table"}
+    )
+    provider: Provider = field(
+        default="anthropic",
+        metadata={"flag": "provider", "help": "wire format the mock provider renders and validates"},
+    )
+    context_window: int = field(default=200_000, metadata={"flag": "window", "help": "context window in tokens"})
+    output_reserve: int = field(
+        default=8_192, metadata={"flag": "output-reserve", "help": "tokens reserved for output"}
+    )
 
     def __post_init__(self) -> None:
         if self.provider not in ("anthropic", "openai"):

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from sim.config import format_value
 from sim.errors import InvalidConfig
 from sim.metrics import FACT_COLUMNS, REQUEST_COLUMNS, SUMMARY_COLUMNS
 
@@ -307,15 +308,6 @@ def run_key(
 
 def params_json(params: Mapping[str, Any]) -> str:
     return json.dumps(dict(params), sort_keys=True, separators=(",", ":"), default=str)
-
-
-def format_value(v: Any) -> str:
-    """A parameter value as a label shows it: ``0.8``, ``150000``, ``true``, ``unset``."""
-    if v is None:
-        return "unset"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
 
 
 def config_label(policy: str, params: Mapping[str, Any]) -> str:

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from sim.conversation import Fact
 from sim.errors import InvalidConfig
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SECTIONS = {
     "constraint": "Constraints & Preferences",

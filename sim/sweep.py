@@ -1,5 +1,8 @@
 """Sweeps: a grid of policy settings times conversations times seeds, run resumably into a results directory.
 
+One module because the spec, the plan of tasks, the worker's task and the part writer share the run key that
+makes a resumed sweep exact; the command line is :mod:`sim.sweep_cli`, reading results :mod:`sim.results`.
+
 The grid comes from a TOML spec (``datasets/FORMAT-sweep.md``) or from ``csim sweep`` flags; both become the
 same :class:`SweepSpec`, whose :meth:`~SweepSpec.normalised` dict is stored in the manifest.
 
@@ -15,7 +18,6 @@ package version and the whole RunConfig.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import itertools
@@ -25,14 +27,15 @@ import shutil
 import sys
 import time
 import tomllib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pandas as pd
 
+from sim.config import format_value, normalise_run, run_config
 from sim.conversation import Conversation
 from sim.engine import RunConfig, RunResult
 from sim.errors import CsimError, InvalidConfig
@@ -46,7 +49,6 @@ from sim.results import (
     VIOLATION_COLUMNS,
     config_label,
     finished_parts,
-    format_value,
     params_json,
     part_name,
     read_manifest,
@@ -137,7 +139,7 @@ class SweepSpec:
         }
 
     def run_config(self) -> RunConfig:
-        return build_run_config(dict(self.run))
+        return run_config(dict(self.run))
 
 
 def parse_seeds(value: Any) -> tuple[int, ...]:
@@ -184,75 +186,6 @@ def _values(raw: Any) -> tuple[str, ...]:
     if not vals or any(v == "" for v in vals):
         raise InvalidConfig(f"parameter values {raw!r}: an empty value (write name=a,b,c with no empty items)")
     return tuple(dict.fromkeys(vals))
-
-
-# -- run config: the same names as csim run's flags ------------------------------------------------------------
-def _run_options() -> dict[str, argparse.Action]:
-    from sim.cli import _add_run_config
-
-    p = argparse.ArgumentParser(add_help=False)
-    _add_run_config(p)
-    add_calibration_option(p)
-    return {a.dest: a for a in p._actions if a.dest != "seed"}
-
-
-def add_calibration_option(p: argparse.ArgumentParser) -> None:
-    """A sweep's ``--calibration FILE`` (``[run] calibration`` in a spec)."""
-    p.add_argument(
-        "--calibration",
-        metavar="FILE",
-        default=None,
-        help="apply a fit from csim calibrate --out to every run: context tokens become what the "
-        "provider would count (the fit matched to the provider and each source's format)",
-    )
-
-
-def run_options_defaults() -> dict[str, Any]:
-    return {dest: ({} if dest == "summariser" else a.default) for dest, a in _run_options().items()}
-
-
-def normalise_run(raw: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], ...]:
-    """The ``[run]`` table (or flags) checked against csim run's options, defaults filled in, sorted."""
-    from sim.errors import UnknownName
-
-    options = _run_options()
-    out = run_options_defaults()
-    for key, value in raw.items():
-        dest = key.replace("-", "_")
-        if dest == "seed":
-            raise InvalidConfig(f"{where}: the run seed comes from the sweep's seeds, not [run] seed")
-        if dest not in options:
-            raise UnknownName(f"run option in {where}", key, options)
-        action = options[dest]
-        if dest == "summariser":
-            if not isinstance(value, Mapping):
-                raise InvalidConfig(f"{where}: summariser must be a table, e.g. summariser = {{ keep_recall = 0.3 }}")
-            out[dest] = {str(k): format_value(v) for k, v in sorted(value.items())}
-            continue
-        if value is not None and action.type is not None and not isinstance(value, bool):
-            try:
-                value = cast(Callable[[str], Any], action.type)(value)
-            except (TypeError, ValueError):
-                raise InvalidConfig(
-                    f"{where}: run option {key}={value!r} is not a valid "
-                    f"{getattr(action.type, '__name__', action.type)}"
-                ) from None
-        if action.choices is not None and value not in action.choices:
-            raise InvalidConfig(
-                f"{where}: run option {key}={value!r} must be one of {', '.join(map(str, action.choices))}"
-            )
-        out[dest] = value
-    return tuple(sorted(out.items()))
-
-
-def build_run_config(run: Mapping[str, Any], seed: int = 0) -> RunConfig:
-    from sim.cli import _run_config
-
-    values = {**run_options_defaults(), **run}
-    values.pop("calibration", None)  # loaded per source by plan(): the fit depends on the source's format
-    values["summariser"] = [f"{k}={v}" for k, v in sorted(dict(values.get("summariser") or {}).items())]
-    config: RunConfig = _run_config(argparse.Namespace(**values, seed=seed))
-    return config
 
 
 # -- reading specs ------------------------------------------------------------------------------------------
@@ -526,7 +459,8 @@ def run_task(conversation: Conversation, task: Task) -> dict[str, pd.DataFrame]:
     process's memoised tokenizer, so a text already counted for another configuration costs nothing.
     """
     from policies.base import make_policy
-    from sim.engine import run, run_many
+    from sim.engine import run
+    from sim.lockstep import run_many
     from sim.tokenizers import get_tokenizer
 
     here = package_version(task.policies)

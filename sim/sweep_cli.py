@@ -42,9 +42,8 @@ class _Group(argparse.Action):
 
 
 def register(sub: Any) -> None:
-    from sim.cli import _add_run_config
+    from sim.config import add_run_options
     from sim.executors import EXECUTORS
-    from sim.sweep import add_calibration_option
 
     p = sub.add_parser(
         "sweep",
@@ -115,8 +114,7 @@ def register(sub: Any) -> None:
     x.add_argument("--workers", type=int, help="worker processes for local and dask-local (default: all cores)")
     x.add_argument("--scheduler", help="Dask scheduler address for --executor dask, e.g. tcp://HOST:8786")
     x.add_argument("--quiet", action="store_true", help="no progress output")
-    _add_run_config(p)
-    add_calibration_option(p)
+    add_run_options(p, calibration=True)
     for action in p._actions:  # a sweep's seeds are --seeds; --seed would silently mean nothing
         if action.dest == "seed":
             action.help = argparse.SUPPRESS
@@ -145,23 +143,14 @@ def register(sub: Any) -> None:
 
 def spec_from_args(args: argparse.Namespace) -> Any:
     """The SweepSpec from a spec file or from the grid flags (not both)."""
+    from sim.config import normalise_run, option_values, run_option_defaults
     from sim.runner import parse_kv
-    from sim.sweep import (
-        PolicyGrid,
-        Source,
-        SweepSpec,
-        _run_options,
-        _scenario_sources,
-        _values,
-        load_spec,
-        normalise_run,
-        parse_seeds,
-    )
+    from sim.sweep import PolicyGrid, Source, SweepSpec, _scenario_sources, _values, load_spec, parse_seeds
 
     if args.seed is not None:
         raise InvalidConfig("a sweep takes --seeds (e.g. --seeds 0-19), not --seed")
-    options = _run_options()
-    given_run = {dest: getattr(args, dest) for dest, a in options.items() if getattr(args, dest) != a.default}
+    defaults = {**run_option_defaults(), "summariser": None}
+    given_run = {k: v for k, v in option_values(args).items() if k in defaults and v != defaults[k]}
     grid_given = [
         flag
         for flag, v in (

@@ -50,7 +50,8 @@ class Rule:
             with ``text``; ``drop`` removes the part (a message left empty is not sent);
             ``truncate`` keeps ``max_tokens`` tokens of the text, ``head_share`` of them from the
             start and the rest from the end, with ``text`` between (``{n}``: tokens cut).
-        text: the placeholder, or the truncation marker.
+        text: the placeholder, or the truncation marker (a truncate rule left with the default
+            placeholder gets :data:`DEFAULT_MARKER`).
     """
 
     kinds: frozenset[str] = frozenset({"tool_result"})
@@ -71,6 +72,8 @@ class Rule:
             )
         if self.action not in ("placeholder", "drop", "truncate"):
             raise InvalidConfig(f"Rule action {self.action!r} must be 'placeholder', 'drop' or 'truncate'")
+        if self.action == "truncate" and self.text == DEFAULT_PLACEHOLDER:
+            object.__setattr__(self, "text", DEFAULT_MARKER)
         if self.action == "truncate" and (self.max_tokens < 1 or not 0.0 <= self.head_share <= 1.0):
             raise InvalidConfig(
                 f"a truncate rule needs max_tokens >= 1 (got {self.max_tokens}) and 0 <= head_share "

@@ -1,4 +1,4 @@
-"""engine.run_many: several policies over one replay give exactly what separate runs give, and share it."""
+"""sim.lockstep.run_many: several policies over one replay give exactly what separate runs give, and share it."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from policies import make_policy
 from policies.base import Policy
-from sim import engine
+from sim import engine, lockstep
 from sim.budgets import Budgets
-from sim.engine import RunConfig, RunResult, run, run_many
+from sim.engine import RunConfig, RunResult, run
+from sim.lockstep import run_many
 from sim.log import encode_event
 from sim.scenarios import generate
 from sim.strategies import conversations, small_model
@@ -127,13 +128,13 @@ def test_policies_that_never_compact_share_the_whole_replay(monkeypatch: pytest.
 def test_policies_that_shape_requests_differently_never_share() -> None:
     cfg = RunConfig()
     keys = {
-        engine._replay_key(make_policy(n, p), cfg)
+        lockstep._replay_key(make_policy(n, p), cfg)
         for n, p in [("none", {}), ("effect-agent", {}), ("effect-agent", {"max_bytes": "2048"})]
     }
     assert len(keys) == 3  # effect-agent appends the run-status line and bounds results by max_bytes
-    assert engine._replay_key(make_policy("effect-agent", {"context_token_limit": "9000"}), cfg) == engine._replay_key(
-        make_policy("effect-agent", {"context_token_limit": "5000"}), cfg
-    )
+    assert lockstep._replay_key(
+        make_policy("effect-agent", {"context_token_limit": "9000"}), cfg
+    ) == lockstep._replay_key(make_policy("effect-agent", {"context_token_limit": "5000"}), cfg)
 
 
 def test_a_shared_rollback_then_a_compaction_only_some_members_make(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,7 +21,7 @@ from sim.errors import InvalidRequest
 from sim.model import MESSAGE_OVERHEAD, ModelConfig
 from sim.state import RunState
 from sim.strategies import TOOL_NAMES, conversations
-from sim.view import Edit, Injected, Rule, Summary, View, edited, spans_of
+from sim.view import DEFAULT_MARKER, Edit, Injected, Rule, Summary, View, edited, spans_of
 from tests.builders import Draft, asst, call, conv, fact, run_capture, sys, tool, tool_contents, user
 
 PROVIDERS = ("anthropic", "openai")
@@ -466,3 +466,17 @@ def test_policy_that_clears_and_reattaches_end_to_end(provider: str) -> None:
     assert calls_of(last)["g0"] == ("grep", "{}")
     # without the policy the run overflows: the edits are what kept it going
     assert run(NoCompaction(), c, config).summary["finish_reason"] == "context-overflow"
+
+
+def test_a_truncate_rule_marks_the_cut_not_a_clearing() -> None:
+    m = Message("t", "tool", (Part("tool_result", "x" * 100, call_id="c", name="read"),))
+    out = edited(m, (Rule(action="truncate", max_tokens=4),))
+    assert out is not None
+    assert out.parts[0].text == "x" * 8 + DEFAULT_MARKER.replace("{n}", "21") + "x" * 8
+
+
+def test_a_plan_with_its_own_edits_keeps_the_clearing_bound() -> None:
+    drop_thinking = Edit(Rule(kinds=frozenset({"thinking"}), action="drop"), 6)
+    after = Plan(start=0, edits=(drop_thinking,)).view_from(View.of(cleared_through=5))
+    assert after.cleared_through == 5 and after.edits[1:] == (drop_thinking,)
+    assert Plan(start=0, cleared_through=0).view_from(after).edits == (drop_thinking,)

@@ -1,5 +1,8 @@
 """What the synthetic scenarios share: seeding, parameter checks, a message builder, sizes and filler.
 
+One module because nearly half of it is the word banks the filler is drawn from (prose, code, logs, support
+lines), which read best beside the code that draws and sizes it.
+
 The generators must give the same conversation for the same seed and parameters in any process, so
 nothing here touches global random state, the ``random`` module or ``hash()`` of a string (salted per
 process). A scenario's generator is ``numpy.random.default_rng(SeedSequence([seed, key]))`` where

@@ -1,5 +1,7 @@
 """``coding-agent``: a coding agent's tool loop on a repository, the case compaction was invented for.
 
+One module because it is one script: the episode's phases, their wording and their facts belong together.
+
 The session is a run of *episodes*. Each starts with a user request and goes the way such work goes:
 look around (grep, list a folder, read files, sometimes several at once), reproduce the failure with
 the tests, decide on a fix, edit (every edit carries a change id), test again, report and propose what

@@ -1,5 +1,7 @@
 """``support-chat``: a long customer-support conversation, mostly talk, with a few tool calls.
 
+One module because it is one script: the conversation's phases, their wording and their facts belong together.
+
 Where the coding and research scenarios are dominated by tool output, this one is dominated by many
 small messages. What it tests is whether a compacted conversation still remembers what the customer
 said at the start: the account id, how they want to be contacted, how much they are willing to spend,
