@@ -30,6 +30,8 @@ lint: install   # ruff (lint and format) and mypy (strict on the core and polici
 bench: install
 	$(BIN)/python benchmarks/bench_turns.py
 	$(BIN)/python benchmarks/bench_sweep.py
+	$(BIN)/python benchmarks/bench_startup.py
+	$(BIN)/python benchmarks/bench_requests.py
 
 clean:
 	rm -rf $(VENV) reports/demo .pytest_cache .hypothesis

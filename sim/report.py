@@ -138,7 +138,8 @@ def write_report(
         InvalidConfig: the results cannot be read or ``run_key`` is not in them.
         NotebookFailed: a notebook raised; names the notebook and the cell.
     """
-    from sim.report_data import choose_run, load, run_row
+    from sim.report_data import choose_run, run_row
+    from sim.results import load_results as load
 
     src = Path(results_path).resolve()
     data = load(src)  # fail here, with the loader's message, rather than inside a kernel

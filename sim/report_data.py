@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from sim.errors import InvalidConfig
-from sim.results import Results, load_results
+from sim.results import Results
 
 
 @dataclass(frozen=True)
@@ -29,11 +29,6 @@ class RunLog:
     header: dict[str, Any]
     events: list[dict[str, Any]]
     source: str  # where it came from: the log file, or "replayed from the sweep manifest"
-
-
-def load(path: str | Path) -> Results:
-    """Results at ``path``: a sweep's results directory, or one ``csim run`` output directory."""
-    return load_results(path)
 
 
 def context_window(results: Results) -> int | None:
@@ -163,4 +158,4 @@ def _replay(results: Results, row: pd.Series) -> RunLog:
     )
 
 
-__all__ = ["RunLog", "choose_conversation", "choose_run", "context_window", "load", "run_log", "run_row"]
+__all__ = ["RunLog", "choose_conversation", "choose_run", "context_window", "run_log", "run_row"]

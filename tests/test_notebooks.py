@@ -210,10 +210,11 @@ def test_a_failing_cell_names_the_notebook_and_cell(tmp_path: Path) -> None:
 
 
 def test_figures_are_the_same_bytes_every_time(sweep_report: tuple[Path, Path]) -> None:
+    from sim import api
     from sim import report_data as rd
     from sim import report_figures as rf
 
-    data = rd.load(sweep_report[0])
+    data = api.load(sweep_report[0])
     cmap = rf.colours(data.runs["config"])
     conv = rd.choose_conversation(data)
     first = rf.show(rf.fig_context(data, conv, cmap, 50_000), "context", "c")._repr_html_()

@@ -1,0 +1,191 @@
+"""The Python API, for notebooks and scripts: run policies, run sweeps, load and compare results.
+
+Everything returns :class:`~sim.results.Results`: the same tidy pandas DataFrames a sweep writes (``runs``,
+``requests``, ``facts``, ``compactions``, ``violations``), keyed by ``run_key`` and labelled by ``config``, so
+a notebook needs no command line and no files for a quick look, and reads a saved sweep the same way::
+
+    from sim import api
+
+    r = api.run("cloudflare-os", {"trigger_ratio": 0.8}, scenario="coding-agent", seeds=range(3))
+    r.runs[["config", "seed", "total_cost_usd", "retention_recall"]]
+
+    s = api.sweep(
+        policies={"none": {}, "sliding-window": {"trigger_ratio": [0.6, 0.85]}},
+        scenarios={"research-agent": {}},
+        seeds="0-4",
+        out="results/quick",
+    )
+    api.compare(s, baseline="none")
+
+Arguments mirror the sweep spec (``datasets/FORMAT-sweep.md``) and ``csim`` flags: run options by their
+``[run]`` key (``window=60_000``, ``tokenizer="chars4"``, ``summariser={"keep_recall": 0.3}``). A policy is a
+registered name or ``"package.module:Class"``; a policy class of your own may be passed as the class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from policies.base import Policy
+    from sim.results import Results
+    from sim.sweep import SweepSpec
+
+
+def _policy_ref(policy: str | type[Policy[Any]]) -> str:
+    if isinstance(policy, str):
+        return policy
+    return f"{policy.__module__}:{policy.__qualname__}"
+
+
+def _seeds(seeds: int | str | Iterable[int]) -> int | str | list[int]:
+    return seeds if isinstance(seeds, (int, str)) else [int(s) for s in seeds]
+
+
+def _named(items: str | Mapping[str, Mapping[str, Any]] | Sequence[str] | None) -> list[tuple[str, dict[str, Any]]]:
+    if items is None:
+        return []
+    if isinstance(items, str):
+        return [(items, {})]
+    if isinstance(items, Mapping):
+        return [(str(k), dict(v or {})) for k, v in items.items()]
+    return [(str(k), {}) for k in items]
+
+
+def spec(
+    policies: str | type[Policy[Any]] | Mapping[str, Mapping[str, Any]] | Sequence[str],
+    *,
+    scenarios: str | Mapping[str, Mapping[str, Any]] | Sequence[str] | None = None,
+    conversations: str | Path | Sequence[str | Path] | None = None,
+    format: str = "auto",
+    lenient: bool = False,
+    datasets: str | Sequence[str] | None = None,
+    seeds: int | str | Iterable[int] = 0,
+    name: str = "",
+    **run: Any,
+) -> SweepSpec:
+    """A sweep spec from arguments, checked as a spec file is: ``policies`` maps a name to its parameters (a
+    list of values is a grid axis); ``scenarios`` likewise; ``conversations`` are recorded files."""
+    from sim.sweep import spec_from_dict
+
+    grid = [(_policy_ref(policies), {})] if isinstance(policies, (str, type)) else _named(policies)
+    files = [conversations] if isinstance(conversations, (str, Path)) else list(conversations or [])
+    data: dict[str, Any] = {
+        "sweep": {"name": name, "seeds": _seeds(seeds)},
+        "run": run,
+        "policies": [{"policy": p, "params": params} for p, params in grid],
+        "scenarios": [{"name": s, "params": params} for s, params in _named(scenarios)],
+        "datasets": [{"name": d} for d in ([datasets] if isinstance(datasets, str) else list(datasets or []))],
+        "conversations": [{"path": str(f), "format": format, "lenient": lenient} for f in files],
+    }
+    return spec_from_dict(data, Path.cwd(), "the arguments of sim.api")
+
+
+def run(
+    policy: str | type[Policy[Any]],
+    params: Mapping[str, Any] | None = None,
+    *,
+    scenario: str | None = None,
+    scenario_params: Mapping[str, Any] | None = None,
+    conversation: str | Path | None = None,
+    format: str = "auto",
+    lenient: bool = False,
+    dataset: str | None = None,
+    seeds: int | str | Iterable[int] = 0,
+    **run_options: Any,
+) -> Results:
+    """One policy with fixed parameters on a scenario, a recording or a dataset, for each seed; in memory.
+
+    The runs are exactly those of a one-configuration ``csim sweep`` (same tables, same run keys), without a
+    results directory. Give one of ``scenario``, ``conversation`` or ``dataset``."""
+    from sim.errors import InvalidConfig
+
+    if sum(x is not None for x in (scenario, conversation, dataset)) != 1:
+        raise InvalidConfig("sim.api.run: give exactly one of scenario=, conversation= or dataset=")
+    for k, v in (params or {}).items():
+        if isinstance(v, (list, tuple)):
+            raise InvalidConfig(f"sim.api.run: parameter {k}={v!r} is a list; use sim.api.sweep for a grid")
+    s = spec(
+        {_policy_ref(policy): dict(params or {})},
+        scenarios={scenario: dict(scenario_params or {})} if scenario else None,
+        conversations=conversation,
+        format=format,
+        lenient=lenient,
+        datasets=dataset,
+        seeds=seeds,
+        **run_options,
+    )
+    return run_spec(s)
+
+
+def run_spec(spec: SweepSpec) -> Results:
+    """Every run of ``spec`` in this process, in memory: the tables a sweep directory would hold."""
+    from sim.metrics import versions
+    from sim.results import TABLES, Results, concat
+    from sim.sweep import package_version, plan, run_task
+
+    tasks, shared, _ = plan(spec)
+    frames = [run_task(shared[t.unit.key], t) for t in tasks]
+    tables = {name: concat((f[name] for f in frames), cols) for name, cols in TABLES.items()}
+    manifest = {
+        "kind": "sweep",
+        "spec": spec.normalised(),
+        "versions": versions(),
+        "code": package_version(g.policy for g in spec.policies),
+    }
+    return Results(
+        "sweep",
+        manifest,
+        tables["runs"],
+        tables["requests"],
+        tables["facts"],
+        tables["compactions"],
+        tables["violations"],
+        None,
+    )
+
+
+def sweep(
+    spec_file: str | Path | None = None,
+    *,
+    out: str | Path,
+    policies: str | type[Policy[Any]] | Mapping[str, Mapping[str, Any]] | Sequence[str] | None = None,
+    executor: str = "local",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    **grid: Any,
+) -> Results:
+    """Run a sweep into ``out`` (resumable, as ``csim sweep``) from a spec file or from :func:`spec`'s
+    arguments, and load its results."""
+    from sim.errors import InvalidConfig
+    from sim.results import load_results
+    from sim.sweep import load_spec, run_sweep
+
+    if (spec_file is None) == (policies is None):
+        raise InvalidConfig("sim.api.sweep: give a spec file or policies= (and the rest of the grid), not both")
+    s = load_spec(spec_file) if spec_file is not None else spec(policies, **grid)  # type: ignore[arg-type]
+    run_sweep(s, out, executor=executor, workers=workers, scheduler=scheduler, progress=progress)
+    return load_results(out)
+
+
+def load(path: str | Path) -> Results:
+    """Results saved by ``csim sweep --out`` (or :func:`sweep`), or a ``csim run --out`` directory."""
+    from sim.results import load_results
+
+    return load_results(path)
+
+
+def compare(results: Results, baseline: str | None = None, by: Sequence[str] = ()) -> pd.DataFrame:
+    """``csim compare`` as a frame: per configuration, means and 95% bootstrap CIs over conversations, paired
+    differences against ``baseline``, and the Pareto frontier of cost against retention."""
+    from sim.compare import compare as _compare
+
+    return _compare(results, baseline, by)
+
+
+__all__ = ["compare", "load", "run", "run_spec", "spec", "sweep"]
