@@ -37,7 +37,12 @@ from pathlib import Path
 
 import sim
 from policies.base import make_policy
-from sim.engine import RunConfig, run_many
+from sim.engine import RunConfig
+
+try:
+    from sim.lockstep import run_many
+except ImportError:  # a commit before lockstep had its own module
+    from sim.engine import run_many  # type: ignore[attr-defined,no-redef]
 from sim.runner import scenario_conversation
 from sim.tokenizers import get_tokenizer
 

@@ -138,15 +138,18 @@ class _Finished(Exception):
 
 
 class Engine:
-    """One run of one policy over one conversation. Use :func:`run` rather than this class."""
+    """One run of one policy over one conversation: :meth:`run` replays it whole (as :func:`run` does);
+    :meth:`step` takes one message at a time, also messages not in the conversation yet, and :meth:`finish`
+    ends it. The conversation gives the facts, the tools and the script's opening."""
 
     def __init__(
         self,
         policy: Policy[Any],
         conversation: Conversation,
-        config: RunConfig,
+        config: RunConfig | None = None,
         tokenizer: CountingTokenizer | None = None,
     ) -> None:
+        config = config or RunConfig()
         self.policy, self.conv, self.config = policy, conversation, config
         self.tok = tokenizer or get_tokenizer(config.tokenizer)
         self.model = config.model
@@ -176,6 +179,11 @@ class Engine:
         self._bounds = policy.bound_key() is not None
         # Lockstep (run_many): the policies replaying together, and the forks that left, with where.
         self._members: list[Policy[Any]] | None = None
+        # The script being replayed (grows when step() is given messages), the next message to take, and how
+        # a stepped run ended.
+        self._script: list[Message] = list(conversation.messages)
+        self._next = 0
+        self._outcome: tuple[str, str | None] | None = None
         self._lockstep: Callable[[Engine, int, int], Plan | None] | None = None  # sim.lockstep.sync, set by run_many
         self._forks: list[tuple[Engine, int, int]] = []
         # A replayed segment that starts from a recorded summary is "after a compaction" for calibration.
@@ -740,10 +748,36 @@ class Engine:
 
     # -- the loop -------------------------------------------------------------------------------------
     def run(self) -> RunResult:
+        """Replay the whole script and finish: :meth:`step` through every message, then :meth:`finish`."""
         return self._finish(*self._replay(0, MESSAGE))
 
-    def _replay(self, k0: int, phase0: int) -> tuple[str, str | None]:
-        """Replay from phase ``phase0`` of message ``k0``; the finish reason and the exhausted budget dimension.
+    def step(self, message: Message | None = None) -> bool:
+        """Take the next message of the script through all its phases, or ``message``, added to the script
+        first (a conversation that grows as it is replayed). True while the run goes on; False once it has
+        ended (a context overflow, an exhausted budget, a strict violation) or the script is used up.
+
+        A step sees no further than its message: an exhausted budget's final answer uses the script's next
+        reply only when the script already holds it (as it does in :meth:`run`)."""
+        if self._outcome is not None:
+            return False
+        if message is not None:
+            self._script.append(message)
+        k = self._next
+        if k >= len(self._script):
+            return False
+        self._next = k + 1
+        outcome = self._replay(k, MESSAGE, k + 1)
+        if outcome != ("completed", None):
+            self._outcome = outcome
+        return self._outcome is None
+
+    def finish(self) -> RunResult:
+        """End a run driven by :meth:`step`: check its log and give the result. Call once."""
+        return self._finish(*(self._outcome or ("completed", None)))
+
+    def _replay(self, k0: int, phase0: int, k1: int | None = None) -> tuple[str, str | None]:
+        """Replay from phase ``phase0`` of message ``k0`` up to message ``k1`` (default: the end of the
+        script); the finish reason and the exhausted budget dimension.
 
         Each message is taken in phases. A user or tool message: ``MESSAGE`` (append it), then ``MANUAL``
         after a ``/compact`` command (the policy's manual compaction). A reply: ``MESSAGE`` (the policy's
@@ -751,9 +785,9 @@ class Engine:
         request it answers), ``BUDGET`` (the budget check). Between phases the run's state is whole, so
         lockstep members can fork there and resume.
         """
-        msgs = self.conv.messages
+        msgs = self._script
         try:
-            for k in range(k0, len(msgs)):
+            for k in range(k0, len(msgs) if k1 is None else k1):
                 m = msgs[k]
                 phase = phase0 if k == k0 else MESSAGE
                 if phase == MESSAGE and m.role != "assistant":
@@ -811,7 +845,7 @@ class Engine:
         to the engine that changes during a run must be copied here too (the test of run_many checks
         every result field against separate runs)."""
         e = copy.copy(self)
-        e.policy, e._members, e._forks = policy, None, []
+        e.policy, e._members, e._forks, e._script = policy, None, [], list(self._script)
         e.run_id = run_id_for(policy, self.conv, self.config)
         e.ledger = self.ledger.copy()
         e.state = self.state.copy(e.ledger)

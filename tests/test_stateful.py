@@ -1,17 +1,17 @@
-"""A growing conversation, checked after every step under every bundled policy.
+"""A growing conversation, stepped through the engine under every bundled policy.
 
-The engine replays a whole script through ``run()``, so the state machine drives the conversation
-rather than the engine: each rule appends what an agent session appends (a user message, a tool
-turn with a parallel batch, a revert, a ``/compact``, an approval asked and later answered), and
-after each rule the conversation built so far is replayed under each bundled policy. What must
-hold at every length:
+Each rule appends what an agent session appends (a user message, a tool turn with a parallel batch, a
+revert, a ``/compact``, an approval asked and later answered) and feeds the new messages to one live
+engine per bundled policy with ``Engine.step``. What must hold after every rule:
 
 * no violation beyond the policy's known deviations (and the open issues pinned in
   ``test_properties.py``);
-* the view folded from the log is the engine's final view, and the view the newest compaction
-  recorded (the log is the checkpoint);
+* the view folded from the log is the engine's view, and the view the newest compaction recorded
+  (the log is the checkpoint);
 * the log's messages are the script's, in order, indices ``0..n-1``;
-* replaying twice gives the same summary and the same log, byte for byte.
+
+and at the end, the stepped run finishes with the same summary and the same log, byte for byte, as a
+replay of the whole conversation with ``run()``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from policies import POLICIES
 from policies.base import load_policy_class, make_policy
 from sim.conversation import Conversation, Message, Part, validate
-from sim.engine import Engine, RunConfig, RunResult
+from sim.engine import Engine, RunConfig
 from sim.log import CompactionCreated, MessageAppended, encode_event
 from sim.strategies import small_model
 from sim.view import fold
@@ -39,18 +39,13 @@ RESULT_CHARS = st.integers(1, int(WINDOW * 4 / 3 / 3))
 COMPACTIONS: Counter[str] = Counter()  # per policy, over the whole test: the machine must reach compaction
 
 
-def replay(name: str, conv: Conversation) -> tuple[Engine, RunResult, list[str]]:
-    """Run ``conv`` under policy ``name``; the engine (for its final view), the result, the log's lines."""
-    engine = Engine(make_policy(name, PARAMS.get(name, {})), conv, CONFIG)
-    result = engine.run()
-    return engine, result, [encode_event(e) for e in result.log]
-
-
 class GrowingConversation(RuleBasedStateMachine):
-    """Appends whole steps of a session and replays the conversation after each one."""
+    """Appends whole steps of a session and steps every policy's engine through them."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.engines: dict[str, Engine] = {}
+        self.fed = 0  # messages given to the engines so far
         self.messages: list[Message] = []
         self.changes: list[str] = []
         self.pending: list[str] = []
@@ -64,6 +59,12 @@ class GrowingConversation(RuleBasedStateMachine):
         """A session opens with its system prompt and the user's task."""
         self.messages.append(Message("m0", "system", (Part("text", "s" * chars),)))
         self.messages.append(Message("m1", "user", (Part("text", "t " * (task // 2) + "t"),)))
+        opening = Conversation("growing", tuple(self.messages))
+        self.engines = {n: Engine(make_policy(n, PARAMS.get(n, {})), opening, CONFIG) for n in POLICIES.names()}
+        self.fed = len(self.messages)
+        for engine in self.engines.values():
+            while engine.step():
+                pass
 
     @rule(chars=st.integers(1, 3000), change=st.booleans(), resolve=st.booleans())
     def user(self, chars: int, change: bool, resolve: bool) -> None:
@@ -120,33 +121,39 @@ class GrowingConversation(RuleBasedStateMachine):
         self.messages.append(Message(self._next_id(), "user", (Part("command", name="compact"),)))
 
     @invariant()
-    def replays_soundly(self) -> None:
-        if not self.messages:
-            return
-        conv = Conversation("growing", tuple(self.messages))
-        assert validate(conv) == []
-        for name in POLICIES.names():
-            engine, result, log = replay(name, conv)
-            COMPACTIONS[name] += len(result.compactions)
+    def steps_soundly(self) -> None:
+        new, self.fed = self.messages[self.fed :], len(self.messages)
+        for name, engine in self.engines.items():
+            for m in new:
+                engine.step(m)
             tolerated = load_policy_class(name).known_deviations | OPEN_ISSUES.get(name, {}).keys()
-            unexpected = [str(v) for v in result.violations if v.invariant not in tolerated]
+            unexpected = [str(v) for v in engine.violations if v.invariant not in tolerated]
             assert not unexpected, (name, unexpected)
-            events = list(result.log)
+            events = list(engine.log)
             assert fold(events) == engine.state.view, name
             compactions = [e for e in events if isinstance(e, CompactionCreated)]
             if compactions:
                 assert fold(events) == compactions[-1].view, name
             appended = [e for e in events if isinstance(e, MessageAppended)]
             assert [e.index for e in appended] == list(range(len(appended))), name
-            assert [e.message.id for e in appended] == [m.id for m in conv.messages[: len(appended)]], name
-            _, again, log_again = replay(name, conv)
-            assert again.summary == result.summary, name
-            assert log_again == log, name
+            assert [e.message.id for e in appended] == [m.id for m in self.messages[: len(appended)]], name
+
+    def teardown(self) -> None:
+        if not self.engines:
+            return
+        conv = Conversation("growing", tuple(self.messages))
+        assert validate(conv) == []
+        for name, engine in self.engines.items():
+            stepped = engine.finish()
+            COMPACTIONS[name] += len(stepped.compactions)
+            whole = Engine(make_policy(name, PARAMS.get(name, {})), conv, CONFIG).run()
+            assert whole.summary == stepped.summary, name
+            assert [encode_event(e) for e in whole.log] == [encode_event(e) for e in stepped.log], name
 
 
 GrowingConversation.TestCase.settings = settings(
-    max_examples=10,
-    stateful_step_count=25,
+    max_examples=40,  # cheap now that the engines step (they used to replay the whole script after every rule)
+    stateful_step_count=40,
     deadline=None,
     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),  # explain is slow here
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
