@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import re
 import shutil
 import statistics
@@ -36,15 +37,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import sim
+import sim.engine
 from policies.base import make_policy
 from sim.engine import RunConfig
-
-try:
-    from sim.lockstep import run_many
-except ImportError:  # a commit before lockstep had its own module
-    from sim.engine import run_many  # type: ignore[attr-defined,no-redef]
 from sim.runner import scenario_conversation
 from sim.tokenizers import get_tokenizer
+
+# Before lockstep had its own module, run_many lived in sim.engine. Not try/except ImportError: with an old tree
+# on PYTHONPATH, the editable install would find sim.lockstep in this checkout and mix the two trees.
+run_many = getattr(sim.engine, "run_many", None) or importlib.import_module("sim.lockstep").run_many
 
 POLICIES = (
     ("none", {}),

@@ -32,7 +32,7 @@ from sim.conversation import Part
 from sim.errors import InvalidConfig, UnknownName
 from sim.registry import Registry
 from sim.state import RunState
-from sim.view import DEFAULT_PLACEHOLDER, Edit, Injected, Role, Rule, View, spans_of
+from sim.view import DEFAULT_PLACEHOLDER, Edit, Injected, Role, View, spans_of, standard_rule
 
 Trigger = Literal["auto", "manual", "overflow"]
 #: When a policy is asked for an automatic compaction: ``request``, before every model call (mid tool loop
@@ -93,7 +93,7 @@ class Plan:
         plan summarises). Pure; the engine checks the result (``sim.invariants.check_plan``)."""
         if self.restore is not None:
             return self.restore
-        std = Rule(text=before.placeholder)
+        std = standard_rule(before.placeholder)
         edits = [e for e in (before.edits if self.edits is None else self.edits) if e.rule != std]
         cleared = before.cleared_through if self.cleared_through is None else self.cleared_through
         if cleared > 0:

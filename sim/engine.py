@@ -52,7 +52,7 @@ from sim.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
 from sim.state import Ledger, RunState
 from sim.summariser import summarise
 from sim.tokenizers import CountingTokenizer, get_tokenizer
-from sim.view import Rule, Summary, View, edit_parts, edited, edited_chars, fold, rule_for
+from sim.view import Rule, Summary, View, edit_parts, fold, rule_for
 
 
 @dataclass
@@ -226,15 +226,20 @@ class Engine:
         hit = self.tok.derived.get(key)
         if hit is not None and hit[0] is m:
             return hit[1]  # type: ignore[no-any-return]
-        e = edited(m, rules, self.tok.truncate)
-        out = (
-            (0, 0)
-            if e is None
-            else (
-                edited_chars(m, rules, self.tok.truncate),
-                MESSAGE_OVERHEAD + sum(self._part_tokens(p) for p in e.parts),
-            )
-        )
+        # One pass over the parts, counting as sim.view.edited_chars does (a test holds the two together).
+        chars = tokens = kept = 0
+        for p, new in zip(m.parts, edit_parts(m, rules, self.tok.truncate), strict=True):
+            if new is None:
+                continue
+            kept += 1
+            tokens += self._part_tokens(new)
+            if new is p:
+                chars += p.chars
+                continue
+            rule = rule_for(p, rules)
+            assert rule is not None  # an edited part has the rule that edited it
+            chars += p.chars - len(p.text) + len(new.text) if rule.action == "truncate" else len(rule.text)
+        out = (chars, MESSAGE_OVERHEAD + tokens) if kept else (0, 0)
         self.tok.derived[key] = (m, out)
         return out
 

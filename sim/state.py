@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from sim.conversation import Message
 from sim.model import MESSAGE_OVERHEAD, ModelConfig
-from sim.view import Messages, Rule, View, edited_chars, layout
+from sim.view import Messages, Rule, View, edited_chars, layout, standard_rule
 
 #: ``(message, rules) -> (chars, tokens)`` of the message as ``rules`` edit it; (0, 0) when nothing of it is sent.
 Sizer = Callable[[Message, tuple[Rule, ...]], tuple[int, int]]
@@ -156,11 +156,13 @@ class RunState:
         # The view at the start and after each compaction, oldest first: the checkpoints a policy may
         # roll back to (Plan.restore).
         self.checkpoints: list[View] = []
+        # Sizes of views already measured (see _totals), by id, holding the view so an id is not reused.
+        self._sized: dict[int, tuple[View, int, int, int, int]] = {}
 
     def copy(self, ledger: Ledger) -> RunState:
         """This state over ``ledger`` (a copy of this one's), for a run that forks off another."""
         other = copy.copy(self)
-        other._l, other.checkpoints = ledger, list(self.checkpoints)
+        other._l, other.checkpoints, other._sized = ledger, list(self.checkpoints), dict(self._sized)
         return other
 
     # -- messages and structure -------------------------------------------------------------
@@ -223,33 +225,48 @@ class RunState:
         """Characters of messages[a:b] with tool results before ``cleared_through`` replaced by the view's
         placeholder (the classic clearing bound; :meth:`chars_in_view` measures any view)."""
         c = min(max(cleared_through, a), b)
-        return self._l.sizes(a, c, (Rule(text=self.view.placeholder),))[0] + self._l.sizes(c, b, ())[0]
+        return self._l.sizes(a, c, (standard_rule(self.view.placeholder),))[0] + self._l.sizes(c, b, ())[0]
 
     def chars_in_view(self, view: View | None = None) -> int:
         """Characters of everything ``view`` (default: the current one) shows: the system prompt, its
-        spans and tail as edited, the summary and injected messages. O(spans + edits)."""
-        v = self.view if view is None else view
-        total = 0
-        for item in layout(v, len(self), self.has_system):
-            total += self._l.sizes(item.a, item.b, item.rules)[0] if isinstance(item, Messages) else len(item.text)
-        return total
+        spans and tail as edited, the summary and injected messages."""
+        return self._totals(self.view if view is None else view)[0]
 
     def view_size(self, view: View | None = None) -> tuple[int, int]:
         """Exact prompt tokens of ``view`` (default: the current one) without tools or a status line, and the
-        messages it sends: the measure of the ``compaction-shrinks`` invariant. O(spans + edits + injected).
+        messages it sends: the measure of the ``compaction-shrinks`` invariant.
 
         Exact counts are the engine's; a real client that counts with a tokenizer has them, one that
         estimates (the seeds' chars/4) does not, and a policy modelling such a client should decide on
         :meth:`estimated_context_tokens` instead."""
-        v = self.view if view is None else view
-        tokens = sent = 0
-        for item in layout(v, len(self), self.has_system):
-            if isinstance(item, Messages):
-                _, t, k = self._l.sizes(item.a, item.b, item.rules)
-                tokens, sent = tokens + t, sent + k
-            else:
-                tokens, sent = tokens + MESSAGE_OVERHEAD + self._l.count(item.text), sent + 1
+        _, tokens, sent = self._totals(self.view if view is None else view)
         return tokens, sent
+
+    def _totals(self, v: View) -> tuple[int, int, int]:
+        """(characters, tokens, messages sent) of view ``v``.
+
+        A view's edits reach no message past the log's length when it was made, and its tail is open, so
+        once measured at ``n0`` messages it is measured at any later length by adding the prefix sums of
+        what came since: O(1) per request, O(spans + edits + injected) once per view."""
+        n = len(self)
+        hit = self._sized.get(id(v))
+        if hit is not None and hit[0] is v and hit[1] <= n:
+            _, n0, c, t, k = hit
+            lp, tp = self._l.chars_prefix, self._l.tokens_prefix
+            return c + lp[n] - lp[n0], t + tp[n] - tp[n0], k + n - n0
+        chars = tokens = sent = 0
+        for item in layout(v, n, self.has_system):
+            if isinstance(item, Messages):
+                c, t, k = self._l.sizes(item.a, item.b, item.rules)
+                chars, tokens, sent = chars + c, tokens + t, sent + k
+            else:
+                chars += len(item.text)
+                tokens, sent = tokens + MESSAGE_OVERHEAD + self._l.count(item.text), sent + 1
+        if v.start <= n and (not v.edits or max(e.before for e in v.edits) <= n):
+            if len(self._sized) >= 8:
+                self._sized.clear()
+            self._sized[id(v)] = (v, n, chars, tokens, sent)
+        return chars, tokens, sent
 
     @property
     def has_system(self) -> bool:

@@ -23,11 +23,14 @@ so messages appended later are never edited and sizes stay prefix sums (see ``si
 
 from __future__ import annotations
 
+import functools
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
 from sim.conversation import PART_KINDS, Message, Part
+from sim.errors import InvalidConfig
 
 DEFAULT_PLACEHOLDER = "[tool result cleared by compaction]"
 DEFAULT_MARKER = "[... {n} tokens truncated ...]"
@@ -35,6 +38,7 @@ Action = Literal["placeholder", "drop", "truncate"]
 #: ``(text, max_tokens, head_share, marker) -> text``: a tokenizer's truncation (``CountingTokenizer.truncate``).
 TruncateFn = Callable[[str, int, float, str], str]
 Role = Literal["user", "assistant"]
+_PART_KINDS = frozenset(PART_KINDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +67,7 @@ class Rule:
     head_share: float = 0.5
 
     def __post_init__(self) -> None:
-        from sim.errors import InvalidConfig
-
-        bad = sorted(set(self.kinds) - set(PART_KINDS))
-        if bad or not self.kinds:
+        if not self.kinds or not self.kinds <= _PART_KINDS:
             raise InvalidConfig(
                 f"Rule kinds {sorted(self.kinds)} must be a non-empty subset of {', '.join(PART_KINDS)}"
             )
@@ -96,9 +97,15 @@ class Edit:
     before: int
 
 
+@functools.cache
+def standard_rule(placeholder: str = DEFAULT_PLACEHOLDER) -> Rule:
+    """The commonest rule: tool results replaced by ``placeholder`` (a ``Plan``'s ``cleared_through``)."""
+    return Rule(text=placeholder)
+
+
 def clear_results(before: int, placeholder: str = DEFAULT_PLACEHOLDER) -> Edit:
     """The commonest edit: tool results before ``before`` replaced by ``placeholder``."""
-    return Edit(Rule(text=placeholder), before)
+    return Edit(standard_rule(placeholder), before)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +156,18 @@ class View:
     injected: tuple[Injected, ...] = ()
     placeholder: str = DEFAULT_PLACEHOLDER
     checkpoint: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    # Derived once, for the hot paths (rules_at on every message validated, cleared_through in every decision).
+    _bounds: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _rules: tuple[tuple[Rule, ...], ...] = field(init=False, repr=False, compare=False)
+    _cleared: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        bounds = tuple(sorted({e.before for e in self.edits}))
+        rules = tuple(tuple(e.rule for e in self.edits if lo < e.before) for lo in (-1, *bounds))
+        std = standard_rule(self.placeholder)
+        object.__setattr__(self, "_bounds", bounds)
+        object.__setattr__(self, "_rules", rules)
+        object.__setattr__(self, "_cleared", next((e.before for e in self.edits if e.rule == std), 0))
 
     @classmethod
     def of(
@@ -181,8 +200,7 @@ class View:
     @property
     def cleared_through(self) -> int:
         """The bound of the view's standard edit (tool results replaced by its placeholder), 0 if none."""
-        std = Rule(text=self.placeholder)
-        return next((e.before for e in self.edits if e.rule == std), 0)
+        return self._cleared
 
     def is_cleared(self, index: int) -> bool:
         """Whether message ``index``'s tool results are replaced by the standard placeholder."""
@@ -190,7 +208,9 @@ class View:
 
     def rules_at(self, index: int) -> tuple[Rule, ...]:
         """The rules that reach message ``index``, in the view's order (the first that selects a part wins)."""
-        return tuple(e.rule for e in self.edits if index < e.before)
+        if not self._bounds or index >= self._bounds[-1]:
+            return ()
+        return self._rules[bisect_right(self._bounds, index)]
 
     def with_(self, **changes: object) -> View:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -220,7 +240,7 @@ Item = Messages | Summary | Injected
 
 def _split(a: int, b: int, view: View) -> Iterator[Messages]:
     """``[a, b)`` cut where the set of rules that reach a message changes."""
-    bounds = sorted({e.before for e in view.edits if a < e.before < b})
+    bounds = [x for x in view._bounds if a < x < b]
     lo = a
     for hi in [*bounds, b]:
         if hi > lo:

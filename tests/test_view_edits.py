@@ -21,7 +21,7 @@ from sim.errors import InvalidRequest
 from sim.model import MESSAGE_OVERHEAD, ModelConfig
 from sim.state import RunState
 from sim.strategies import TOOL_NAMES, conversations
-from sim.view import DEFAULT_MARKER, Edit, Injected, Rule, Summary, View, edited, spans_of
+from sim.view import DEFAULT_MARKER, Edit, Injected, Rule, Summary, View, edited, edited_chars, spans_of
 from tests.builders import Draft, asst, call, conv, fact, run_capture, sys, tool, tool_contents, user
 
 PROVIDERS = ("anthropic", "openai")
@@ -276,6 +276,16 @@ def direct_size(eng: Engine, view: View) -> tuple[int, int]:
     return tokens + sum(MESSAGE_OVERHEAD + eng.tok.count(x.text) for x in extra), sent + len(extra)
 
 
+def direct_chars(eng: Engine, view: View) -> int:
+    """Characters of ``view`` message by message with sim.view.edited_chars (the engine sums them its own way)."""
+    shown = [i for i in range(len(eng.ledger.messages)) if (i == 0 and eng.has_system) or view.shows(i)]
+    chars = sum(
+        edited_chars(eng.ledger.messages[i], () if i == 0 and eng.has_system else view.rules_at(i), eng.tok.truncate)
+        for i in shown
+    )
+    return chars + sum(len(x.text) for x in [*([view.summary] if view.summary else []), *view.injected])
+
+
 @pytest.mark.parametrize("tokenizer", ["chars4", "cl100k_base"])
 def test_view_size_of_edited_views_is_the_direct_count(tokenizer: str) -> None:
     eng = engine("anthropic", tokenizer)
@@ -352,9 +362,11 @@ def test_view_size_equals_the_direct_count_for_random_edits(
     tokens, sent = eng.view_size(view)
     assert (tokens, sent) == direct_size(eng, view)
     assert sent == len(eng.requests.render(view))  # Anthropic: one wire message per message sent
+    assert eng.state.chars_in_view(view) == direct_chars(eng, view)
     later = Message("later", "user", (Part("text", "one more message " * 5),))
     eng._append(later)  # past every bound, in the tail: the edited prefix sums extend by its plain size
     assert eng.view_size(view) == direct_size(eng, view) == (tokens + eng._sizes(later).tokens, sent + 1)
+    assert eng.state.chars_in_view(view) == direct_chars(eng, view)
 
 
 # -- 3. classic views render as before ------------------------------------------------------------------------
