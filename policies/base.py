@@ -65,7 +65,10 @@ class Plan:
         summary_system_prompt: the summariser's instructions.
         summary_wrapper: how the summary text is placed in its message (``{summary}`` marks it).
         summary_input_max_chars: cap on the summariser's input (keeps the newest text).
+        summary_input_newest_tokens: keep only the newest whole pieces of the summariser's input (message
+            texts, tool calls and results, labels) that fit in this many tokens (Codex-style trimming).
         summary_clip_chars: per-message clip of the summariser's input.
+        summary_drop_tool_outputs: leave tool results out of the summariser's input (calls stay).
         checkpoint: extra replay state to record with the compaction (name, value pairs).
         restore: roll back to this earlier view, one of ``state.checkpoints``; every other field is
             then ignored. A rollback is the one way a view may grow again (mode ``rollback``).
@@ -84,7 +87,9 @@ class Plan:
     summary_system_prompt: str = "Summarise the conversation so far for the agent that continues it."
     summary_wrapper: str = "{summary}"
     summary_input_max_chars: int | None = None
+    summary_input_newest_tokens: int | None = None
     summary_clip_chars: int | None = None
+    summary_drop_tool_outputs: bool = False
     checkpoint: tuple[tuple[str, str], ...] = ()
     restore: View | None = None
 

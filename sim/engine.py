@@ -459,6 +459,9 @@ class Engine:
         pieces: list[str] = []  # the transcript in pieces, for counting: see below
         for i in span:
             shown = self.requests.message(i, after.rules_at(i))
+            if shown is not None and plan.summary_drop_tool_outputs and shown.results:
+                kept = tuple(p for p in shown.parts if p.kind != "tool_result")
+                shown = Message(shown.id, shown.role, kept) if kept else None
             if shown is None:
                 continue
             parts = flat_pieces(shown)
@@ -481,6 +484,17 @@ class Engine:
             body = body[-plan.summary_input_max_chars :]
             candidates = [f for f in candidates if (before.summary and f.id in before.summary.facts) or f.text in body]
             pieces = tail_pieces(pieces, plan.summary_input_max_chars)
+        if plan.summary_input_newest_tokens is not None:
+            budget, k = plan.summary_input_newest_tokens, len(pieces)
+            while k > 0 and budget - self.tok.count(pieces[k - 1]) >= 0:
+                k -= 1
+                budget -= self.tok.count(pieces[k])
+            if k:
+                pieces = pieces[k:]
+                body = "".join(pieces)
+                candidates = [
+                    f for f in candidates if (before.summary and f.id in before.summary.facts) or f.text in body
+                ]
         prev_text = before.summary.text if before.summary else ""
         # The transcript is counted piece by piece (message texts, tool results, labels, blank lines):
         # each piece is memoised, and the big ones are the texts the agent's requests already counted, so

@@ -55,6 +55,7 @@ class Ledger:
     # prefix sums of the messages as stored: x_prefix[i] = sum of x over messages[:i]
     chars_prefix: list[int] = field(default_factory=lambda: [0])
     tokens_prefix: list[int] = field(default_factory=lambda: [0])
+    calls_prefix: list[int] = field(default_factory=lambda: [0])  # tool calls
     unit_start: list[int] = field(default_factory=list)
     last_user: int = -1
     reverts: list[tuple[int, int]] = field(default_factory=list)  # (revert index, change index)
@@ -71,6 +72,7 @@ class Ledger:
         self.messages.append(m)
         self.chars_prefix.append(self.chars_prefix[-1] + chars)
         self.tokens_prefix.append(self.tokens_prefix[-1] + tokens)
+        self.calls_prefix.append(self.calls_prefix[-1] + sum(p.kind == "tool_call" for p in m.parts))
         self.unit_start.append(self._unit_start_for(i, m))
         if m.role == "user" and m.command is None:
             self.last_user = i
@@ -113,6 +115,7 @@ class Ledger:
             messages=list(self.messages),
             chars_prefix=list(self.chars_prefix),
             tokens_prefix=list(self.tokens_prefix),
+            calls_prefix=list(self.calls_prefix),
             unit_start=list(self.unit_start),
             reverts=list(self.reverts),
             change_at=dict(self.change_at),
@@ -241,6 +244,13 @@ class RunState:
         :meth:`estimated_context_tokens` instead."""
         _, tokens, sent = self._totals(self.view if view is None else view)
         return tokens, sent
+
+    def tool_uses(self, view: View | None = None) -> int:
+        """Tool calls in the messages ``view`` (default: the current one) shows, edited or not: the unit of
+        triggers that count tool uses (Anthropic's ``clear_tool_uses`` trigger ``tool_uses``). O(spans)."""
+        v = self.view if view is None else view
+        n, cp = len(self), self._l.calls_prefix
+        return sum(cp[min(b, n)] - cp[a] for a, b in (*v.spans, (v.start, n)) if a < min(b, n))
 
     def _totals(self, v: View) -> tuple[int, int, int]:
         """(characters, tokens, messages sent) of view ``v``.
