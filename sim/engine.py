@@ -46,6 +46,8 @@ from sim.log import (
     RequestSent,
     RunFinished,
     RunLog,
+    compaction_rows,
+    request_rows,
 )
 from sim.model import MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD
 from sim.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
@@ -161,9 +163,7 @@ class Engine:
         self.log = RunLog()
         self.tracker = BudgetTracker(config.budgets)
         self.violations: list[Violation] = []
-        self.rows: list[dict[str, Any]] = []
         self.fact_rows: list[dict[str, Any]] = []
-        self.compactions: list[dict[str, Any]] = []
         self.overflows = 0
         self.run_id = run_id_for(policy, conversation, config)
         self.status = _appends_status(policy, config)
@@ -354,21 +354,17 @@ class Engine:
         self.state.compactions += 1
         self.state.checkpoints.append(view)
         self.log.append(
-            CompactionCreated(cid, self.state.turn, trigger, plan.mode, view, tokens_before, tokens_after, summarised)
-        )
-        self.compactions.append(
-            {
-                "compaction_id": cid,
-                "turn": self.state.turn,
-                "trigger": trigger,
-                "mode": plan.mode,
-                "tokens_before": tokens_before,
-                "tokens_after": tokens_after,
-                "start": view.start,
-                "cleared_through": view.cleared_through,
-                "summary_facts": len(summary.facts) if summary else 0,
-                "facts_lost": self._facts_lost(before, view),
-            }
+            CompactionCreated(
+                cid,
+                self.state.turn,
+                trigger,
+                plan.mode,
+                view,
+                tokens_before,
+                tokens_after,
+                summarised,
+                self._facts_lost(before, view),
+            )
         )
         if tokens_after >= tokens_before:
             self._violate(
@@ -412,20 +408,11 @@ class Engine:
         for name, detail in check_compaction(self.state, before, view, self._edit_changes(before, view)):
             self._violate(name, "agent", f"rollback {cid}: {detail}")
         self.state.view = view
-        self.log.append(CompactionCreated(cid, self.state.turn, trigger, "rollback", view, tokens_before, tokens_after))
-        self.compactions.append(
-            {
-                "compaction_id": cid,
-                "turn": self.state.turn,
-                "trigger": trigger,
-                "mode": "rollback",
-                "tokens_before": tokens_before,
-                "tokens_after": tokens_after,
-                "start": view.start,
-                "cleared_through": view.cleared_through,
-                "summary_facts": len(view.summary.facts) if view.summary else 0,
-                "facts_lost": self._facts_lost(before, view),
-            }
+        lost = self._facts_lost(before, view)
+        self.log.append(
+            CompactionCreated(
+                cid, self.state.turn, trigger, "rollback", view, tokens_before, tokens_after, (0, 0), lost
+            )
         )
         return True
 
@@ -575,24 +562,23 @@ class Engine:
         # A rejected request (400) is not billed; a call that answered, even with nothing, is.
         billed = error is None if billed is None else billed
         cost = self._charge(context, output) if billed else 0.0
-        self.log.append(RequestSent(self.state.turn, kind, context, output, in_view, error))
-        self.rows.append(
-            {
-                "turn": self.state.turn,
-                "request_kind": kind,
-                "context_tokens": context,
-                "output_tokens": output,
-                "cost_usd": cost,
-                "compaction_id": compaction_id
-                or (self.state.view.summary.compaction_id if self.state.view.summary else ""),
-                "compactions_so_far": self.state.compactions,
-                "messages_in_view": in_view,
-                "facts_needed": needed,
-                "facts_visible": visible,
-                "violations": "; ".join(v.invariant for v in violations),
-                "error": error or "",
-                "billed": billed,
-            }
+        summary = self.state.view.summary
+        self.log.append(
+            RequestSent(
+                self.state.turn,
+                kind,
+                context,
+                output,
+                in_view,
+                error,
+                cost,
+                billed,
+                compaction_id or (summary.compaction_id if summary else ""),
+                self.state.compactions,
+                needed,
+                visible,
+                "; ".join(v.invariant for v in violations),
+            )
         )
 
     def _request_size(self, view: View, grace: bool) -> tuple[str | None, int, int]:
@@ -871,8 +857,7 @@ class Engine:
         e.requests = self.requests.copy(e.ledger)
         e.log = self.log.copy()
         e.tracker = replace(self.tracker, warned=set(self.tracker.warned))
-        e.violations, e.rows, e.fact_rows = list(self.violations), list(self.rows), list(self.fact_rows)
-        e.compactions = list(self.compactions)
+        e.violations, e.fact_rows = list(self.violations), list(self.fact_rows)
         e._index = dict(self._index)
         e._lost_on_entry = set(self._lost_on_entry)
         e._due, e.retained = list(self._due), dict(self.retained)
@@ -880,7 +865,8 @@ class Engine:
         return e
 
     def _result(self, reason: str, exhausted: str | None) -> RunResult:
-        agent = [r for r in self.rows if r["request_kind"] != "summariser" and not r["error"]]
+        rows, compactions = request_rows(self.log), compaction_rows(self.log)  # the log is the record
+        agent = [r for r in rows if r["request_kind"] != "summariser" and not r["error"]]
         summary = {
             "run_id": self.run_id,
             "policy": self.policy.name,
@@ -888,14 +874,14 @@ class Engine:
             "params_hash": self.policy.params_hash(),
             "conversation": self.conv.id,
             "seed": self.config.seed,
-            "requests": len(self.rows),
+            "requests": len(rows),
             "agent_requests": len(agent),
             "peak_context_tokens": max((r["context_tokens"] for r in agent), default=0),
-            "cumulative_input_tokens": sum(r["context_tokens"] for r in self.rows if r["billed"]),
-            "cumulative_output_tokens": sum(r["output_tokens"] for r in self.rows),
-            "total_cost_usd": round(sum(r["cost_usd"] for r in self.rows), 10),
-            "compactions": self.compactions,
-            "compaction_count": len(self.compactions),
+            "cumulative_input_tokens": sum(r["context_tokens"] for r in rows if r["billed"]),
+            "cumulative_output_tokens": sum(r["output_tokens"] for r in rows),
+            "total_cost_usd": round(sum(r["cost_usd"] for r in rows), 10),
+            "compactions": compactions,
+            "compaction_count": len(compactions),
             "overflows": self.overflows,
             "facts_needed": self.retained["needed"],
             "facts_visible": self.retained["visible"],
@@ -917,8 +903,8 @@ class Engine:
             self.policy.params_hash(),
             self.conv.id,
             self.config.seed,
-            self.rows,
-            self.compactions,
+            rows,
+            compactions,
             self.violations,
             self.log,
             summary,

@@ -12,7 +12,7 @@ run's config, seed, versions and tokenizer, then one line per event.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -46,7 +46,25 @@ class CompactionCreated:
     tokens_before: int
     tokens_after: int
     summarised: tuple[int, int] = (0, 0)
+    #: Ids of the facts established so far that the view showed before and not after (comma-joined).
+    facts_lost: str = ""
     kind: Literal["compaction"] = "compaction"
+
+    def row(self) -> dict[str, Any]:
+        """The compaction's row of the results' ``compactions`` table."""
+        summary = self.view.summary
+        return {
+            "compaction_id": self.id,
+            "turn": self.turn,
+            "trigger": self.trigger,
+            "mode": self.mode,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "start": self.view.start,
+            "cleared_through": self.view.cleared_through,
+            "summary_facts": len(summary.facts) if summary else 0,
+            "facts_lost": self.facts_lost,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +79,8 @@ class CompactionFailed:
 
 @dataclass(frozen=True, slots=True)
 class RequestSent:
-    """One model request, agent or summariser, and how the provider answered."""
+    """One model request, agent or summariser, how the provider answered, and what it cost: everything the
+    results' ``requests`` table holds of it (:meth:`row`)."""
 
     turn: int
     request_kind: str
@@ -69,7 +88,32 @@ class RequestSent:
     output_tokens: int
     messages_in_view: int
     error: str | None = None
+    cost_usd: float = 0.0
+    billed: bool = False  # a rejected request (400) is not billed; a call that answered, even with nothing, is
+    compaction_id: str = ""  # the compaction whose summary the prompt held, or that made this summariser call
+    compactions_so_far: int = 0
+    facts_needed: int = 0
+    facts_visible: int = 0
+    violations: str = ""  # the invariants this request broke, "; "-joined
     kind: Literal["request"] = "request"
+
+    def row(self) -> dict[str, Any]:
+        """The request's row of the results' ``requests`` table."""
+        return {
+            "turn": self.turn,
+            "request_kind": self.request_kind,
+            "context_tokens": self.context_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "compaction_id": self.compaction_id,
+            "compactions_so_far": self.compactions_so_far,
+            "messages_in_view": self.messages_in_view,
+            "facts_needed": self.facts_needed,
+            "facts_visible": self.facts_visible,
+            "violations": self.violations,
+            "error": self.error or "",
+            "billed": self.billed,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,12 +192,22 @@ class RunLog:
         return None
 
 
+def request_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
+    """The ``requests`` table's rows of one run, from its log (every model request, in order)."""
+    return [e.row() for e in events if isinstance(e, RequestSent)]
+
+
+def compaction_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
+    """The ``compactions`` table's rows of one run, from its log (rollbacks included)."""
+    return [e.row() for e in events if isinstance(e, CompactionCreated)]
+
+
 def to_plain(obj: Any) -> Any:
     """Dataclasses, sets and tuples as plain JSON values; defaults and ``meta`` left out."""
     if is_dataclass(obj) and not isinstance(obj, type):
         out: dict[str, Any] = {}
         for f in fields(obj):
-            if f.name == "meta":
+            if f.name == "meta" or f.name.startswith("_"):  # source details; values derived from the others
                 continue
             v = getattr(obj, f.name)
             if v is None or v == () or v is False or (f.name == "text" and v == ""):
@@ -203,6 +257,26 @@ def read_header(path: Path) -> dict[str, Any]:
     return head
 
 
+def read_log(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A run log written by :func:`write_jsonl`: its header, and its events as JSON objects (each with its
+    ``kind``), in order. A line that is not JSON is a :class:`~sim.errors.FormatError` naming it."""
+    header = read_header(path)
+    events: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8") as fh:
+        next(fh)
+        for number, line in enumerate(fh, start=2):
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise FormatError(str(path), number, f"not a JSON event: {exc.msg}", "the log is damaged") from None
+            if not isinstance(event, dict) or "kind" not in event:
+                raise FormatError(str(path), number, "not an event (no 'kind')", "the log is damaged")
+            events.append(event)
+    return header, events
+
+
 __all__ = [
     "BudgetWarned",
     "CompactionCreated",
@@ -213,7 +287,10 @@ __all__ = [
     "RunFinished",
     "RunLog",
     "encode_event",
+    "compaction_rows",
     "read_header",
+    "read_log",
+    "request_rows",
     "to_plain",
     "write_jsonl",
 ]

@@ -11,7 +11,6 @@ show in depth) live here, so the notebooks, ``csim report`` and the tests agree 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,12 +84,9 @@ def run_log(results: Results, path: str | Path, run_key: str) -> RunLog:
 
 
 def _read_log(path: Path) -> RunLog:
-    from sim.log import read_header
+    from sim.log import read_log
 
-    header = read_header(path)
-    with open(path, encoding="utf-8") as fh:
-        next(fh)
-        events = [json.loads(line) for line in fh if line.strip()]
+    header, events = read_log(path)
     return RunLog(header, events, str(path))
 
 

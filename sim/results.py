@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,11 +206,6 @@ def _summary(root: Path) -> pd.DataFrame | None:
     return pd.read_parquet(f) if f.is_file() else None
 
 
-_VIOLATION_TEXT = re.compile(
-    r"^\[(?P<invariant>[^\]]+)\] turn (?P<turn>-?\d+) \((?P<kind>[^)]*)\): (?P<detail>.*)$", re.S
-)
-
-
 def _load_run(root: Path) -> Results:
     """A ``csim run`` directory (see sim.runner.write_run) in the sweep's shape; config = the policy label."""
     doc = json.loads((root / "run.json").read_text(encoding="utf-8"))
@@ -246,20 +240,12 @@ def _load_run(root: Path) -> Results:
             }
         )
         comps.extend({**base, **c} for c in r.get("compactions", []))
-        for text in r.get("violations", []):
-            m = _VIOLATION_TEXT.match(text)
-            if m:
-                viols.append(
-                    {
-                        **base,
-                        "turn": int(m["turn"]),
-                        "invariant": m["invariant"],
-                        "request_kind": m["kind"],
-                        "detail": m["detail"],
-                    }
+        for v in r.get("violations", []):
+            if not isinstance(v, Mapping):
+                raise InvalidConfig(
+                    f"{root / 'run.json'} was written by an older csim (violations as text); run it again"
                 )
-            else:
-                viols.append({**base, "turn": -1, "invariant": "?", "request_kind": "?", "detail": text})
+            viols.append({**base, **{k: v.get(k) for k in ("turn", "invariant", "request_kind", "detail")}})
 
     def keyed(frame: pd.DataFrame, cols: Mapping[str, str]) -> pd.DataFrame:
         frame = frame.copy()

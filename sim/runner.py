@@ -106,7 +106,7 @@ def write_run(
     for r, c in zip(results, conversations, strict=True):
         log_name = "log.jsonl" if len(results) == 1 else f"log-{_safe(c.id)}.jsonl"
         write_jsonl(out / log_name, {**header, "run_id": r.run_id, "conversation": c.id}, r.log)
-        runs.append({**r.summary, "log": log_name, "violations": [str(v) for v in r.violations[:200]]})
+        runs.append({**r.summary, "log": log_name, "violations": [to_plain(v) for v in r.violations[:200]]})
     doc = {**header, "conversations": convs, "runs": runs}
     if len(runs) == 1:
         doc["summary"] = runs[0]
