@@ -27,14 +27,14 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+
+from cachegrind import instructions
 
 import sim
 import sim.engine
@@ -91,30 +91,10 @@ def timed(convs, config: RunConfig, tokenizer: str) -> tuple[float, int]:  # typ
         gc.enable()
 
 
-def instructions(args: argparse.Namespace) -> tuple[int, int]:
+def count_instructions(args: argparse.Namespace) -> tuple[int, int]:
     """Instructions of two processes under cachegrind: warm-up only, and warm-up plus one pass."""
-    out = []
-    for passes in (0, 1):
-        cmd = [
-            "valgrind",
-            "--tool=cachegrind",
-            "--cache-sim=no",
-            "--cachegrind-out-file=/dev/null",
-            sys.executable,
-            __file__,
-            "--child",
-            str(passes),
-            "--seeds",
-            args.seeds,
-            "--tokenizer",
-            args.tokenizer,
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=True)
-        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-        if not found:
-            raise SystemExit(f"no instruction count in cachegrind's output:\n{done.stderr[-2000:]}")
-        out.append(int(found.group(1).replace(",", "")))
-    return out[0], out[1]
+    common = ("--seeds", args.seeds, "--tokenizer", args.tokenizer)
+    return instructions(__file__, "--child", "0", *common), instructions(__file__, "--child", "1", *common)
 
 
 def main() -> int:
@@ -150,7 +130,7 @@ def main() -> int:
         if shutil.which("valgrind") is None:
             print("--instructions: valgrind is not installed; skipped")
         else:
-            base, one = instructions(args)
+            base, one = count_instructions(args)
             print(f"instructions: warm-up {base:,}; one pass +{one - base:,}; per request {(one - base) / n:,.0f}")
     return 0
 

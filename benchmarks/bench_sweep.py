@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import argparse
 import gc
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import time
+
+from cachegrind import instructions
 
 from sim import tokenizers
 from sim.sweep import PolicyGrid, Source, SweepSpec, normalise_run, parse_seeds, plan, run_task
@@ -70,35 +70,15 @@ def sweep_once(spec: SweepSpec, tokenizer: str) -> tuple[float, int, int]:
         gc.enable()
 
 
-def instructions(args: argparse.Namespace) -> tuple[int, int, int]:
+def count_instructions(args: argparse.Namespace) -> tuple[int, int, int]:
     """Instructions of three processes under cachegrind: start-up only, one configuration, ten."""
-    out = []
-    for grids in (0, 1, len(TEN)):
-        cmd = [
-            "valgrind",
-            "--tool=cachegrind",
-            "--cache-sim=no",
-            "--cachegrind-out-file=/dev/null",
-            sys.executable,
-            __file__,
-            "--child",
-            str(grids),
-            "--scenario",
-            args.scenario,
-            "--seeds",
-            args.seeds,
-            "--window",
-            str(args.window),
-            "--tokenizer",
-            args.tokenizer,
-            *(a for f in args.conversation for a in ("--conversation", f)),
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=True)
-        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-        if not found:
-            raise SystemExit(f"no instruction count in cachegrind's output:\n{done.stderr[-2000:]}")
-        out.append(int(found.group(1).replace(",", "")))
-    return out[0], out[1], out[2]
+    common = (
+        *("--scenario", args.scenario, "--seeds", args.seeds, "--window", str(args.window)),
+        *("--tokenizer", args.tokenizer),
+        *(a for f in args.conversation for a in ("--conversation", f)),
+    )
+    first, second, third = (instructions(__file__, "--child", str(g), *common) for g in (0, 1, len(TEN)))
+    return first, second, third
 
 
 def main() -> int:
@@ -154,7 +134,7 @@ def main() -> int:
         if shutil.which("valgrind") is None:
             print("--instructions: valgrind is not installed; skipped")
         else:
-            base, one, ten = instructions(args)
+            base, one, ten = count_instructions(args)
             print(
                 f"instructions: start-up {base:,}; 1 configuration +{one - base:,}; 10 configurations "
                 f"+{ten - base:,}; ratio {(ten - base) / (one - base):.2f}"

@@ -5,9 +5,11 @@ as prefix sums, atomic units as the index of each message's unit start, so a pol
 invariant check costs nothing that grows with the conversation, and a turn costs O(new messages).
 
 Sizes come in two currencies, as in real systems. ``chars`` are what a client can measure itself
-(the seeds' chars/4 estimates use them). ``tokens`` are the provider's exact counts; a policy sees
-only the provider's reported total for the last request (``last_input_tokens``), never per-message
-exact counts, because real clients do not have them.
+(the seeds' chars/4 estimates use them). ``tokens`` are exact counts: the provider reports its total
+for the last request (``last_input_tokens``), which is what a client that only estimates has, and a
+policy modelling such a client decides on :meth:`RunState.estimated_context_tokens`. ``view_size``
+gives the exact tokens of any view, as a client that counts with a tokenizer has them, and is the
+measure the ``compaction-shrinks`` invariant judges a compaction by.
 """
 
 from __future__ import annotations
