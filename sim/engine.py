@@ -53,7 +53,7 @@ from sim.model import MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD
 from sim.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
 from sim.state import Ledger, RunState
 from sim.summariser import summarise
-from sim.tokenizers import CountingTokenizer, get_tokenizer
+from sim.tokenizers import CountingTokenizer, Memo, get_tokenizer, memoised
 from sim.view import Rule, Summary, View, edit_parts, fold, rule_for
 
 
@@ -76,49 +76,27 @@ class RunResult:
     fact_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
-def run_id_for(policy: Policy[Any], conversation: Conversation, config: RunConfig) -> str:
+def run_id_for(policy: Policy[Any], conversation: Conversation, config: RunConfig, memo: Memo | None = None) -> str:
     """A stable id from the policy spec, the conversation id and the seed: same inputs, same id."""
-    blob = json.dumps([policy.spec(), conversation.id, config.seed, _config_dict(config)], sort_keys=True, default=str)
+    settings = memoised(memo, config, "asdict", asdict)  # a sweep task starts many runs with one config
+    blob = json.dumps([policy.spec(), conversation.id, config.seed, settings], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-_CONFIG_DICTS: dict[int, tuple[RunConfig, dict[str, Any]]] = {}
-
-
-def _config_dict(config: RunConfig) -> dict[str, Any]:
-    """``asdict(config)``, once per config object (a sweep task starts many runs with one config)."""
-    hit = _CONFIG_DICTS.get(id(config))
-    if hit is None or hit[0] is not config:
-        if len(_CONFIG_DICTS) >= 64:
-            _CONFIG_DICTS.clear()
-        hit = _CONFIG_DICTS[id(config)] = (config, asdict(config))
-    return hit[1]
-
-
 FactIndex = tuple[dict[str, list[Fact]], dict[str, list[Fact]], dict[str, Fact]]
-_FACT_INDEX: dict[int, tuple[Conversation, FactIndex]] = {}
 
 
-def _fact_index(conv: Conversation) -> FactIndex:
-    """Facts by the message that needs them, by source message, and by id; built once per conversation.
-
-    A sweep runs many configurations over one conversation object, and a run that stops early should
-    not pay for indexing all of it each time. Keyed by identity, holding the conversation, and bounded.
-    """
-    hit = _FACT_INDEX.get(id(conv))
-    if hit is not None and hit[0] is conv:
-        return hit[1]
+def fact_index(conv: Conversation) -> FactIndex:
+    """Facts by the message that needs them, by source message, and by id. Built once per conversation and
+    worker (:func:`memoised`): a sweep runs many configurations over one conversation object, and a run that
+    stops early should not pay for indexing all of it each time."""
     by_need: dict[str, list[Fact]] = {}
     by_source: dict[str, list[Fact]] = {}
     for f in conv.facts:
         for n in f.needed_at:
             by_need.setdefault(n, []).append(f)
         by_source.setdefault(f.source, []).append(f)
-    index = (by_need, by_source, {f.id: f for f in conv.facts})
-    if len(_FACT_INDEX) >= 8:  # a worker needs the conversation of its current task; recordings are large
-        _FACT_INDEX.clear()
-    _FACT_INDEX[id(conv)] = (conv, index)
-    return index
+    return by_need, by_source, {f.id: f for f in conv.facts}
 
 
 class MessageSizes(NamedTuple):
@@ -165,7 +143,7 @@ class Engine:
         self.violations: list[Violation] = []
         self.fact_rows: list[dict[str, Any]] = []
         self.overflows = 0
-        self.run_id = run_id_for(policy, conversation, config)
+        self.run_id = run_id_for(policy, conversation, config, self.tok.derived)
         self.status = _appends_status(policy, config)
         self.tools_tokens = sum(
             self.tok.count(t.name) + self.tok.count(t.description) + self.tok.count(t.parameters) + PART_OVERHEAD
@@ -174,7 +152,8 @@ class Engine:
         self.has_system = bool(conversation.messages) and conversation.messages[0].role == "system"
         self.requests = RequestBuilder(self.ledger, config.model, self.has_system, self.tok.derived, self.tok.truncate)
         self._index: dict[str, int] = {}
-        self._facts_by_need, self._facts_by_source, self._facts_by_id = _fact_index(conversation)
+        index = memoised(self.tok.derived, conversation, "facts", fact_index)
+        self._facts_by_need, self._facts_by_source, self._facts_by_id = index
         # Bounding tool results on entry is skipped for policies that keep them as they are.
         self._bounds = policy.bound_key() is not None
         # Lockstep (run_many): the policies replaying together, and the forks that left, with where.
@@ -205,27 +184,22 @@ class Engine:
         return n
 
     def _sizes(self, m: Message) -> MessageSizes:
-        # Memoised per message object on the shared tokenizer: every configuration a worker runs over
-        # the same conversation reuses them, so a sweep pays for a message's sizes once (the memo holds
-        # the message, so its id cannot be reused while the entry lives).
-        key = (id(m), "sizes")
-        hit = self.tok.derived.get(key)
-        if hit is not None and hit[0] is m:
-            return hit[1]  # type: ignore[no-any-return]
+        # Memoised per message object in the worker's memo: every configuration a worker runs over the same
+        # conversation reuses them, so a sweep pays for a message's sizes once.
+        return memoised(self.tok.derived, m, "sizes", self._measure)
+
+    def _measure(self, m: Message) -> MessageSizes:
         tokens = MESSAGE_OVERHEAD + sum(self._part_tokens(p) for p in m.parts)
-        sizes = MessageSizes(m.chars, tokens, len(m.calls), hash(m))
-        self.tok.derived[key] = (m, sizes)
-        return sizes
+        return MessageSizes(m.chars, tokens, len(m.calls), hash(m))
 
     def _edited_sizes(self, m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
         """Characters and tokens of ``m`` as ``rules`` edit it ((0, 0): not sent); the ledger's sizer."""
         if not rules:
             sz = self._sizes(m)
             return sz.chars, sz.tokens
-        key = (id(m), ("sizes", rules))
-        hit = self.tok.derived.get(key)
-        if hit is not None and hit[0] is m:
-            return hit[1]  # type: ignore[no-any-return]
+        return memoised(self.tok.derived, m, ("sizes", rules), lambda m: self._measure_edited(m, rules))
+
+    def _measure_edited(self, m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
         # One pass over the parts, counting as sim.view.edited_chars does (a test holds the two together).
         chars = tokens = kept = 0
         for p, new in zip(m.parts, edit_parts(m, rules, self.tok.truncate), strict=True):
@@ -239,9 +213,7 @@ class Engine:
             rule = rule_for(p, rules)
             assert rule is not None  # an edited part has the rule that edited it
             chars += p.chars - len(p.text) + len(new.text) if rule.action == "truncate" else len(rule.text)
-        out = (chars, MESSAGE_OVERHEAD + tokens) if kept else (0, 0)
-        self.tok.derived[key] = (m, out)
-        return out
+        return (chars, MESSAGE_OVERHEAD + tokens) if kept else (0, 0)
 
     def view_size(self, view: View) -> tuple[int, int]:
         """Exact prompt tokens of ``view`` without tools or the status line, and the messages it sends."""
@@ -851,7 +823,7 @@ class Engine:
         every result field against separate runs)."""
         e = copy.copy(self)
         e.policy, e._members, e._forks, e._script = policy, None, [], list(self._script)
-        e.run_id = run_id_for(policy, self.conv, self.config)
+        e.run_id = run_id_for(policy, self.conv, self.config, self.tok.derived)
         e.ledger = self.ledger.copy()
         e.state = self.state.copy(e.ledger)
         e.requests = self.requests.copy(e.ledger)

@@ -14,6 +14,7 @@ from sim import model as wire
 from sim.conversation import Message
 from sim.model import ModelConfig
 from sim.state import Ledger
+from sim.tokenizers import memoised
 from sim.view import Edit, Item, Messages, Rule, TruncateFn, View, edited, layout
 
 
@@ -127,13 +128,7 @@ class RequestBuilder:
         m = self.ledger.messages[i]
         if not rules:
             return m
-        key = (id(m), ("edited", rules))
-        hit = self._memo.get(key)
-        if hit is not None and hit[0] is m:
-            return hit[1]  # type: ignore[no-any-return]
-        out = edited(m, rules, self.truncate)
-        self._memo[key] = (m, out)
-        return out
+        return memoised(self._memo, m, ("edited", rules), lambda m: edited(m, rules, self.truncate))
 
     def _rendered(self, i: int, rules: tuple[Rule, ...]) -> list[dict[str, Any]]:
         """Message ``i`` in the wire format, memoised per message object."""

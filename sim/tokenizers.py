@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from sim.errors import EncodingUnavailable
 from sim.registry import Registry
@@ -144,6 +144,26 @@ class CountingTokenizer:
             self.memo[text] = n
             self.calls += 1
         return n
+
+
+Memo = dict[tuple[int, object], tuple[object, Any]]
+T = TypeVar("T")
+Obj = TypeVar("Obj")
+
+
+def memoised(memo: Memo | None, obj: Obj, variant: object, make: Callable[[Obj], T]) -> T:
+    """``make(obj)``, once per object in ``memo`` (a worker's memo, ``CountingTokenizer.derived``, passed in
+    explicitly; no memo: computed each time). Entries hold the object, so an id is never reused while its
+    entry lives."""
+    if memo is None:
+        return make(obj)
+    key = (id(obj), variant)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is obj:
+        return cast(T, hit[1])
+    value = make(obj)
+    memo[key] = (obj, value)
+    return value
 
 
 _SHARED: dict[str, CountingTokenizer] = {}
