@@ -79,7 +79,10 @@ def spec(
         "run": run,
         "policies": [{"policy": p, "params": params} for p, params in grid],
         "scenarios": [{"name": s, "params": params} for s, params in _named(scenarios)],
-        "datasets": [{"name": d} for d in ([datasets] if isinstance(datasets, str) else list(datasets or []))],
+        "datasets": [
+            {"name": d, **({"lenient": True} if lenient else {})}
+            for d in ([datasets] if isinstance(datasets, str) else list(datasets or []))
+        ],
         "conversations": [{"path": str(f), "format": format, "lenient": lenient} for f in files],
     }
     return spec_from_dict(data, Path.cwd(), "the arguments of sim.api")

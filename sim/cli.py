@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sim.config import add_run_options, option_values, run_config
+from sim.config import add_run_options, option_values
 from sim.errors import CsimError, InvalidConfig
 
 EPILOG = """examples:
@@ -37,61 +37,47 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def _with_calibration(config, args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """The run config with the calibration of ``--calibration FILE`` (matched to --provider and the format)."""
-    if not getattr(args, "calibration", None):
-        return config
-    from dataclasses import replace
-
-    from sim.calibration import load_for_source
-
-    dataset = getattr(args, "dataset", None)
-    kind = "dataset" if dataset else "conversation" if args.conversation else "scenario"
-    return replace(
-        config, calibration=load_for_source(args.calibration, args.provider, kind, dataset or "", args.format)
-    )
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    from policies.base import make_policy
-    from sim.runner import execute, parse_kv, recorded_conversations, scenario_conversation, write_run
+    """One policy with fixed parameters: a one-configuration sweep (the same manifest, parts, run keys and
+    loader as ``csim sweep``) that keeps each run's log."""
+    import pandas as pd
+
+    from sim import api
+    from sim.results import load_results
+    from sim.runner import parse_kv
+    from sim.sweep import run_sweep
 
     if sum(map(bool, (args.scenario, args.conversation, args.dataset))) != 1:
         raise InvalidConfig("give exactly one of --scenario NAME, --conversation PATH or --dataset NAME")
-    config = _with_calibration(run_config(option_values(args)), args)
-    policy = make_policy(args.policy, parse_kv(args.param))
-    skipped: list[str] = []
-    if args.scenario:
-        convs = [scenario_conversation(args.scenario, args.seed, parse_kv(args.scenario_param, "-S"))]
-        source = {"scenario": args.scenario, "params": parse_kv(args.scenario_param, "-S")}
-    elif args.dataset:
-        from sim.datasets import dataset_conversations
-
-        convs = dataset_conversations(args.dataset, lenient=args.lenient)
-        source = {"dataset": args.dataset, "lenient": args.lenient}
-    else:
-        convs, skipped = recorded_conversations(args.conversation, args.format, args.lenient)
-        source = {
-            "conversation": str(args.conversation),
-            "format": args.format,
-            "lenient": args.lenient,
-            "skipped": len(skipped),
-        }
-    for line in skipped:
-        print(line, file=sys.stderr)
-    results = execute(policy, convs, config, progress=True)
+    options = {k: v for k, v in option_values(args).items() if k != "seed" and v is not None}
+    options["summariser"] = parse_kv(options.get("summariser"), "-R")
+    if options.get("calibration"):
+        options["calibration"] = str(Path(options["calibration"]).expanduser().resolve())
+    params = parse_kv(args.param)
+    for k, v in params.items():
+        if "," in v:
+            raise InvalidConfig(f"-P {k}={v}: csim run takes one value per parameter; csim sweep takes lists")
+    spec = api.spec(
+        {args.policy: params},
+        scenarios={args.scenario: parse_kv(args.scenario_param, "-S")} if args.scenario else None,
+        conversations=str(Path(args.conversation).expanduser().resolve()) if args.conversation else None,
+        format=args.format,
+        lenient=args.lenient,
+        datasets=args.dataset,
+        seeds=args.seed,
+        **options,
+    )
     out = Path(args.out)
-    write_run(out, results, config, policy, convs, source)
-    for r in results:
-        s = r.summary
-        recall = "n/a" if s["retention_recall"] is None else f"{s['retention_recall']:.3f}"
+    run_sweep(spec, out, workers=1, progress=True, logs=True)
+    for _, r in load_results(out).runs.iterrows():
+        recall = "n/a" if pd.isna(r["retention_recall"]) else f"{r['retention_recall']:.3f}"
         print(
-            f"{r.conversation_id}: {s['finish_reason']}, {s['agent_requests']} agent requests, "
-            f"peak {s['peak_context_tokens']:,} tokens, cumulative input {s['cumulative_input_tokens']:,}, "
-            f"cost ${s['total_cost_usd']:.4f}, {s['compaction_count']} compactions, {s['overflows']} overflows, "
-            f"retention {recall}, {s['violation_count']} violations"
+            f"{r['conversation']}: {r['finish_reason']}, {r['agent_requests']} agent requests, "
+            f"peak {r['peak_context_tokens']:,} tokens, cumulative input {r['cumulative_input_tokens']:,}, "
+            f"cost ${r['total_cost_usd']:.4f}, {r['compaction_count']} compactions, {r['overflows']} overflows, "
+            f"retention {recall}, {r['violation_count']} violations"
         )
-    print(f"wrote {out / 'requests.parquet'}, {out / 'run.json'} and the run log")
+    print(f"wrote {out} (manifest.json and parts/: runs, requests, facts, compactions, violations, logs)")
     return 0
 
 
@@ -164,9 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="replay one scenario or recording under one policy",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EPILOG,
-        description="Run one policy over a synthetic scenario or a recorded conversation and write "
-        "OUT/requests.parquet (a row per model request), OUT/run.json (summary, config, "
-        "seed, versions, tokenizer) and OUT/log.jsonl (the run log).",
+        description="Run one policy over a synthetic scenario or a recorded conversation: a sweep of one "
+        "configuration, written as csim sweep writes (OUT/manifest.json, OUT/parts/: runs, requests, facts, "
+        "compactions, violations) with each run's log (logs.parquet). Read it with csim compare, csim report "
+        "or sim.api.load.",
     )
     p.add_argument("--policy", required=True, help="registered name (csim list policies) or package.module:Class")
     p.add_argument("-P", "--param", action="append", metavar="NAME=VALUE", help="policy parameter, repeatable")

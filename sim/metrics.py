@@ -1,23 +1,19 @@
-"""Tidy frames derived from run results, and their files: ``requests.parquet`` and ``run.json``.
+"""The columns of the per-run tables, the summary fields, the versions that change results, and the
+Parquet writer.
 
 One row per model request (agent, summariser or grace), with explicit dtypes and unit-suffixed
 column names; nothing here exists only inside the simulator loop. Files are written so the same
-results give the same bytes: sorted keys, no timestamps, fixed column order.
+results give the same bytes: no timestamps, fixed column order.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import platform
-from collections.abc import Iterable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
-
-from sim.engine import RunResult
 
 REQUEST_COLUMNS: dict[str, str] = {
     "run_id": "string",
@@ -41,26 +37,6 @@ REQUEST_COLUMNS: dict[str, str] = {
 }
 
 
-def _tidy(results: Iterable[RunResult], rows_of: str, columns: dict[str, str]) -> pd.DataFrame:
-    """The rows ``RunResult.<rows_of>`` of every run, each with the run's identity, as typed columns."""
-    rows: list[dict[str, Any]] = []
-    for r in results:
-        base = {
-            "run_id": r.run_id,
-            "policy": r.policy,
-            "params_hash": r.params_hash,
-            "conversation": r.conversation_id,
-            "seed": r.seed,
-        }
-        rows.extend({**base, **row} for row in getattr(r, rows_of))
-    return pd.DataFrame(rows, columns=list(columns)).astype(columns)
-
-
-def requests_frame(results: Iterable[RunResult]) -> pd.DataFrame:
-    """A row per model request of every run, in run then request order."""
-    return _tidy(results, "rows", REQUEST_COLUMNS)
-
-
 FACT_COLUMNS: dict[str, str] = {
     "run_id": "string",
     "policy": "string",
@@ -73,11 +49,6 @@ FACT_COLUMNS: dict[str, str] = {
     "age_messages": "int64",
     "visible": "bool",
 }
-
-
-def facts_frame(results: Iterable[RunResult]) -> pd.DataFrame:
-    """A row per (fact, request that needed it): retention by kind and by the fact's age."""
-    return _tidy(results, "fact_rows", FACT_COLUMNS)
 
 
 SUMMARY_COLUMNS = (
@@ -121,15 +92,3 @@ def _versions() -> dict[str, str]:  # installed versions do not change under a r
 def write_parquet(frame: pd.DataFrame, path: Path) -> None:
     """Parquet without the pandas index, so equal frames give equal bytes."""
     frame.to_parquet(path, index=False, engine="pyarrow", compression="zstd")
-
-
-def write_json(data: Mapping[str, Any], path: Path) -> None:
-    path.write_text(
-        json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=_jsonable) + "\n", encoding="utf-8"
-    )
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, (set, frozenset)):
-        return sorted(obj)
-    return str(obj)

@@ -72,22 +72,16 @@ def run_row(results: Results, run_key: str) -> pd.Series:
 
 
 def run_log(results: Results, path: str | Path, run_key: str) -> RunLog:
-    """The log of one run: read from a ``csim run`` directory, or replayed from a sweep's manifest."""
+    """The log of one run: the one its part kept (``csim run``, or ``csim sweep`` asked to keep logs), or,
+    when the sweep kept none, the run replayed from the sweep's manifest."""
+    from sim.results import stored_log
+
     row = run_row(results, run_key)
-    p = Path(path)
-    if results.kind == "run":
-        for r in results.manifest.get("runs", []):
-            if r.get("run_id") == row["run_id"] and (p / r.get("log", "log.jsonl")).is_file():
-                return _read_log(p / r.get("log", "log.jsonl"))
-        raise InvalidConfig(f"{p} has no run log for run {run_key!r} (csim run writes log.jsonl beside run.json)")
+    kept = stored_log(path, run_key)
+    if kept is not None:
+        header, events = kept
+        return RunLog(header, events, f"kept in {header['source']}")
     return _replay(results, row)
-
-
-def _read_log(path: Path) -> RunLog:
-    from sim.log import read_log
-
-    header, events = read_log(path)
-    return RunLog(header, events, str(path))
 
 
 def _replay(results: Results, row: pd.Series) -> RunLog:

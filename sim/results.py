@@ -1,20 +1,21 @@
-"""The results a sweep (or a single ``csim run``) leaves on disk, and one loader for both.
+"""The results a sweep (``csim sweep``, or ``csim run``: a sweep of one configuration) leaves on disk, and
+their loader.
 
 Layout of a sweep's results directory::
 
     RESULTS/manifest.json        {"kind": "sweep", "spec": <normalised spec>, "versions": sim.metrics.versions(),
                                   "started": iso, "finished": iso or null, "total_runs": N}
     RESULTS/parts/<id>/          one finished task (all runs of one conversation and seed): runs.parquet,
-                                  requests.parquet, facts.parquet, compactions.parquet, violations.parquet
+                                  requests.parquet, facts.parquet, compactions.parquet, violations.parquet,
+                                  and logs.parquet when the sweep keeps its runs' logs (csim run does)
     RESULTS/summary.parquet      the ``csim compare`` table (and summary.csv), once compare has run
 
 A part is written into a temporary directory and renamed into ``parts/`` in one ``os.replace``, so a
 part either exists whole or not at all: a run is finished exactly when its row is in a part. The part's
 name is a hash of the run keys it holds, so the same runs always land in the same part.
 
-:func:`load_results` reads that directory, or a ``csim run`` output directory (``requests.parquet``,
-``facts.parquet``, ``run.json``), into the same :class:`Results` shape, every frame sorted by run key
-then by the order of requests within the run, so results compare equal whichever executor made them.
+:func:`load_results` reads that directory into :class:`Results`, every frame sorted by run key then by
+the order of requests within the run, so results compare equal whichever executor made them.
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ VIOLATION_COLUMNS: dict[str, str] = {
     "request_kind": "string",
     "detail": "string",
 }
+#: A part's run logs, kept when the sweep asks (``csim run`` does): the run key and its log as JSON lines.
+LOGS = "logs"
+LOG_COLUMNS: dict[str, str] = {"run_key": "string", "log": "string"}
 #: Table name -> its columns and dtypes; also the file names inside a part.
 TABLES: dict[str, dict[str, str]] = {
     "runs": RUN_COLUMNS,
@@ -113,7 +117,7 @@ SUMMARY = "summary.parquet"
 class Results:
     """Everything a sweep or a run produced, as tidy frames keyed by ``run_key`` and labelled by ``config``."""
 
-    kind: Literal["sweep", "run"]
+    kind: Literal["sweep"]
     manifest: dict[str, Any]
     runs: pd.DataFrame
     requests: pd.DataFrame
@@ -161,11 +165,13 @@ def load_results(path: str | Path) -> Results:
     p = Path(path)
     if (p / MANIFEST).is_file():
         return _load_sweep(p)
-    if (p / "run.json").is_file():
-        return _load_run(p)
     if not p.exists():
         raise InvalidConfig(f"results directory {str(p)!r} does not exist")
-    raise InvalidConfig(f"{str(p)!r} holds neither {MANIFEST} (a csim sweep) nor run.json (a csim run)")
+    if (p / "run.json").is_file():
+        raise InvalidConfig(
+            f"{p} was written by an older csim run (run.json); run it again: csim run writes a sweep now"
+        )
+    raise InvalidConfig(f"{str(p)!r} holds no {MANIFEST}: not the output of csim sweep or csim run")
 
 
 def finished_parts(root: Path) -> list[Path]:
@@ -206,70 +212,19 @@ def _summary(root: Path) -> pd.DataFrame | None:
     return pd.read_parquet(f) if f.is_file() else None
 
 
-def _load_run(root: Path) -> Results:
-    """A ``csim run`` directory (see sim.runner.write_run) in the sweep's shape; config = the policy label."""
-    doc = json.loads((root / "run.json").read_text(encoding="utf-8"))
-    spec = doc.get("policy", {})
-    label = config_label(spec.get("policy", "?"), non_default_params(spec))
-    source = doc.get("source", {})
-    source_kind = "scenario" if "scenario" in source else "dataset" if "dataset" in source else "conversation"
-    if source_kind == "scenario":
-        source_name = config_label(str(source["scenario"]), dict(source.get("params") or {}))
-    else:
-        source_name = str(source.get("dataset") or Path(str(source.get("conversation", "?"))).name)
-    checksums = {c["id"]: c.get("checksum", "") for c in doc.get("conversations", [])}
-    version = doc.get("versions", {}).get("compaction-sim", "")
-    runs: list[Any] = []
-    comps: list[Any] = []
-    viols: list[Any] = []
-    key_of: dict[str, str] = {}
-    for r in doc.get("runs", []):
-        conv = r["conversation"]
-        key = run_key(spec, conv, checksums.get(conv, ""), int(r["seed"]), version, doc.get("config", {}))
-        key_of[r["run_id"]] = key
-        base = {"run_key": key, "config": label, "conversation": conv, "seed": int(r["seed"])}
-        runs.append(
-            {
-                **{k: r.get(k) for k in SUMMARY_COLUMNS},
-                **base,
-                "policy": r.get("policy"),
-                "params": params_json(r.get("params", {})),
-                "source_kind": source_kind,
-                "source": source_name,
-                "conversation_checksum": checksums.get(conv, ""),
-            }
-        )
-        comps.extend({**base, **c} for c in r.get("compactions", []))
-        for v in r.get("violations", []):
-            if not isinstance(v, Mapping):
-                raise InvalidConfig(
-                    f"{root / 'run.json'} was written by an older csim (violations as text); run it again"
-                )
-            viols.append({**base, **{k: v.get(k) for k in ("turn", "invariant", "request_kind", "detail")}})
-
-    def keyed(frame: pd.DataFrame, cols: Mapping[str, str]) -> pd.DataFrame:
-        frame = frame.copy()
-        frame.insert(0, "config", label)
-        frame.insert(0, "run_key", frame["run_id"].map(key_of).fillna(""))
-        return sort_frame(typed(frame, cols))
-
-    requests = keyed(pd.read_parquet(root / "requests.parquet"), SWEEP_REQUEST_COLUMNS)
-    facts_file = root / "facts.parquet"
-    facts = (
-        keyed(pd.read_parquet(facts_file), SWEEP_FACT_COLUMNS)
-        if facts_file.is_file()
-        else typed([], SWEEP_FACT_COLUMNS)
-    )
-    return Results(
-        "run",
-        doc,
-        sort_frame(typed(runs, RUN_COLUMNS)),
-        requests,
-        facts,
-        sort_frame(typed(comps, COMPACTION_COLUMNS)),
-        sort_frame(typed(viols, VIOLATION_COLUMNS)),
-        _summary(root),
-    )
+def stored_log(root: str | Path, run_key: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """The log of run ``run_key`` as a sweep kept it (``logs.parquet`` in its part; ``csim run`` keeps them),
+    as :func:`sim.log.read_log` gives it: a header and the events; None when the sweep kept no logs."""
+    for d in finished_parts(Path(root)):
+        path = d / f"{LOGS}.parquet"
+        if not path.is_file():
+            continue
+        frame = pd.read_parquet(path)
+        hit = frame[frame["run_key"] == run_key]
+        if len(hit):
+            events = [json.loads(line) for line in str(hit["log"].iloc[0]).splitlines() if line.strip()]
+            return {"run_key": run_key, "source": str(path)}, events
+    return None
 
 
 # -- identity helpers shared with sim.sweep ----------------------------------------------------------------

@@ -8,21 +8,15 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from policies.base import Policy
 from sim.conversation import Conversation
-from sim.engine import RunConfig, RunResult, run
 from sim.errors import InvalidConfig, UnknownName
-from sim.log import to_plain, write_jsonl
-from sim.metrics import facts_frame, requests_frame, versions, write_json, write_parquet
+from sim.log import to_plain
 from sim.scenarios import SCENARIOS, generate
 from sim.scenarios import _load as _load_scenarios
-from sim.tokenizers import get_tokenizer
 
 
 def parse_kv(items: Iterable[str] | None, what: str = "-P") -> dict[str, str]:
@@ -70,63 +64,6 @@ def recorded_conversations(path: str | Path, fmt: str, lenient: bool = False) ->
     if not result.conversations:
         raise InvalidConfig(f"{p}: no conversation could be read (format {fmt!r})")
     return result.conversations, [str(s) for s in result.skipped]
-
-
-def execute(
-    policy: Policy[Any], conversations: Sequence[Conversation], config: RunConfig, progress: bool = False
-) -> list[RunResult]:
-    """Run ``policy`` over each conversation with one shared memoised tokenizer."""
-    tok = get_tokenizer(config.tokenizer)
-    items: Iterable[Conversation] = conversations
-    if progress and len(conversations) > 1:
-        from tqdm import tqdm
-
-        items = tqdm(conversations, desc=f"{policy.name}", unit="conv", disable=not sys.stderr.isatty())
-    return [run(policy, c, config, tokenizer=tok) for c in items]
-
-
-def write_run(
-    out: Path,
-    results: Sequence[RunResult],
-    config: RunConfig,
-    policy: Policy[Any],
-    conversations: Sequence[Conversation],
-    source: dict[str, Any],
-) -> None:
-    """Write ``requests.parquet``, ``facts.parquet``, ``run.json`` and the run log(s) under ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    write_parquet(requests_frame(results), out / "requests.parquet")
-    write_parquet(facts_frame(results), out / "facts.parquet")
-    header = run_header(config, policy, source)
-    convs = [
-        {"id": c.id, "messages": len(c.messages), "facts": len(c.facts), "checksum": conversation_checksum(c)}
-        for c in conversations
-    ]
-    runs = []
-    for r, c in zip(results, conversations, strict=True):
-        log_name = "log.jsonl" if len(results) == 1 else f"log-{_safe(c.id)}.jsonl"
-        write_jsonl(out / log_name, {**header, "run_id": r.run_id, "conversation": c.id}, r.log)
-        runs.append({**r.summary, "log": log_name, "violations": [to_plain(v) for v in r.violations[:200]]})
-    doc = {**header, "conversations": convs, "runs": runs}
-    if len(runs) == 1:
-        doc["summary"] = runs[0]
-    write_json(doc, out / "run.json")
-
-
-def run_header(config: RunConfig, policy: Policy[Any], source: dict[str, Any]) -> dict[str, Any]:
-    """What identifies a run: config, policy spec, seed, tokenizer, versions, source of the script."""
-    return {
-        "config": asdict(config),
-        "policy": policy.spec(),
-        "seed": config.seed,
-        "tokenizer": config.tokenizer,
-        "versions": versions(),
-        "source": source,
-    }
-
-
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:80]
 
 
 #: The demo's grid: every bundled policy at its defaults (effect-agent needs a limit to compact at all:

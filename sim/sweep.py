@@ -39,8 +39,10 @@ from sim.config import format_value, normalise_run, run_config
 from sim.conversation import Conversation
 from sim.engine import RunConfig, RunResult
 from sim.errors import CsimError, InvalidConfig
+from sim.log import encode_event
 from sim.results import (
     COMPACTION_COLUMNS,
+    LOG_COLUMNS,
     MANIFEST,
     PARTS,
     RUN_COLUMNS,
@@ -104,6 +106,8 @@ class Source:
             out["params"] = dict(self.params)
         if self.kind == "conversation":
             out.update(format=self.format, lenient=self.lenient)
+        if self.kind == "dataset" and self.lenient:
+            out["lenient"] = True
         return out
 
 
@@ -236,8 +240,8 @@ def spec_from_dict(data: Mapping[str, Any], base: Path, where: str = "sweep spec
     sources: list[Source] = []
     for e in entries("scenarios", "name", ("name", "params")):
         sources.extend(_scenario_sources(str(e["name"]), e.get("params", {})))
-    for e in entries("datasets", "name", ("name",)):
-        sources.append(Source("dataset", str(e["name"])))
+    for e in entries("datasets", "name", ("name", "lenient")):
+        sources.append(Source("dataset", str(e["name"]), lenient=bool(e.get("lenient", False))))
     for e in entries("conversations", "path", ("path", "format", "lenient")):
         path = Path(str(e["path"])).expanduser()
         path = path if path.is_absolute() else (base / path)
@@ -327,6 +331,7 @@ class Task:
     run_config: RunConfig
     version: str
     policies: tuple[str, ...] = ()  # every policy reference of the sweep, for the worker's version check
+    logs: bool = False  # keep each run's log in the part (logs.parquet)
 
 
 def conversations_of(source: Source, seeds: Sequence[int]) -> Iterator[tuple[int | None, Conversation]]:
@@ -345,7 +350,7 @@ def conversations_of(source: Source, seeds: Sequence[int]) -> Iterator[tuple[int
     else:
         from sim.datasets import dataset_conversations  # written alongside; imported only when used
 
-        got = dataset_conversations(source.name)
+        got = dataset_conversations(source.name, lenient=source.lenient)
         convs = got[0] if isinstance(got, tuple) else got
         for c in convs:
             yield None, c
@@ -492,7 +497,13 @@ def run_task(conversation: Conversation, task: Task) -> dict[str, pd.DataFrame]:
                     f"{task.unit.seed} failed: {type(exc).__name__}: {exc}"
                 ) from exc
         raise
-    return task_frames(task.unit, results)
+    frames = task_frames(task.unit, results)
+    if task.logs:
+        frames["logs"] = typed(
+            [{"run_key": p.run_key, "log": "".join(encode_event(e) + "\n" for e in r.log)} for p, r in results],
+            LOG_COLUMNS,
+        )
+    return frames
 
 
 def task_frames(unit: Unit, results: Sequence[tuple[PlannedRun, RunResult]]) -> dict[str, pd.DataFrame]:
@@ -603,14 +614,16 @@ def run_sweep(
     workers: int | None = None,
     scheduler: str | None = None,
     progress: bool = True,
+    logs: bool = False,
 ) -> SweepOutcome:
-    """Run the grid into ``out``, skipping runs already in its parts; returns counts and wall time."""
+    """Run the grid into ``out``, skipping runs already in its parts; returns counts and wall time. With
+    ``logs``, each part keeps its runs' logs too (``logs.parquet``: run key, the log as JSON lines), which the
+    report's run page then reads instead of replaying the run (``csim run`` keeps them)."""
     from sim.executors import ExecutorSpec, run_all
     from sim.metrics import versions
 
     ex = ExecutorSpec(executor, workers, scheduler)
     root = Path(out)
-    root.mkdir(parents=True, exist_ok=True)
     normalised = spec.normalised()
     version = package_version(g.policy for g in spec.policies)
     started = _now()
@@ -630,12 +643,14 @@ def run_sweep(
             )
         started = str(old.get("started") or started)
     parts = root / PARTS
-    parts.mkdir(exist_ok=True)
     for stale in parts.glob(".tmp-*"):  # a part a killed sweep did not finish writing
         shutil.rmtree(stale, ignore_errors=True)
     done = done_run_keys(root)
     t0 = time.perf_counter()
-    tasks, shared, total = plan(spec, done)
+    tasks, shared, total = plan(spec, done)  # before anything is written: a mistake in the spec leaves no folder
+    if logs:
+        tasks = [replace(t, logs=True) for t in tasks]
+    parts.mkdir(parents=True, exist_ok=True)
     manifest = {
         "kind": "sweep",
         "spec": normalised,

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from sim.cli import main
+from sim.results import load_results, stored_log
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = [
@@ -33,47 +32,29 @@ RUN = [
 ]
 
 
-def test_run_writes_requests_run_json_and_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_is_a_one_configuration_sweep_with_its_logs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*RUN, "--out", str(tmp_path)]) == 0
-    frame = pd.read_parquet(tmp_path / "requests.parquet")
-    assert {
-        "run_id",
-        "policy",
-        "params_hash",
-        "conversation",
-        "turn",
-        "request_kind",
-        "context_tokens",
-        "output_tokens",
-        "cost_usd",
-        "compaction_id",
-        "messages_in_view",
-        "facts_needed",
-        "facts_visible",
-        "violations",
-    } <= set(frame.columns)
+    res = load_results(tmp_path)
+    assert res.kind == "sweep" and len(res.runs) == 1
+    run = res.runs.iloc[0]
+    assert run["config"] == "cloudflare-os trigger_ratio=0.8" and run["seed"] == 3
+    manifest = res.manifest
+    assert manifest["spec"]["run"]["window"] == 60000 and manifest["spec"]["run"]["tokenizer"] == "cl100k_base"
+    assert manifest["versions"]["tiktoken"] and manifest["spec"]["seeds"] == [3]
+    frame = res.requests
     assert set(frame["request_kind"]) <= {"agent", "summariser", "grace"}
-    doc = json.loads((tmp_path / "run.json").read_text())
-    assert doc["seed"] == 3 and doc["tokenizer"] == "cl100k_base"
-    assert doc["policy"] == {"policy": "cloudflare-os", "params": {"trigger_ratio": 0.8, "tail_ratio": 0.3}}
-    assert doc["versions"]["tiktoken"] and doc["config"]["model"]["context_window"] == 60000
-    summary = doc["summary"]
-    for key in (
-        "peak_context_tokens",
-        "cumulative_input_tokens",
-        "total_cost_usd",
-        "compactions",
-        "retention_by_kind",
-        "overflows",
-        "finish_reason",
-        "violation_count",
-    ):
-        assert key in summary
     agent = frame[frame["request_kind"] == "agent"]
-    assert summary["agent_requests"] == (agent["error"] == "").sum()
-    header = json.loads((tmp_path / "log.jsonl").read_text().splitlines()[0])
-    assert header["format"] == "csim-log" and header["schema_version"] == 2
+    assert run["agent_requests"] == (agent["error"] == "").sum()
+    assert run["compaction_count"] == len(res.compactions) > 0
+    # the run's log is kept, and its requests are the table's rows
+    log = stored_log(tmp_path, run["run_key"])
+    assert log is not None
+    sent = [e for e in log[1] if e["kind"] == "request"]
+    assert [e["context_tokens"] for e in sent] == frame["context_tokens"].tolist()
     assert "wrote" in capsys.readouterr().out
+    # the same command again reuses the finished run: a sweep resumes
+    assert main([*RUN, "--out", str(tmp_path)]) == 0
+    assert len(load_results(tmp_path).runs) == 1
 
 
 def test_outputs_are_byte_identical_twice_and_in_another_process(tmp_path: Path) -> None:
@@ -83,7 +64,9 @@ def test_outputs_are_byte_identical_twice_and_in_another_process(tmp_path: Path)
     subprocess.run(
         [sys.executable, "-m", "sim", *RUN, "--out", str(b)], check=True, cwd=ROOT, env=env, capture_output=True
     )
-    for name in ("requests.parquet", "run.json", "log.jsonl"):
+    files = sorted(p.relative_to(a) for p in (a / "parts").rglob("*.parquet"))
+    assert {"runs.parquet", "requests.parquet", "logs.parquet"} <= {f.name for f in files}
+    for name in files:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
@@ -93,8 +76,8 @@ def test_run_on_a_recorded_conversation(tmp_path: Path) -> None:
         main(["run", "--policy", "none", "--conversation", str(src), "--format", "openai-chat", "--out", str(tmp_path)])
         == 0
     )
-    doc = json.loads((tmp_path / "run.json").read_text())
-    assert doc["source"]["format"] == "openai-chat" and doc["runs"]
+    res = load_results(tmp_path)
+    assert res.manifest["spec"]["sources"][0]["format"] == "openai-chat" and len(res.runs) >= 1
 
 
 @pytest.mark.parametrize("what", ["policies", "scenarios", "formats", "tokenizers"])
