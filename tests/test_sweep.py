@@ -187,9 +187,11 @@ def test_datasets_are_read_through_sim_datasets(monkeypatch: pytest.MonkeyPatch)
 
     convs, _ = recorded_conversations(NATIVE, "native")
     calls = []
-    monkeypatch.setattr(sim.datasets, "dataset_conversations", lambda name: calls.append(name) or convs)
-    tasks, shared, total = plan(SweepSpec((PolicyGrid("none"),), (Source("dataset", "toy"),), (0,)))
-    assert calls == ["toy"] and total == len(convs) and {t.unit.source_kind for t in tasks} == {"dataset"}
+    monkeypatch.setattr(
+        sim.datasets, "dataset_conversations", lambda name, lenient=False: calls.append((name, lenient)) or convs
+    )
+    tasks, shared, total = plan(SweepSpec((PolicyGrid("none"),), (Source("dataset", "toy", lenient=True),), (0,)))
+    assert calls == [("toy", True)] and total == len(convs) and {t.unit.source_kind for t in tasks} == {"dataset"}
 
 
 # -- running, resuming ---------------------------------------------------------------------------------------
