@@ -6,6 +6,7 @@ steadier figure than a ratio of two times (the benchmarks print both).
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,11 @@ CACHEGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-o
 
 def instructions(script: str, *args: str) -> int:
     """Instructions executed by ``python script args...`` under cachegrind."""
-    done = subprocess.run([*CACHEGRIND, sys.executable, script, *args], capture_output=True, text=True, check=True)
+    # A fixed hash seed: str hashes, and so dict and set layouts, are otherwise drawn per process, which moves
+    # the count by a percent or two from one run to the next.
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    cmd = [*CACHEGRIND, sys.executable, script, *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
     found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
     if not found:
         raise SystemExit(f"no instruction count in cachegrind's output:\n{done.stderr[-2000:]}")

@@ -175,18 +175,25 @@ class Engine:
         self.retention_by_kind: dict[str, list[int]] = {}
 
     # -- sizes ------------------------------------------------------------------------------------
-    def _part_tokens(self, p: Part) -> int:
-        n = self.tok.count(p.text)
+    def _part_tokens(self, p: Part, text: str | None = None, args: str | None = None) -> int:
+        """Tokens of part ``p``, or of ``p`` with its text or arguments replaced (an edit)."""
+        n = self.tok.count(p.text if text is None else text)
         if p.kind in ("tool_call", "tool_result"):
-            n += PART_OVERHEAD + self.tok.count(p.name or "") + self.tok.count(p.args or "")
+            n += PART_OVERHEAD + self.tok.count(p.name or "") + self.tok.count((p.args if args is None else args) or "")
         elif p.kind in ("change", "revert", "command"):
             n += PART_OVERHEAD
         return n
 
     def _sizes(self, m: Message) -> MessageSizes:
         # Memoised per message object in the worker's memo: every configuration a worker runs over the same
-        # conversation reuses them, so a sweep pays for a message's sizes once.
-        return memoised(self.tok.derived, m, "sizes", self._measure)
+        # conversation reuses them, so a sweep pays for a message's sizes once. (memoised() inlined: hot path.)
+        key = (id(m), "sizes")  # memoised() written out: this is the hottest lookup of a run
+        hit = self.tok.derived.get(key)
+        if hit is not None and hit[0] is m:
+            return hit[1]  # type: ignore[no-any-return]
+        sizes = self._measure(m)
+        self.tok.derived[key] = (m, sizes)
+        return sizes
 
     def _measure(self, m: Message) -> MessageSizes:
         tokens = MESSAGE_OVERHEAD + sum(self._part_tokens(p) for p in m.parts)
@@ -197,22 +204,29 @@ class Engine:
         if not rules:
             sz = self._sizes(m)
             return sz.chars, sz.tokens
-        return memoised(self.tok.derived, m, ("sizes", rules), lambda m: self._measure_edited(m, rules))
+        key = (id(m), ("sizes", rules))  # memoised() written out: asked for every message a view edits
+        hit = self.tok.derived.get(key)
+        if hit is not None and hit[0] is m:
+            return hit[1]  # type: ignore[no-any-return]
+        sizes = self._measure_edited(m, rules)
+        self.tok.derived[key] = (m, sizes)
+        return sizes
 
     def _measure_edited(self, m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
-        # One pass over the parts, counting as sim.view.edited_chars does (a test holds the two together).
+        # One pass over the parts, counting as sim.view.edit_parts edits and sim.view.edited_chars counts (a
+        # test holds them together), without building the edited parts.
         chars = tokens = kept = 0
-        for p, new in zip(m.parts, edit_parts(m, rules, self.tok.truncate), strict=True):
-            if new is None:
-                continue
-            kept += 1
-            tokens += self._part_tokens(new)
-            if new is p:
-                chars += p.chars
-                continue
+        for p in m.parts:
             rule = rule_for(p, rules)
-            assert rule is not None  # an edited part has the rule that edited it
-            chars += p.chars - len(p.text) + len(new.text) if rule.action == "truncate" else len(rule.text)
+            if rule is None:
+                kept, chars, tokens = kept + 1, chars + p.chars, tokens + self._part_tokens(p)
+            elif rule.action == "placeholder":
+                edit = (None, rule.text) if p.kind == "tool_call" else (rule.text, None)
+                kept, chars, tokens = kept + 1, chars + len(rule.text), tokens + self._part_tokens(p, *edit)
+            elif rule.action == "truncate":
+                cut = self.tok.truncate(p.text, rule.max_tokens, rule.head_share, rule.text)
+                kept, chars = kept + 1, chars + p.chars - len(p.text) + len(cut)
+                tokens += self._part_tokens(p, cut)
         return (chars, MESSAGE_OVERHEAD + tokens) if kept else (0, 0)
 
     def view_size(self, view: View) -> tuple[int, int]:
@@ -229,7 +243,7 @@ class Engine:
             if bounded != m.parts:
                 m = Message(m.id, m.role, bounded, m.pending, m.resolves, m.usage, m.meta)
         sz = self._sizes(m)
-        i = self.ledger.append(m, sz.chars, sz.tokens)
+        i = self.ledger.append(m, sz.chars, sz.tokens, sz.calls)
         self._index[m.id] = i
         self.log.append(MessageAppended(i, m, synthetic), sz.content_hash)
         for f in self._facts_by_source.get(m.id, ()):
@@ -250,7 +264,7 @@ class Engine:
         message is shown with a part that still holds the fact's text (not replaced, dropped or truncated away)."""
         if view.summary is not None and f.id in view.summary.facts:
             return True
-        if any(f.id in x.facts for x in view.injected):
+        if view.injected and any(f.id in x.facts for x in view.injected):
             return True
         src = self._index.get(f.source)
         if src is None or f.id in self._lost_on_entry:
@@ -556,7 +570,7 @@ class Engine:
     def _request_size(self, view: View, grace: bool) -> tuple[str | None, int, int]:
         """The status line, prompt tokens and messages of a request for ``view`` (pure)."""
         status = self.tracker.status_line() if self.status else None
-        view_tokens, in_view = self.view_size(view)
+        _, view_tokens, in_view = self.state._totals(view)
         tokens = (
             REQUEST_OVERHEAD
             + view_tokens

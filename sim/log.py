@@ -152,22 +152,27 @@ def _digest(prev: int, event: Event, message_hash: int | None = None) -> int:
 
 
 class RunLog:
-    """An append-only list of events with a digest chain over them."""
+    """An append-only list of events with a digest chain over them, and the table rows they make (a row is
+    derived from its event once, when the event is appended: forks of a lockstep replay share them)."""
 
     def __init__(self) -> None:
         self._events: list[Event] = []
         self._chain: list[int] = []
+        self._rows: dict[str, list[dict[str, Any]]] = {"request": [], "compaction": []}
 
     def append(self, event: Event, message_hash: int | None = None) -> None:
         """Add ``event``; ``message_hash`` is ``hash(event.message)`` when the caller already has it."""
         prev = self._chain[-1] if self._chain else 0
         self._events.append(event)
         self._chain.append(_digest(prev, event, message_hash))
+        if isinstance(event, (RequestSent, CompactionCreated)):
+            self._rows[event.kind].append(event.row())
 
     def copy(self) -> RunLog:
         """An independent log with the same events and chain so far."""
         other = RunLog()
         other._events, other._chain = list(self._events), list(self._chain)
+        other._rows = {k: list(v) for k, v in self._rows.items()}
         return other
 
     def __len__(self) -> int:
@@ -194,11 +199,15 @@ class RunLog:
 
 def request_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
     """The ``requests`` table's rows of one run, from its log (every model request, in order)."""
+    if isinstance(events, RunLog):
+        return list(events._rows["request"])
     return [e.row() for e in events if isinstance(e, RequestSent)]
 
 
 def compaction_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
     """The ``compactions`` table's rows of one run, from its log (rollbacks included)."""
+    if isinstance(events, RunLog):
+        return list(events._rows["compaction"])
     return [e.row() for e in events if isinstance(e, CompactionCreated)]
 
 

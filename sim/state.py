@@ -15,6 +15,7 @@ measure the ``compaction-shrinks`` invariant judges a compaction by.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -30,6 +31,11 @@ def _chars_only(m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
     """A sizer for ledgers built without an engine: characters, and chars/4 as tokens."""
     c = edited_chars(m, rules)
     return c, -(-c // 4)
+
+
+@functools.cache
+def _standard_rules(placeholder: str) -> tuple[Rule, ...]:
+    return (standard_rule(placeholder),)
 
 
 @dataclass
@@ -69,12 +75,12 @@ class Ledger:
     edited: dict[tuple[Rule, ...], _Prefix] = field(default_factory=dict)
     _loop_has_thinking: bool = False
 
-    def append(self, m: Message, chars: int, tokens: int) -> int:
+    def append(self, m: Message, chars: int, tokens: int, calls: int | None = None) -> int:
         i = len(self.messages)
         self.messages.append(m)
         self.chars_prefix.append(self.chars_prefix[-1] + chars)
         self.tokens_prefix.append(self.tokens_prefix[-1] + tokens)
-        self.calls_prefix.append(self.calls_prefix[-1] + sum(p.kind == "tool_call" for p in m.parts))
+        self.calls_prefix.append(self.calls_prefix[-1] + (len(m.calls) if calls is None else calls))
         self.unit_start.append(self._unit_start_for(i, m))
         if m.role == "user" and m.command is None:
             self.last_user = i
@@ -230,7 +236,7 @@ class RunState:
         """Characters of messages[a:b] with tool results before ``cleared_through`` replaced by the view's
         placeholder (the classic clearing bound; :meth:`chars_in_view` measures any view)."""
         c = min(max(cleared_through, a), b)
-        return self._l.sizes(a, c, (standard_rule(self.view.placeholder),))[0] + self._l.sizes(c, b, ())[0]
+        return self._l.sizes(a, c, _standard_rules(self.view.placeholder))[0] + self._l.sizes(c, b, ())[0]
 
     def chars_in_view(self, view: View | None = None) -> int:
         """Characters of everything ``view`` (default: the current one) shows: the system prompt, its

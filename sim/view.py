@@ -190,7 +190,12 @@ class View:
     def shows(self, index: int) -> bool:
         """Whether message ``index`` is in the view (possibly edited). The system prompt is always shown;
         :func:`layout` puts it first whatever the view says."""
-        return index >= self.start or any(a <= index < b for a, b in self.spans)
+        if index >= self.start:
+            return True
+        for a, b in self.spans:  # noqa: SIM110  (a plain loop, no generator: asked per revert per request)
+            if a <= index < b:
+                return True
+        return False
 
     @property
     def pinned(self) -> tuple[int, ...]:
