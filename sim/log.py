@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from sim.conversation import Message
@@ -237,53 +236,45 @@ def encode_event(event: Event) -> str:
     return json.dumps(to_plain(event), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def write_jsonl(path: Path, header: Mapping[str, Any], log: RunLog) -> None:
-    """Write the header and every event, one JSON object per line."""
-    head = {"format": "csim-log", "schema_version": SCHEMA_VERSION, **header}
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(json.dumps(head, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n")
-        for ev in log:
-            fh.write(encode_event(ev) + "\n")
+def encode_log(log: Iterable[Event], header: Mapping[str, Any] | None = None) -> str:
+    """A run log as text: a versioned header line, then one :func:`encode_event` line per event. What a sweep
+    keeps of a run (``logs.parquet``); :func:`decode_log` reads it back."""
+    head = {"format": "csim-log", "schema_version": SCHEMA_VERSION, **(header or {})}
+    lines = [json.dumps(head, sort_keys=True, separators=(",", ":"), ensure_ascii=False)]
+    lines.extend(encode_event(e) for e in log)
+    return "\n".join(lines) + "\n"
 
 
-def read_header(path: Path) -> dict[str, Any]:
-    """The header of a run log; rejects other files and unknown schema versions."""
-    with open(path, encoding="utf-8") as fh:
-        first = fh.readline()
+def decode_log(text: str, where: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The header and the events (JSON objects, each with its ``kind``) of a log :func:`encode_log` wrote.
+    A header of another format or schema version, or a line that is no event, is a
+    :class:`~sim.errors.FormatError` naming ``where`` and the line."""
+    lines = text.splitlines()
     try:
-        head = json.loads(first)
+        head = json.loads(lines[0]) if lines else None
     except json.JSONDecodeError as exc:
-        raise FormatError(str(path), 1, f"not a JSON header line: {exc.msg}", "expected a csim run log") from None
+        raise FormatError(where, 1, f"not a JSON header line: {exc.msg}", "expected a csim run log") from None
     if not isinstance(head, dict) or head.get("format") != "csim-log":
-        raise FormatError(str(path), 1, "not a csim run log (header has no format: csim-log)")
+        raise FormatError(where, 1, "not a csim run log (header has no format: csim-log)")
     if head.get("schema_version") != SCHEMA_VERSION:
         raise FormatError(
-            str(path),
+            where,
             1,
             f"schema_version {head.get('schema_version')!r} is not supported",
-            f"this csim reads version {SCHEMA_VERSION}",
+            f"this csim reads version {SCHEMA_VERSION}; run it again",
         )
-    return head
-
-
-def read_log(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A run log written by :func:`write_jsonl`: its header, and its events as JSON objects (each with its
-    ``kind``), in order. A line that is not JSON is a :class:`~sim.errors.FormatError` naming it."""
-    header = read_header(path)
     events: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        next(fh)
-        for number, line in enumerate(fh, start=2):
-            if not line.strip():
-                continue
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(str(path), number, f"not a JSON event: {exc.msg}", "the log is damaged") from None
-            if not isinstance(event, dict) or "kind" not in event:
-                raise FormatError(str(path), number, "not an event (no 'kind')", "the log is damaged")
-            events.append(event)
-    return header, events
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise FormatError(where, number, f"not a JSON event: {exc.msg}", "the log is damaged") from None
+        if not isinstance(event, dict) or "kind" not in event:
+            raise FormatError(where, number, "not an event (no 'kind')", "the log is damaged")
+        events.append(event)
+    return head, events
 
 
 __all__ = [
@@ -297,9 +288,8 @@ __all__ = [
     "RunLog",
     "encode_event",
     "compaction_rows",
-    "read_header",
-    "read_log",
+    "decode_log",
+    "encode_log",
     "request_rows",
     "to_plain",
-    "write_jsonl",
 ]

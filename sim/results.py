@@ -214,7 +214,9 @@ def _summary(root: Path) -> pd.DataFrame | None:
 
 def stored_log(root: str | Path, run_key: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
     """The log of run ``run_key`` as a sweep kept it (``logs.parquet`` in its part; ``csim run`` keeps them),
-    as :func:`sim.log.read_log` gives it: a header and the events; None when the sweep kept no logs."""
+    as :func:`sim.log.decode_log` reads it: a header and the events; None when the sweep kept no logs."""
+    from sim.log import decode_log
+
     for d in finished_parts(Path(root)):
         path = d / f"{LOGS}.parquet"
         if not path.is_file():
@@ -222,8 +224,8 @@ def stored_log(root: str | Path, run_key: str) -> tuple[dict[str, Any], list[dic
         frame = pd.read_parquet(path)
         hit = frame[frame["run_key"] == run_key]
         if len(hit):
-            events = [json.loads(line) for line in str(hit["log"].iloc[0]).splitlines() if line.strip()]
-            return {"run_key": run_key, "source": str(path)}, events
+            header, events = decode_log(str(hit["log"].iloc[0]), f"{path} (run {run_key})")
+            return {**header, "source": str(path)}, events
     return None
 
 

@@ -39,7 +39,7 @@ from sim.config import format_value, normalise_run, run_config
 from sim.conversation import Conversation
 from sim.engine import RunConfig, RunResult
 from sim.errors import CsimError, InvalidConfig
-from sim.log import encode_event
+from sim.log import encode_log
 from sim.results import (
     COMPACTION_COLUMNS,
     LOG_COLUMNS,
@@ -500,7 +500,7 @@ def run_task(conversation: Conversation, task: Task) -> dict[str, pd.DataFrame]:
     frames = task_frames(task.unit, results)
     if task.logs:
         frames["logs"] = typed(
-            [{"run_key": p.run_key, "log": "".join(encode_event(e) + "\n" for e in r.log)} for p, r in results],
+            [{"run_key": p.run_key, "log": encode_log(r.log, {"run_key": p.run_key})} for p, r in results],
             LOG_COLUMNS,
         )
     return frames

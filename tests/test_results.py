@@ -86,3 +86,20 @@ def test_a_part_is_named_by_its_runs_in_any_order(keys: list[str], rnd: object) 
 def test_labels_sort_parameters_and_spell_values_plainly() -> None:
     assert config_label("p", {"b": 0.8, "a": None, "c": True}) == "p a=unset b=0.8 c=true"
     assert config_label("none", {}) == "none"
+
+
+def test_a_kept_log_reads_back_and_a_damaged_one_names_its_line() -> None:
+    from policies.base import make_policy
+    from sim.engine import run
+    from sim.errors import FormatError
+    from sim.log import decode_log, encode_log
+    from sim.runner import scenario_conversation
+
+    res = run(make_policy("cloudflare-os"), scenario_conversation("support-chat", 0, {"turns": "20"}))
+    header, events = decode_log(encode_log(res.log, {"run_key": "k"}), "test")
+    assert header["run_key"] == "k" and len(events) == len(res.log)
+    assert [e["kind"] for e in events] == [e.kind for e in res.log]
+    with pytest.raises(FormatError, match="^test:2: not a JSON event"):
+        decode_log(encode_log(res.log).replace("\n", "\n{oops\n", 1), "test")
+    with pytest.raises(FormatError, match="schema_version"):
+        decode_log('{"format":"csim-log","schema_version":1}\n', "test")

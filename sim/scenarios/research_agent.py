@@ -1,5 +1,8 @@
 """``research-agent``: a long search-and-read loop that ends in a written report.
 
+One module because it is one script: the research session's phases, their wording and their facts belong
+together.
+
 This is the shape that makes compaction hardest on retention: a hundred and more turns of large
 results (search listings, whole fetched pages, now and then a huge one), where the few sentences that
 matter (a number, a quote, a source's address) are buried in thousands of tokens, and are all needed
