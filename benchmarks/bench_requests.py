@@ -8,7 +8,7 @@ sliding-window, cloudflare-os, effect-agent at context_token_limit=150000) on it
 seed as a sweep worker does. Token counts are warmed by an untimed pass first (the tokenizer's text
 memo is shared by the process), so the numbers are the engine's and the policies' work, not
 tiktoken's; the per-object memo (message sizes, renderings) is cleared before each conversation, as
-``sim.sweep.run_task`` does. Each pass is CPU time with the garbage collector paused, divided by the
+``sim.sweep.grid.run_task`` does. Each pass is CPU time with the garbage collector paused, divided by the
 requests made (rows of the results); ``--repeat`` passes, median and best printed.
 
 With ``--instructions`` (needs Valgrind) the pass is also counted in machine instructions, which do
@@ -37,15 +37,23 @@ from pathlib import Path
 from cachegrind import instructions
 
 import sim
-import sim.engine
 from policies.base import make_policy
-from sim.engine import RunConfig
-from sim.runner import scenario_conversation
-from sim.tokenizers import get_tokenizer
 
-# Before lockstep had its own module, run_many lived in sim.engine. Not try/except ImportError: with an old tree
-# on PYTHONPATH, the editable install would find sim.lockstep in this checkout and mix the two trees.
-run_many = getattr(sim.engine, "run_many", None) or importlib.import_module("sim.lockstep").run_many
+# The tree under test may predate sim/'s subpackages (sim.engine, then sim.replay.engine) or lockstep's own
+# module. Chosen by the files of the tree on PYTHONPATH, not by try/except ImportError: the editable install
+# would otherwise find a module of this checkout and mix the two trees.
+_NEW = (Path(sim.__file__).parent / "replay").is_dir()
+_mod = {
+    name: importlib.import_module(f"sim.{where}.{name}" if _NEW else f"sim.{name}")
+    for name, where in (("engine", "replay"), ("tokenizers", "core"), ("runner", "replay"))
+}
+get_tokenizer = _mod["tokenizers"].get_tokenizer
+RunConfig = _mod["engine"].RunConfig
+scenario_conversation = _mod["runner"].scenario_conversation
+run_many = (
+    getattr(_mod["engine"], "run_many", None)
+    or importlib.import_module("sim.replay.lockstep" if _NEW else "sim.lockstep").run_many
+)
 
 POLICIES = (
     ("none", {}),

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-CSIM = [sys.executable, "-m", "sim.cli"]
+CSIM = [sys.executable, "-m", "sim.cli.main"]
 COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "csim --help": [*CSIM, "--help"],

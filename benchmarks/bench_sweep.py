@@ -2,7 +2,7 @@
 
 What keeps the ratio low: a worker counts each distinct text once, whatever the configuration, and
 the configurations of a conversation replay in lockstep while their policies agree
-(``sim.engine.run_many``), so the nine extra configurations cost only what they do differently: their
+(``sim.replay.engine.run_many``), so the nine extra configurations cost only what they do differently: their
 compactions, the texts only they create (summaries, bounded results, status lines), and their rows.
 
 Each measurement plans the sweep (generating the conversations) and runs every task in this process,
@@ -32,8 +32,8 @@ import time
 
 from cachegrind import instructions
 
-from sim import tokenizers
-from sim.sweep import PolicyGrid, Source, SweepSpec, normalise_run, parse_seeds, plan, run_task
+from sim.core import tokenizers
+from sim.sweep.grid import PolicyGrid, Source, SweepSpec, normalise_run, parse_seeds, plan, run_task
 
 TEN = [
     PolicyGrid("none"),

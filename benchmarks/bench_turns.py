@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 
 from policies import POLICIES, make_policy
-from sim.engine import RunConfig, run
-from sim.runner import scenario_conversation
-from sim.tokenizers import get_tokenizer
+from sim.core.tokenizers import get_tokenizer
+from sim.replay.engine import RunConfig, run
+from sim.replay.runner import scenario_conversation
 
 LENGTHS = (250, 500, 1000, 2000)
 

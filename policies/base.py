@@ -28,11 +28,11 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
-from sim.conversation import Part
-from sim.errors import InvalidConfig, UnknownName
-from sim.registry import Registry
-from sim.state import RunState
-from sim.view import DEFAULT_PLACEHOLDER, Edit, Injected, Role, View, spans_of, standard_rule
+from sim.core.conversation import Part
+from sim.core.errors import InvalidConfig, UnknownName
+from sim.core.registry import Registry
+from sim.core.state import RunState
+from sim.core.view import DEFAULT_PLACEHOLDER, Edit, Injected, Role, View, spans_of, standard_rule
 
 Trigger = Literal["auto", "manual", "overflow"]
 #: When a policy is asked for an automatic compaction: ``request``, before every model call (mid tool loop
@@ -54,10 +54,10 @@ class Plan:
             summary (so summaries are incremental and the previous one is folded in).
         pinned: earlier messages kept verbatim, e.g. the first user message (each one a span).
         spans: earlier ranges ``(a, b)`` kept verbatim, with ``pinned`` the view's closed spans.
-        edits: the view's other edits (:class:`sim.view.Edit`: which parts of messages before a bound become
+        edits: the view's other edits (:class:`sim.core.view.Edit`: which parts of messages before a bound become
             a placeholder, are dropped or truncated); None keeps the view's. The standard clearing is
             ``cleared_through``'s, always the first edit, whatever this holds.
-        injected: messages added that are not in the log (:class:`sim.view.Injected`); None keeps the view's.
+        injected: messages added that are not in the log (:class:`sim.core.view.Injected`); None keeps the view's.
         summary_slot: where the summary goes: before ``spans[slot]``, the tail counting as the last span;
             None (default) right before the tail.
         summary_role: the role of the message that carries a new summary.
@@ -95,7 +95,7 @@ class Plan:
 
     def view_from(self, before: View) -> View:
         """The view this plan makes of ``before``, with ``before``'s summary (the engine replaces it when the
-        plan summarises). Pure; the engine checks the result (``sim.invariants.check_plan``)."""
+        plan summarises). Pure; the engine checks the result (``sim.core.invariants.check_plan``)."""
         if self.restore is not None:
             return self.restore
         std = standard_rule(before.placeholder)
@@ -158,7 +158,7 @@ class Policy(Generic[C]):
         return part
 
     def bound_key(self) -> Hashable:
-        """Policies with equal keys bound every tool result alike (``sim.engine.run_many`` replays such
+        """Policies with equal keys bound every tool result alike (``sim.replay.engine.run_many`` replays such
         policies together). None when results are kept as they are; a policy that overrides
         :meth:`bound_tool_result` may return what its bounding depends on; by default its whole spec."""
         if type(self).bound_tool_result is Policy.bound_tool_result:
@@ -177,7 +177,7 @@ class Policy(Generic[C]):
         ``manual`` after ``/compact``, ``overflow`` after the provider rejected the prompt as too long.
 
         Pure: the answer depends on the state and the config only, and asking changes nothing. A sweep
-        relies on it (``sim.engine.run_many`` asks every configuration at every step and may ask twice);
+        relies on it (``sim.replay.engine.run_many`` asks every configuration at every step and may ask twice);
         a policy that kept its own mutable state would get different results there than alone."""
         return None
 

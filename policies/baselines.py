@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from policies.base import NoConfig, Plan, Policy, Trigger, register
 from policies.helpers import floor_index, keep_reverts, rollback_target
-from sim.errors import InvalidConfig
-from sim.state import RunState
+from sim.core.errors import InvalidConfig
+from sim.core.state import RunState
 
 
 @register("none")

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from policies.base import Plan, Policy, Trigger, register
 from policies.helpers import floor_index, keep_reverts, live_changes, rollback_target, unit_floor
-from sim.errors import InvalidConfig
-from sim.state import RunState
+from sim.core.errors import InvalidConfig
+from sim.core.state import RunState
 
 # Framing characters JSON adds around one message's content (role, keys, quotes); the seed weighs a
 # message by its serialized length, and only the ratio between weights matters for the cut.

@@ -16,9 +16,9 @@ from typing import Literal
 
 from policies.base import Plan, Policy, Trigger, register
 from policies.helpers import floor_index, unit_floor
-from sim.conversation import Part
-from sim.errors import InvalidConfig
-from sim.state import RunState
+from sim.core.conversation import Part
+from sim.core.errors import InvalidConfig
+from sim.core.state import RunState
 
 PLACEHOLDER = "[tool result cleared by compaction]"  # the seed's exact placeholder text
 MIN_MAX_BYTES = 256  # ToolResultBounds floor in the real source

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sim.state import RunState
-from sim.view import Rule, View
+from sim.core.state import RunState
+from sim.core.view import Rule, View
 
 if TYPE_CHECKING:
     from policies.base import Plan
@@ -114,7 +114,7 @@ def keep_newest_bound(state: RunState, rule: Rule, keep: int) -> int:
 def smallest_summary_chars(state: RunState, wrapper: str = "{summary}") -> int:
     """Characters of the shortest summary the mock summariser writes: the wrapper, six section titles with a
     line each (about 200 characters) and the task restated (the first user message, at most 300 characters;
-    ``sim.summariser``)."""
+    ``sim.replay.summariser``)."""
     first = first_user_index(state)
     goal = state.messages[first].chars if first is not None else 0
     return len(wrapper.replace("{summary}", "")) + 200 + min(goal, 300)

@@ -2,6 +2,6 @@
 
 import sys
 
-from sim.cli import main
+from sim.cli.main import main
 
 sys.exit(main())

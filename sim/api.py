@@ -1,6 +1,6 @@
 """The Python API, for notebooks and scripts: run policies, run sweeps, load and compare results.
 
-Everything returns :class:`~sim.results.Results`: the same tidy pandas DataFrames a sweep writes (``runs``,
+Everything returns :class:`~sim.sweep.results.Results`: the same tidy pandas DataFrames a sweep writes (``runs``,
 ``requests``, ``facts``, ``compactions``, ``violations``), keyed by ``run_key`` and labelled by ``config``, so
 a notebook needs no command line and no files for a quick look, and reads a saved sweep the same way::
 
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from policies.base import Policy
-    from sim.results import Results
-    from sim.sweep import SweepSpec
+    from sim.sweep.grid import SweepSpec
+    from sim.sweep.results import Results
 
 
 def _policy_ref(policy: str | type[Policy[Any]]) -> str:
@@ -70,7 +70,7 @@ def spec(
 ) -> SweepSpec:
     """A sweep spec from arguments, checked as a spec file is: ``policies`` maps a name to its parameters (a
     list of values is a grid axis); ``scenarios`` likewise; ``conversations`` are recorded files."""
-    from sim.sweep import spec_from_dict
+    from sim.sweep.grid import spec_from_dict
 
     grid = [(_policy_ref(policies), {})] if isinstance(policies, (str, type)) else _named(policies)
     files = [conversations] if isinstance(conversations, (str, Path)) else list(conversations or [])
@@ -105,7 +105,7 @@ def run(
 
     The runs are exactly those of a one-configuration ``csim sweep`` (same tables, same run keys), without a
     results directory. Give one of ``scenario``, ``conversation`` or ``dataset``."""
-    from sim.errors import InvalidConfig
+    from sim.core.errors import InvalidConfig
 
     if sum(x is not None for x in (scenario, conversation, dataset)) != 1:
         raise InvalidConfig("sim.api.run: give exactly one of scenario=, conversation= or dataset=")
@@ -127,9 +127,9 @@ def run(
 
 def run_spec(spec: SweepSpec) -> Results:
     """Every run of ``spec`` in this process, in memory: the tables a sweep directory would hold."""
-    from sim.metrics import versions
-    from sim.results import TABLES, Results, concat
-    from sim.sweep import package_version, plan, run_task
+    from sim.core.metrics import versions
+    from sim.sweep.grid import package_version, plan, run_task
+    from sim.sweep.results import TABLES, Results, concat
 
     tasks, shared, _ = plan(spec)
     frames = [run_task(shared[t.unit.key], t) for t in tasks]
@@ -165,9 +165,9 @@ def sweep(
 ) -> Results:
     """Run a sweep into ``out`` (resumable, as ``csim sweep``) from a spec file or from :func:`spec`'s
     arguments, and load its results."""
-    from sim.errors import InvalidConfig
-    from sim.results import load_results
-    from sim.sweep import load_spec, run_sweep
+    from sim.core.errors import InvalidConfig
+    from sim.sweep.grid import load_spec, run_sweep
+    from sim.sweep.results import load_results
 
     if (spec_file is None) == (policies is None):
         raise InvalidConfig("sim.api.sweep: give a spec file or policies= (and the rest of the grid), not both")
@@ -178,7 +178,7 @@ def sweep(
 
 def load(path: str | Path) -> Results:
     """Results saved by ``csim sweep --out`` (or :func:`sweep`), or a ``csim run --out`` directory."""
-    from sim.results import load_results
+    from sim.sweep.results import load_results
 
     return load_results(path)
 
@@ -186,7 +186,7 @@ def load(path: str | Path) -> Results:
 def compare(results: Results, baseline: str | None = None, by: Sequence[str] = ()) -> pd.DataFrame:
     """``csim compare`` as a frame: per configuration, means and 95% bootstrap CIs over conversations, paired
     differences against ``baseline``, and the Pareto frontier of cost against retention."""
-    from sim.compare import compare as _compare
+    from sim.sweep.compare import compare as _compare
 
     return _compare(results, baseline, by)
 

@@ -15,9 +15,9 @@ import dataclasses
 
 from policies.base import Plan, Policy, Trigger
 from policies.helpers import floor_index, keep_reverts
-from sim.conversation import Part
-from sim.state import RunState
-from sim.view import Edit, Rule
+from sim.core.conversation import Part
+from sim.core.state import RunState
+from sim.core.view import Edit, Rule
 
 
 class CutsMidUnit(Policy):

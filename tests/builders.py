@@ -1,7 +1,7 @@
 """Terse builders for test conversations, and small seams for looking inside a run.
 
 Build messages with :func:`sys`, :func:`user`, :func:`asst`, :func:`tool` and :func:`compact_cmd`, then
-turn them into a :class:`~sim.conversation.Conversation` with :func:`conv`, which gives every message
+turn them into a :class:`~sim.core.conversation.Conversation` with :func:`conv`, which gives every message
 an id (``m0``, ``m1``, ... unless one was set with ``id=``)::
 
     c = conv(
@@ -15,7 +15,7 @@ an id (``m0``, ``m1``, ... unless one was set with ``id=``)::
 ``calls`` takes call ids (the tool is then called ``grep``) or parts made by :func:`call`.
 :func:`change` and :func:`revert` make the change / revert parts a user or assistant message carries.
 
-:func:`state_of` builds the :class:`~sim.state.RunState` a policy would see after the whole script was
+:func:`state_of` builds the :class:`~sim.core.state.RunState` a policy would see after the whole script was
 appended, with the context estimate set exactly, so a policy's ``decide`` can be driven at a boundary.
 :func:`run_capture` runs the engine and also returns every request body it rendered.
 """
@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies.base import Policy
-from sim.conversation import Conversation, Fact, Message, Part, Tool
-from sim.engine import Engine, RunConfig, RunResult
-from sim.log import CompactionCreated, MessageAppended
-from sim.model import ModelConfig
-from sim.state import RunState
-from sim.view import View
+from sim.core.conversation import Conversation, Fact, Message, Part, Tool
+from sim.core.log import CompactionCreated, MessageAppended
+from sim.core.state import RunState
+from sim.core.view import View
+from sim.replay.engine import Engine, RunConfig, RunResult
+from sim.replay.model import ModelConfig
 
 __all__ = [
     "Captured",

@@ -9,7 +9,7 @@ import pytest
 
 from policies.baselines import NoCompaction
 from sim import api
-from sim.errors import InvalidConfig, UnknownName
+from sim.core.errors import InvalidConfig, UnknownName
 
 SMALL = {"window": 20_000, "tokenizer": "chars4"}
 

@@ -12,11 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from policies.base import make_policy
-from sim import calibration as cal
-from sim.cli import main
-from sim.conversation import Conversation, Message, Part, Usage
-from sim.engine import RunConfig, run
-from sim.errors import InvalidConfig
+from sim.calibration import fit as cal
+from sim.cli.main import main
+from sim.core.conversation import Conversation, Message, Part, Usage
+from sim.core.errors import InvalidConfig
+from sim.replay.engine import RunConfig, run
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = Path(os.environ.get("CSIM_RECORDED") or ROOT.parent / "shared" / "recorded")

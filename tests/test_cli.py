@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.cli import main
-from sim.results import load_results, stored_log
+from sim.cli.main import main
+from sim.sweep.results import load_results, stored_log
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = [

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.cli import main
-from sim.compare import bootstrap_mean, compare, pareto_front
-from sim.errors import UnknownName
-from sim.results import RUN_COLUMNS, Results, load_results, typed
-from sim.sweep import PolicyGrid, Source, SweepSpec, normalise_run, run_sweep
+from sim.cli.main import main
+from sim.core.errors import UnknownName
+from sim.sweep.compare import bootstrap_mean, compare, pareto_front
+from sim.sweep.grid import PolicyGrid, Source, SweepSpec, normalise_run, run_sweep
+from sim.sweep.results import RUN_COLUMNS, Results, load_results, typed
 
 
 def fake_results(rows: list[dict[str, object]]) -> Results:

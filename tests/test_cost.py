@@ -5,8 +5,8 @@ from genai_prices import Usage, calc_price
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.cost import Pricer
-from sim.errors import UnknownName
+from sim.core.cost import Pricer
+from sim.core.errors import UnknownName
 
 
 @given(st.integers(0, 400_000), st.integers(0, 32_000))

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sim import datasets as ds
-from sim.cli import main
-from sim.errors import UnknownName
+from sim.cli.main import main
+from sim.core.errors import UnknownName
+from sim.formats import datasets as ds
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = Path(os.environ.get("CSIM_RECORDED") or ROOT.parent / "shared" / "recorded")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from policies import make_policy
-from sim.budgets import Budgets
-from sim.conversation import Conversation, Fact, Message, Part
-from sim.engine import RunConfig, run
-from sim.log import CompactionCreated, MessageAppended, RequestSent
-from sim.model import ModelConfig
-from sim.view import fold
+from sim.core.budgets import Budgets
+from sim.core.conversation import Conversation, Fact, Message, Part
+from sim.core.log import CompactionCreated, MessageAppended, RequestSent
+from sim.core.view import fold
+from sim.replay.engine import RunConfig, run
+from sim.replay.model import ModelConfig
 
 SMALL = ModelConfig(context_window=4_000, output_reserve=500)
 
@@ -72,7 +72,7 @@ def test_compacting_policies_finish_and_the_log_folds_to_the_view(name: str, par
 
 
 def test_retention_counts_a_fact_kept_only_in_the_summary() -> None:
-    from sim.summariser import SummariserConfig
+    from sim.replay.summariser import SummariserConfig
 
     keep_all = SummariserConfig(keep_constraint=1.0, keep_recall=1.0)
     drop_all = SummariserConfig(
@@ -95,7 +95,7 @@ def test_summariser_calls_are_requests_and_are_charged() -> None:
 
 
 def test_failed_summary_leaves_the_view_unchanged() -> None:
-    from sim.summariser import SummariserConfig
+    from sim.replay.summariser import SummariserConfig
 
     res = run(
         make_policy("cloudflare-os"),
@@ -139,7 +139,7 @@ def test_openai_wire_format_runs_too() -> None:
 def test_protected_from_without_a_user_message_starts_after_the_system_prompt(with_system: bool, expected: int) -> None:
     """Workshop's ``findProtectedFromSequence`` falls back to the chat's first message, and its chat log has
     no system prompt: so here the protected span starts at the first message after ours, never at it."""
-    from sim.state import Ledger, RunState
+    from sim.core.state import Ledger, RunState
 
     msgs = ([Message("s", "system", (Part("text", "sys"),))] if with_system else []) + [
         Message("a", "assistant", (Part("text", "May I deploy?"),), pending=True),
@@ -163,9 +163,9 @@ def test_protected_from_without_a_user_message_starts_after_the_system_prompt(wi
     ],
 )
 def test_facts_lost_per_compaction_equal_a_check_of_every_fact(scenario, policy, params, monkeypatch) -> None:
-    import sim.engine as engine_module
+    import sim.replay.engine as engine_module
     from policies.base import make_policy
-    from sim.runner import scenario_conversation
+    from sim.replay.runner import scenario_conversation
 
     conv = scenario_conversation(scenario, 1, {})
     fast = engine_module.run(make_policy(policy, params), conv)

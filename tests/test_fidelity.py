@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from sim import calibration as cal
-from sim import fidelity
-from sim.cli import main
-from sim.conversation import Conversation, Message, Part, Usage
-from sim.errors import InvalidConfig
+from sim.calibration import fidelity
+from sim.calibration import fit as cal
+from sim.cli.main import main
+from sim.core.conversation import Conversation, Message, Part, Usage
+from sim.core.errors import InvalidConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = Path(os.environ.get("CSIM_RECORDED") or ROOT.parent / "shared" / "recorded")

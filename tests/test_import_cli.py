@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.cli import main
+from sim.cli.main import main
 from sim.formats import read
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "formats"

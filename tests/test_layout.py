@@ -78,7 +78,7 @@ def test_the_cycle_finder_finds_a_cycle(tmp_path: Path) -> None:
 def test_the_command_line_starts_without_the_heavy_libraries() -> None:
     code = (
         "import sys\n"
-        "from sim.cli import build_parser\n"
+        "from sim.cli.main import build_parser\n"
         "build_parser()\n"
         "from policies import POLICIES\n"
         "print(sorted(m for m in ('pandas', 'numpy', 'pyarrow', 'matplotlib', 'dask', 'nbclient') if m in sys.modules))"

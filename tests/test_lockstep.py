@@ -1,4 +1,4 @@
-"""sim.lockstep.run_many: several policies over one replay give exactly what separate runs give, and share it."""
+"""sim.replay.lockstep.run_many: several policies over one replay give exactly what separate runs give, and share it."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 
 from policies import make_policy
 from policies.base import Policy
-from sim import engine, lockstep
-from sim.budgets import Budgets
-from sim.engine import RunConfig, RunResult, run
-from sim.lockstep import run_many
-from sim.log import encode_event
+from sim.core.budgets import Budgets
+from sim.core.log import encode_event
+from sim.replay import engine, lockstep
+from sim.replay.engine import RunConfig, RunResult, run
+from sim.replay.lockstep import run_many
+from sim.replay.strategies import conversations, small_model
 from sim.scenarios import generate
-from sim.strategies import conversations, small_model
 
 # Every bundled policy at settings that compact at different points in an 8K window, twice the
 # same setting included (the same policy object may not be shared, equal settings may).

@@ -2,8 +2,8 @@
 
 import pytest
 
-from sim.errors import InvalidConfig, InvalidRequest, PromptTooLong
-from sim.model import ModelConfig, check_window, validate_anthropic, validate_openai
+from sim.core.errors import InvalidConfig, InvalidRequest, PromptTooLong
+from sim.replay.model import ModelConfig, check_window, validate_anthropic, validate_openai
 
 
 def call(cid: str) -> dict:

@@ -17,7 +17,7 @@ import nbformat
 import pandas as pd
 import pytest
 
-from sim.report import parameterise
+from sim.report.notebooks import parameterise
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -189,7 +189,7 @@ def test_report_on_one_run_directory(tmp_path: Path) -> None:
 
 
 def test_a_bad_results_path_is_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from sim.cli import main
+    from sim.cli.main import main
 
     assert main(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
@@ -197,7 +197,7 @@ def test_a_bad_results_path_is_one_line_error(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_a_failing_cell_names_the_notebook_and_cell(tmp_path: Path) -> None:
-    from sim.report import NotebookFailed, execute
+    from sim.report.notebooks import NotebookFailed, execute
 
     nb = nbformat.v4.new_notebook(
         cells=[
@@ -211,8 +211,8 @@ def test_a_failing_cell_names_the_notebook_and_cell(tmp_path: Path) -> None:
 
 def test_figures_are_the_same_bytes_every_time(sweep_report: tuple[Path, Path]) -> None:
     from sim import api
-    from sim import report_data as rd
-    from sim import report_figures as rf
+    from sim.report import data as rd
+    from sim.report import figures as rf
 
     data = api.load(sweep_report[0])
     cmap = rf.colours(data.runs["config"])

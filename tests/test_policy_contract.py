@@ -10,11 +10,11 @@ import pytest
 from policies.base import NoConfig, Plan, Policy, Trigger, When
 from policies.baselines import NoCompaction
 from policies.helpers import keep_newest_bound, plan_shrinks, safe_cut
-from sim.conversation import Conversation
-from sim.engine import RunConfig, run
-from sim.model import ModelConfig
-from sim.state import RunState
-from sim.view import Edit, Rule, View
+from sim.core.conversation import Conversation
+from sim.core.state import RunState
+from sim.core.view import Edit, Rule, View
+from sim.replay.engine import RunConfig, run
+from sim.replay.model import ModelConfig
 from tests.builders import asst, call, change, compact_cmd, conv, fact, revert, state_of, sys, tool, user
 
 

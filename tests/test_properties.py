@@ -24,11 +24,11 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 
 from policies import POLICIES
 from policies.base import Plan, Policy, load_policy_class, make_policy
-from sim.checker import CheckReport, check_policy, effective_params
-from sim.conversation import Conversation, Message, Part, validate
-from sim.engine import Engine, RunConfig
-from sim.model import ModelConfig
-from sim.strategies import conversations, small_model
+from sim.core.conversation import Conversation, Message, Part, validate
+from sim.replay.checker import CheckReport, check_policy, effective_params
+from sim.replay.engine import Engine, RunConfig
+from sim.replay.model import ModelConfig
+from sim.replay.strategies import conversations, small_model
 
 WINDOW = 8_000
 EXAMPLES = 60

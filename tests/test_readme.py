@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from policies.base import make_policy
-from sim.checker import check_policy
+from sim.replay.checker import check_policy
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

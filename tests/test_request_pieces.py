@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.conversation import Message, Part
-from sim.request import flat_pieces, head_pieces, tail_pieces
-from sim.view import Rule, edited
+from sim.core.conversation import Message, Part
+from sim.core.view import Rule, edited
+from sim.replay.request import flat_pieces, head_pieces, tail_pieces
 
 pieces_st = st.lists(st.text(alphabet="ab \n…", max_size=12), min_size=1, max_size=8)
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.cli import main
-from sim.errors import InvalidConfig
-from sim.results import TABLES, config_label, load_results, part_name, stored_log
-from sim.sweep import PolicyGrid, Source, SweepSpec, normalise_run, run_sweep
+from sim.cli.main import main
+from sim.core.errors import InvalidConfig
+from sim.sweep.grid import PolicyGrid, Source, SweepSpec, normalise_run, run_sweep
+from sim.sweep.results import TABLES, config_label, load_results, part_name, stored_log
 
 ARGS = [
     "--policy",
@@ -90,10 +90,10 @@ def test_labels_sort_parameters_and_spell_values_plainly() -> None:
 
 def test_a_kept_log_reads_back_and_a_damaged_one_names_its_line() -> None:
     from policies.base import make_policy
-    from sim.engine import run
-    from sim.errors import FormatError
-    from sim.log import decode_log, encode_log
-    from sim.runner import scenario_conversation
+    from sim.core.errors import FormatError
+    from sim.core.log import decode_log, encode_log
+    from sim.replay.engine import run
+    from sim.replay.runner import scenario_conversation
 
     res = run(make_policy("cloudflare-os"), scenario_conversation("support-chat", 0, {"turns": "20"}))
     header, events = decode_log(encode_log(res.log, {"run_key": "k"}), "test")

@@ -25,11 +25,11 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from policies import POLICIES
 from policies.base import load_policy_class, make_policy
-from sim.conversation import Conversation, Message, Part, validate
-from sim.engine import Engine, RunConfig
-from sim.log import CompactionCreated, MessageAppended, encode_event
-from sim.strategies import small_model
-from sim.view import fold
+from sim.core.conversation import Conversation, Message, Part, validate
+from sim.core.log import CompactionCreated, MessageAppended, encode_event
+from sim.core.view import fold
+from sim.replay.engine import Engine, RunConfig
+from sim.replay.strategies import small_model
 
 WINDOW = 8_000
 PARAMS = {"effect-agent": {"context_token_limit": "4800", "keep_recent_tokens": "2000", "max_bytes": "4096"}}

@@ -11,11 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim import sweep
-from sim.cli import main
-from sim.errors import CsimError, InvalidConfig, UnknownName
-from sim.results import load_results
-from sim.sweep import (
+from sim.cli.main import main
+from sim.core.errors import CsimError, InvalidConfig, UnknownName
+from sim.sweep import grid as sweep
+from sim.sweep.grid import (
     PolicyGrid,
     Progress,
     Source,
@@ -28,6 +27,7 @@ from sim.sweep import (
     run_task,
     settings,
 )
+from sim.sweep.results import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 NATIVE = ROOT / "tests" / "golden" / "formats" / "native.jsonl"
@@ -101,8 +101,8 @@ def test_spec_paths_are_relative_to_the_spec_file(tmp_path: Path) -> None:
 
 
 def test_flags_build_the_same_spec_as_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from sim.cli import build_parser
-    from sim.sweep_cli import spec_from_args
+    from sim.cli.main import build_parser
+    from sim.cli.sweep import spec_from_args
 
     argv = [
         "sweep",
@@ -172,7 +172,7 @@ def test_run_keys_are_unique_and_change_with_the_run_config() -> None:
 
 
 def test_a_recording_runs_once_per_seed_with_the_same_conversation() -> None:
-    from sim.runner import recorded_conversations
+    from sim.replay.runner import recorded_conversations
 
     n = len(recorded_conversations(NATIVE, "native")[0])
     spec = SweepSpec((PolicyGrid("none"),), (Source("conversation", str(NATIVE), format="native"),), (0, 1))
@@ -182,13 +182,15 @@ def test_a_recording_runs_once_per_seed_with_the_same_conversation() -> None:
 
 
 def test_datasets_are_read_through_sim_datasets(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sim.datasets
-    from sim.runner import recorded_conversations
+    import sim.formats.datasets
+    from sim.replay.runner import recorded_conversations
 
     convs, _ = recorded_conversations(NATIVE, "native")
     calls = []
     monkeypatch.setattr(
-        sim.datasets, "dataset_conversations", lambda name, lenient=False: calls.append((name, lenient)) or convs
+        sim.formats.datasets,
+        "dataset_conversations",
+        lambda name, lenient=False: calls.append((name, lenient)) or convs,
     )
     tasks, shared, total = plan(SweepSpec((PolicyGrid("none"),), (Source("dataset", "toy", lenient=True),), (0,)))
     assert calls == [("toy", True)] and total == len(convs) and {t.unit.source_kind for t in tasks} == {"dataset"}
@@ -216,7 +218,7 @@ def test_sweep_writes_every_run_once_and_a_rerun_skips_them(tmp_path: Path) -> N
 
 
 def test_one_worker_counts_each_text_once_across_configurations(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sim import tokenizers
+    from sim.core import tokenizers
 
     one = SweepSpec((PolicyGrid("none"),), (Source("scenario", "coding-agent", TINY),), (0,))
     two = SweepSpec(
@@ -252,7 +254,7 @@ def test_a_failing_run_names_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 # -- calibration ----------------------------------------------------------------------------------------------
 def _calibration_file(tmp_path: Path) -> tuple[Path, object]:
-    from sim import calibration as cal
+    from sim.calibration import fit as cal
 
     fit = cal.Calibration(
         "anthropic",

@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sim.results import TABLES, finished_parts, load_results
-from sim.sweep import load_spec, plan, run_sweep
+from sim.sweep.grid import load_spec, plan, run_sweep
+from sim.sweep.results import TABLES, finished_parts, load_results
 
 SPEC = """
 [sweep]

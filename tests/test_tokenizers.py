@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.errors import EncodingUnavailable, UnknownName
-from sim.tokenizers import Chars4, CountingTokenizer, Tiktoken, get_tokenizer
+from sim.core.errors import EncodingUnavailable, UnknownName
+from sim.core.tokenizers import Chars4, CountingTokenizer, Tiktoken, get_tokenizer
 
 
 def test_cl100k_known_counts() -> None:

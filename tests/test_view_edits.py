@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 
 from policies.base import Plan, Policy
 from policies.baselines import NoCompaction
-from sim import model as wire
-from sim.conversation import PART_KINDS, Conversation, Message, Part
-from sim.engine import Engine, RunConfig, run
-from sim.errors import InvalidRequest
-from sim.model import MESSAGE_OVERHEAD, ModelConfig
-from sim.state import RunState
-from sim.strategies import TOOL_NAMES, conversations
-from sim.view import DEFAULT_MARKER, Edit, Injected, Rule, Summary, View, edited, edited_chars, spans_of
+from sim.core.conversation import PART_KINDS, Conversation, Message, Part
+from sim.core.errors import InvalidRequest
+from sim.core.state import RunState
+from sim.core.view import DEFAULT_MARKER, Edit, Injected, Rule, Summary, View, edited, edited_chars, spans_of
+from sim.replay import model as wire
+from sim.replay.engine import Engine, RunConfig, run
+from sim.replay.model import MESSAGE_OVERHEAD, ModelConfig
+from sim.replay.strategies import TOOL_NAMES, conversations
 from tests.builders import Draft, asst, call, conv, fact, run_capture, sys, tool, tool_contents, user
 
 PROVIDERS = ("anthropic", "openai")
@@ -277,7 +277,7 @@ def direct_size(eng: Engine, view: View) -> tuple[int, int]:
 
 
 def direct_chars(eng: Engine, view: View) -> int:
-    """Characters of ``view`` message by message with sim.view.edited_chars (the engine sums them its own way)."""
+    """Characters of ``view`` message by message with sim.core.view.edited_chars (the engine sums them its own way)."""
     shown = [i for i in range(len(eng.ledger.messages)) if (i == 0 and eng.has_system) or view.shows(i)]
     chars = sum(
         edited_chars(eng.ledger.messages[i], () if i == 0 and eng.has_system else view.rules_at(i), eng.tok.truncate)

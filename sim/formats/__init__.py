@@ -1,7 +1,7 @@
 """Importers of recorded conversations, one module per format, registered by name.
 
 Every importer is a function ``read(path, *, lenient=False) -> ImportResult``. Strict mode raises
-:class:`~sim.errors.FormatError` naming the file, the line (or record) and what was expected; lenient
+:class:`~sim.core.errors.FormatError` naming the file, the line (or record) and what was expected; lenient
 mode skips the bad record, keeps everything read so far, and lists each skip in
 ``ImportResult.skipped``.
 """
@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sim.conversation import Conversation
-from sim.errors import FormatError
-from sim.registry import Registry
+from sim.core.conversation import Conversation
+from sim.core.errors import FormatError
+from sim.core.registry import Registry
 
 
 @dataclass(frozen=True)

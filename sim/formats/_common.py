@@ -1,11 +1,11 @@
 """Plumbing shared by the importers: decoding lines, strict/lenient problem handling, call pairing.
 
 Every importer has the same two modes. Strict mode stops at the first malformed record with a
-:class:`~sim.errors.FormatError` that names the file and line; lenient mode passes over the record,
+:class:`~sim.core.errors.FormatError` that names the file and line; lenient mode passes over the record,
 lists it as a :class:`~sim.formats.Skipped`, and keeps everything read before and after it. Keeping
 that policy in one place (:class:`Issues`) is what makes the importers agree on it.
 
-Recordings also break the pairing rule of :func:`sim.conversation.validate` (a call interrupted
+Recordings also break the pairing rule of :func:`sim.core.conversation.validate` (a call interrupted
 before its result was written, a result whose call was lost). :func:`pair_calls` finds those in a
 list of :class:`Draft` messages and either reports them or repairs them with an aborted result.
 """
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sim.conversation import Message, Part, Usage
-from sim.errors import FormatError
+from sim.core.conversation import Message, Part, Usage
+from sim.core.errors import FormatError
 from sim.formats import Skipped
 
 #: The text of the tool result synthesised for a call whose result was never recorded.

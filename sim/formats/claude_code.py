@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.conversation import Conversation, Part
-from sim.errors import InvalidConfig
+from sim.core.conversation import Conversation, Part
+from sim.core.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import BadRecord, Draft, Issues, check, get, pair_calls, read_jsonl
 from sim.formats.anthropic_messages import assistant_parts, block_text

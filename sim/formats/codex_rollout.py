@@ -34,8 +34,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from sim.conversation import Conversation, Part, Usage
-from sim.errors import InvalidConfig
+from sim.core.conversation import Conversation, Part, Usage
+from sim.core.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import BadRecord, Draft, Issues, check, get, pair_calls, read_jsonl
 from sim.formats._json_records import compact_head

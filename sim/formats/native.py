@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.conversation import FACT_KINDS, PART_KINDS, ROLES, Conversation, Fact, Part, Tool, Usage
-from sim.errors import InvalidConfig
+from sim.core.conversation import FACT_KINDS, PART_KINDS, ROLES, Conversation, Fact, Part, Tool, Usage
+from sim.core.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, Skipped, sniffer
 from sim.formats._common import BadRecord, Draft, Issues, check, get, pair_calls, read_jsonl
 

@@ -9,7 +9,7 @@ The mapping keeps what changes prompt size and pairing: ``developer`` becomes ``
 opens the conversation (a later system or developer message becomes a ``user`` message, since only
 the first message may be system); assistant ``tool_calls`` and the legacy ``function_call`` become
 ``tool_call`` parts (legacy calls get the stable id ``fc-<message index>``); ``tool`` and ``function``
-messages become ``tool`` messages, one per result. Tool schemas become :class:`~sim.conversation.Tool`
+messages become ``tool`` messages, one per result. Tool schemas become :class:`~sim.core.conversation.Tool`
 with their parameters as sorted-key JSON.
 """
 
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from sim.conversation import Conversation, Part, Tool
-from sim.errors import InvalidConfig
+from sim.core.conversation import Conversation, Part, Tool
+from sim.core.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import (
     BadRecord,

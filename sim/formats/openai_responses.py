@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.conversation import Conversation, Part, Tool, Usage
-from sim.errors import InvalidConfig
+from sim.core.conversation import Conversation, Part, Tool, Usage
+from sim.core.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls
 from sim.formats._json_records import Record, compact_head, json_records

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from sim.conversation import Conversation, Part, Tool
-from sim.errors import InvalidConfig
+from sim.core.conversation import Conversation, Part, Tool
+from sim.core.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls, read_json_document
 from sim.formats.usage import any_usage

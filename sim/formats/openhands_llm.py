@@ -10,7 +10,7 @@ was parsed back into tool calls). Facts read from the sample files of ``OpenHand
 (``tests/fixtures/llm_data``).
 
 A log is the one place where the tool schemas and the provider's prompt count sit side by side, so
-the importer keeps both: the schemas become :class:`~sim.conversation.Tool` (they are part of the
+the importer keeps both: the schemas become :class:`~sim.core.conversation.Tool` (they are part of the
 prompt and are counted), and the file becomes one conversation whose last assistant message is the
 response, carrying the recorded usage. What was sent is ``messages``; for a log without native
 function calling the reply taken is ``raw_response`` (the text the model wrote and was charged for),
@@ -27,8 +27,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sim.conversation import Conversation
-from sim.errors import InvalidConfig
+from sim.core.conversation import Conversation
+from sim.core.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import (
     BadRecord,

@@ -29,8 +29,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sim.conversation import Conversation, Part
-from sim.errors import InvalidConfig
+from sim.core.conversation import Conversation, Part
+from sim.core.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import (
     BadRecord,

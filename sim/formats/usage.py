@@ -1,4 +1,4 @@
-"""Provider usage objects as :class:`~sim.conversation.Usage`: one reader per shape, shared by the importers.
+"""Provider usage objects as :class:`~sim.core.conversation.Usage`: one reader per shape, shared by the importers.
 
 Ours keeps four non-negative counts that add up to the prompt: uncached input, cache reads, cache
 writes, and output. The shapes differ in what ``input`` means:
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from sim.conversation import Usage
+from sim.core.conversation import Usage
 from sim.formats._common import BadRecord, check, get
 
 

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from sim.conversation import Conversation, Message, Usage
+from sim.core.conversation import Conversation, Message, Usage
 from sim.formats import FORMATS, ImportResult, Skipped, sniffer
 from sim.formats import anthropic_messages as anthropic
 from sim.formats import openai_responses as responses

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sim.conversation import Conversation
-from sim.registry import Registry
+from sim.core.conversation import Conversation
+from sim.core.registry import Registry
 
 Generator = Callable[..., Conversation]
 SCENARIOS: Registry[Generator] = Registry("scenario")

@@ -30,8 +30,8 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from sim.conversation import Conversation, Fact, FactKind, Message, Part, Role, Tool
-from sim.errors import InvalidConfig
+from sim.core.conversation import Conversation, Fact, FactKind, Message, Part, Role, Tool
+from sim.core.errors import InvalidConfig
 
 CHARS_PER_TOKEN: dict[str, float] = {
     "prose": 5.1,

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.conversation import Conversation, Part
+from sim.core.conversation import Conversation, Part
 from sim.scenarios import SCENARIOS
 from sim.scenarios._common import (
     Param,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sim.conversation import Conversation, FactKind, Part
+from sim.core.conversation import Conversation, FactKind, Part
 from sim.scenarios import SCENARIOS
 from sim.scenarios._common import (
     Param,

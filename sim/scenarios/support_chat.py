@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from sim.conversation import Conversation
+from sim.core.conversation import Conversation
 from sim.scenarios import SCENARIOS
 from sim.scenarios._common import (
     SUPPORT_LINES,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sim.conversation import validate
+from sim.core.conversation import validate
 from sim.formats import ImportResult, read
 from sim.formats.native import dumps
 

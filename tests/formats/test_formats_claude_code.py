@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sim.errors import FormatError
+from sim.core.errors import FormatError
 from sim.formats import read
 
 SESSION = "sess-1"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.errors import FormatError
+from sim.core.errors import FormatError
 from sim.formats import detect, read
 from sim.formats._common import ABORTED_TEXT
 from tests.formats._golden import check_golden

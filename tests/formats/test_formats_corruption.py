@@ -23,7 +23,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.errors import FormatError
+from sim.core.errors import FormatError
 from sim.formats import FORMATS, ImportResult, read
 from sim.formats import _load as load_formats
 

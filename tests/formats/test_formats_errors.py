@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.errors import FormatError
+from sim.core.errors import FormatError
 from sim.formats import FORMATS, read
 
 _NATIVE_HEAD = '{"format":"csim-conversation","version":1,"id":"x","tools":[],"meta":{}}'

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.errors import FormatError
+from sim.core.errors import FormatError
 from sim.formats import read
 
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.conversation import Conversation, Fact, Message, Part, Tool, Usage
-from sim.errors import FormatError
+from sim.core.conversation import Conversation, Fact, Message, Part, Tool, Usage
+from sim.core.errors import FormatError
 from sim.formats import FORMATS, native, read
 
 

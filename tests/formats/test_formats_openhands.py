@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.conversation import validate
-from sim.errors import FormatError
+from sim.core.conversation import validate
+from sim.core.errors import FormatError
 from sim.formats import read
 from sim.formats._common import BadRecord
 from sim.formats.usage import any_usage

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.conversation import Conversation, validate
+from sim.core.conversation import Conversation, validate
 from sim.formats import read
 from sim.formats.native import dumps
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from sim.conversation import Usage
-from sim.errors import FormatError
+from sim.core.conversation import Usage
+from sim.core.errors import FormatError
 from sim.formats import detect, read
 from tests.formats._golden import check_golden
 

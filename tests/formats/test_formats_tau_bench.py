@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.conversation import validate
-from sim.errors import FormatError
+from sim.core.conversation import validate
+from sim.core.errors import FormatError
 from sim.formats import read
 from tests.formats.test_formats_recorded import _round_trip, need
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.conversation import Usage, validate
-from sim.errors import FormatError
+from sim.core.conversation import Usage, validate
+from sim.core.errors import FormatError
 from sim.formats import detect, read
 from tests.formats._golden import check_golden
 

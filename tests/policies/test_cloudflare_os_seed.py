@@ -14,14 +14,14 @@ import math
 
 import pytest
 
-import sim.engine as engine_mod
+import sim.replay.engine as engine_mod
 from policies.baselines import NoCompaction
 from policies.cloudflare_os import SUMMARY_PROMPT, CloudflareOS, CloudflareOSConfig
-from sim.engine import RunConfig, run
-from sim.log import CompactionCreated, CompactionFailed
-from sim.model import ModelConfig, render_message_anthropic
-from sim.summariser import SummariserConfig
-from sim.view import View, fold
+from sim.core.log import CompactionCreated, CompactionFailed
+from sim.core.view import View, fold
+from sim.replay.engine import RunConfig, run
+from sim.replay.model import ModelConfig, render_message_anthropic
+from sim.replay.summariser import SummariserConfig
 from tests.builders import (
     asst,
     change,

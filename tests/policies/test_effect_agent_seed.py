@@ -20,18 +20,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import sim.engine as engine_mod
+import sim.replay.engine as engine_mod
 from policies.baselines import NoCompaction
 from policies.effect_agent import PLACEHOLDER, SUMMARY_WRAPPER, EffectAgent, EffectAgentConfig
-from sim.budgets import Budgets
-from sim.conversation import Tool
-from sim.cost import Pricer
-from sim.engine import RunConfig, run
-from sim.log import BudgetWarned, CompactionCreated, MessageAppended, RunFinished, encode_event
-from sim.model import MESSAGE_OVERHEAD, ModelConfig, render_message_anthropic
-from sim.strategies import conversations, small_model
-from sim.summariser import SummariserConfig
-from sim.view import View, fold
+from sim.core.budgets import Budgets
+from sim.core.conversation import Tool
+from sim.core.cost import Pricer
+from sim.core.log import BudgetWarned, CompactionCreated, MessageAppended, RunFinished, encode_event
+from sim.core.view import View, fold
+from sim.replay.engine import RunConfig, run
+from sim.replay.model import MESSAGE_OVERHEAD, ModelConfig, render_message_anthropic
+from sim.replay.strategies import conversations, small_model
+from sim.replay.summariser import SummariserConfig
 from tests.builders import (
     asst,
     compaction_records,

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.conversation import FACT_KINDS, Conversation, validate
-from sim.errors import EncodingUnavailable, InvalidConfig
+from sim.core.conversation import FACT_KINDS, Conversation, validate
+from sim.core.errors import EncodingUnavailable, InvalidConfig
 from sim.scenarios import SCENARIOS, _load, generate
 from sim.scenarios._common import STYLES, defaults_of, filler, scenario_rng
 
@@ -347,7 +347,7 @@ def test_int_accepted_for_float_parameter() -> None:
 
 
 def test_cli_string_parameters_are_coerced() -> None:
-    from sim.runner import scenario_conversation
+    from sim.replay.runner import scenario_conversation
 
     conv = scenario_conversation("coding-agent", 1, {"turns": "12", "compact_at": "-1"})
     assert sum(m.role == "assistant" for m in conv.messages) == 12
@@ -375,7 +375,7 @@ def test_coding_result_median_is_about_600_tokens() -> None:
 
 
 def test_filler_token_counts_are_close_to_the_request() -> None:
-    from sim.tokenizers import get_tokenizer
+    from sim.core.tokenizers import get_tokenizer
 
     try:
         tok = get_tokenizer("cl100k_base")

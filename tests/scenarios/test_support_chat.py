@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from sim.errors import EncodingUnavailable
-from sim.model import ModelConfig
+from sim.core.errors import EncodingUnavailable
+from sim.core.tokenizers import get_tokenizer
+from sim.replay.model import ModelConfig
 from sim.scenarios import _load, generate
-from sim.tokenizers import get_tokenizer
 
 TRIGGER_RATIO = 0.85  # cloudflare-os and sliding-window's default trigger
 

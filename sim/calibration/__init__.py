@@ -1,0 +1,1 @@
+"""Calibration of token counts against recorded provider usage, and the fidelity check."""

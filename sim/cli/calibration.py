@@ -1,0 +1,164 @@
+"""``csim calibrate`` (fit the provider-token model) and ``csim fidelity`` (replay against real usage)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+from sim.core.conversation import Conversation
+from sim.core.errors import InvalidConfig
+
+#: Files in a recordings folder that no importer reads.
+_NOT_DATA = {"LICENSE", "PROVENANCE.md", "FORMATS.md", "SHA256SUMS", "README.md"}
+
+
+def load_source(
+    source: str, fmt: str | None, cache: str | None = None, lenient: bool = False
+) -> tuple[list[tuple[str, list[Conversation]]], str, str]:
+    """Conversations grouped by format, a name for ``fitted_on`` and a checksum of the inputs.
+
+    ``source`` is a fetched dataset's name, or a path (file or folder) read with ``fmt``.
+    """
+    from sim.calibration.fit import checksum_of
+    from sim.formats import datasets, read
+
+    path = Path(source)
+    if not path.exists():
+        manifest = datasets.load_manifest()
+        if source not in manifest and ("/" in source or "." in source):
+            raise InvalidConfig(f"{source!r} is neither a dataset name (csim datasets list) nor an existing path")
+        ds = datasets.get_dataset(source)
+        by_format: dict[str, list[Conversation]] = {}
+        files = datasets.dataset_files(source, cache)
+        for f, p in files:
+            by_format.setdefault(f.format, []).extend(read(p, f.format, lenient=lenient).conversations)
+        digest = hashlib.sha256("".join(f.sha256 for f, _ in files).encode()).hexdigest()
+        return sorted(by_format.items()), f"dataset {ds.name}", digest
+    if not fmt:
+        raise InvalidConfig(f"{source}: a path needs --format NAME (csim list formats)")
+    paths = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.name not in _NOT_DATA)
+    convs: list[Conversation] = []
+    for p in paths:
+        convs.extend(read(p, fmt, lenient=lenient).conversations)
+    return [(fmt, convs)], str(path), checksum_of(paths)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from sim.calibration import fit as cal
+
+    groups, fitted_on, digest = load_source(args.source, args.format, args.cache, args.lenient)
+    rows = []
+    for fmt, convs in groups:
+        rows.extend(cal.samples(convs, fmt, args.tokenizer))
+    calibrations = cal.calibrate(rows, tokenizer=args.tokenizer, fitted_on=fitted_on, checksum=digest, split=args.split)
+    if args.group:
+        calibrations = [c for c in calibrations if c.key == args.group]
+        if not calibrations:
+            raise InvalidConfig(f"--group {args.group!r} matched no fitted group")
+    print(f"{fitted_on}: {len(rows)} recorded requests with usage")
+    print(cal.Report(calibrations).render())
+    if args.out:
+        print(f"wrote {cal.save(calibrations, args.out)}")
+    return 0
+
+
+def cmd_fidelity(args: argparse.Namespace) -> int:
+    from sim.calibration import fidelity
+    from sim.calibration import fit as cal
+
+    groups, _, _ = load_source(args.path, args.format, args.cache, args.lenient)
+    cals = cal.load(args.calibration)
+    out = Path(args.out) if args.out else None
+    summaries = []
+    for fmt, convs in groups:
+        for conv in convs:
+            if not any(m.role == "assistant" and m.usage for m in conv.messages):
+                continue
+            if cal.agent_of(conv) != "main" and not args.all_agents:
+                continue
+            c = cal.choose(
+                cals,
+                cal.provider_of(conv, cal._FORMAT_PROVIDER.get(fmt, "unknown")),
+                fmt,
+                cal.agent_of(conv),
+                where=args.calibration,
+            )
+            res = fidelity.replay(conv, c, args.across_compactions)
+            s = res.summary()
+            summaries.append(s)
+            line = (
+                (
+                    f"{conv.id}: {s['requests']} requests, |relative error| median {s['median_abs_relative_error']:.2%}"
+                    f" p90 {s['p90_abs_relative_error']:.2%}"
+                )
+                if s["requests"]
+                else f"{conv.id}: no requests"
+            )
+            for k in res.compactions:
+                err = "n/a" if k["relative_error"] is None else f"{k['relative_error']:+.2%}"
+                line += (
+                    f"\n    compaction {k['compaction']} after turn {k['after_turn']}: simulated "
+                    f"{k['simulated']:,} vs preTokens {k['pre_tokens']:,} ({err})"
+                )
+            print(line)
+            if out is not None:
+                safe = conv.id.replace("/", "_")
+                fidelity.write(res, out / safe)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(summaries, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"wrote {out}/summary.json and one folder per session (fidelity.csv, compactions.csv)")
+    if not summaries:
+        raise InvalidConfig(f"{args.path}: no conversation with recorded usage to compare")
+    return 0
+
+
+def _source_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", help="format of a path (csim list formats); a dataset uses its manifest's formats")
+    p.add_argument("--cache", metavar="DIR", help="dataset cache (default $CSIM_CACHE or ~/.cache/csim/datasets)")
+    p.add_argument("--lenient", action="store_true", help="skip malformed records")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "calibrate",
+        help="fit provider tokens = fixed + per_message*messages + scale*tokens (+ after compaction)",
+        description="Fit, per provider/format/agent, the map from the engine's prompt count to the provider's "
+        "recorded prompt tokens (input + cache read + cache write), with weighted least squares on "
+        "relative error. Prints n fit, n held out, held-out median and p90 relative error, and the "
+        "same for a chars-based baseline. --out saves the fit for csim run --calibration.",
+    )
+    p.add_argument("source", metavar="DATASET", help="a fetched dataset name, or a path to recordings (with --format)")
+    p.add_argument("--tokenizer", default="cl100k_base", help="tokenizer of the engine (default cl100k_base)")
+    p.add_argument(
+        "--split",
+        choices=("conversation", "alternate"),
+        default="conversation",
+        help="held-out split: leave one conversation out (default) or alternate requests",
+    )
+    p.add_argument("--group", help="keep only this group, e.g. anthropic/claude-code/main")
+    p.add_argument("--out", metavar="FILE", help="write the calibrations as JSON")
+    _source_args(p)
+    p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser(
+        "fidelity",
+        help="replay recorded sessions calibrated; simulated vs recorded prompt tokens",
+        description="Replay each recorded session under the none policy with a calibration and compare, at every "
+        "recorded request, simulated context tokens with recorded prompt tokens, and at each recorded "
+        "compaction the simulated tokens just before it with its preTokens.",
+    )
+    p.add_argument("path", metavar="PATH", help="a recording (file or folder, with --format) or a fetched dataset")
+    p.add_argument("--calibration", required=True, metavar="FILE", help="written by csim calibrate --out")
+    p.add_argument(
+        "--across-compactions",
+        choices=("continue", "stop"),
+        default="continue",
+        help="continue from each recorded summary (default) or stop at the first compaction",
+    )
+    p.add_argument("--all-agents", action="store_true", help="also replay subagent and compaction transcripts")
+    p.add_argument("--out", metavar="DIR", help="write DIR/<session>/fidelity.csv, compactions.csv, DIR/summary.json")
+    _source_args(p)
+    p.set_defaults(func=cmd_fidelity)

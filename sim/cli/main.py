@@ -1,0 +1,221 @@
+"""``csim``: the command line. It parses arguments and calls library functions; nothing else.
+
+Errors a user can cause (a misspelt policy, a bad parameter, a malformed recording) print one line
+saying what was wrong and what to do, and exit with status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from sim.core.config import add_run_options, option_values
+from sim.core.errors import CsimError, InvalidConfig
+
+EPILOG = """examples:
+  csim run --policy cloudflare-os -P trigger_ratio=0.8 --scenario coding-agent --seed 3 --out runs/cf
+  csim run --policy effect-agent -P context_token_limit=150000 --conversation session.jsonl \\
+           --format claude-code --out runs/cc
+  csim list policies
+  csim check --policy sliding-window --examples 200
+  csim check --policy mypkg.mypolicies:KeepLastN -P n=8
+  csim demo --out reports/demo
+"""
+
+
+#: Modules that each add their subcommands with ``register(subparsers)``; one line per module, so
+#: commands that live beside their library code need no edit of this file beyond this tuple.
+COMMAND_MODULES: tuple[str, ...] = (
+    "sim.cli.datasets",
+    "sim.cli.calibration",
+    "sim.cli.sweep",
+    "sim.cli.importing",
+    "sim.cli.report",
+)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """One policy with fixed parameters: a one-configuration sweep (the same manifest, parts, run keys and
+    loader as ``csim sweep``) that keeps each run's log."""
+    import pandas as pd
+
+    from sim import api
+    from sim.replay.runner import parse_kv
+    from sim.sweep.grid import run_sweep
+    from sim.sweep.results import load_results
+
+    if sum(map(bool, (args.scenario, args.conversation, args.dataset))) != 1:
+        raise InvalidConfig("give exactly one of --scenario NAME, --conversation PATH or --dataset NAME")
+    options = {k: v for k, v in option_values(args).items() if k != "seed" and v is not None}
+    options["summariser"] = parse_kv(options.get("summariser"), "-R")
+    if options.get("calibration"):
+        options["calibration"] = str(Path(options["calibration"]).expanduser().resolve())
+    params = parse_kv(args.param)
+    for k, v in params.items():
+        if "," in v:
+            raise InvalidConfig(f"-P {k}={v}: csim run takes one value per parameter; csim sweep takes lists")
+    spec = api.spec(
+        {args.policy: params},
+        scenarios={args.scenario: parse_kv(args.scenario_param, "-S")} if args.scenario else None,
+        conversations=str(Path(args.conversation).expanduser().resolve()) if args.conversation else None,
+        format=args.format,
+        lenient=args.lenient,
+        datasets=args.dataset,
+        seeds=args.seed,
+        **options,
+    )
+    out = Path(args.out)
+    run_sweep(spec, out, workers=1, progress=True, logs=True)
+    for _, r in load_results(out).runs.iterrows():
+        recall = "n/a" if pd.isna(r["retention_recall"]) else f"{r['retention_recall']:.3f}"
+        print(
+            f"{r['conversation']}: {r['finish_reason']}, {r['agent_requests']} agent requests, "
+            f"peak {r['peak_context_tokens']:,} tokens, cumulative input {r['cumulative_input_tokens']:,}, "
+            f"cost ${r['total_cost_usd']:.4f}, {r['compaction_count']} compactions, {r['overflows']} overflows, "
+            f"retention {recall}, {r['violation_count']} violations"
+        )
+    print(f"wrote {out} (manifest.json and parts/: runs, requests, facts, compactions, violations, logs)")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    registry = _registry(args.what)
+    width = max((len(e.name) for e in registry), default=0)
+    for e in registry:
+        line = f"{e.name:<{width}}  {e.summary}"
+        if e.defaults:
+            line += f"  [{e.defaults}]"
+        print(line)
+    return 0
+
+
+def _registry(what: str):  # type: ignore[no-untyped-def]
+    if what == "policies":
+        from policies import POLICIES
+
+        return POLICIES
+    if what == "scenarios":
+        from sim.scenarios import SCENARIOS, _load
+
+        _load()
+        return SCENARIOS
+    if what == "formats":
+        from sim.formats import FORMATS
+        from sim.formats import _load as load_formats
+
+        load_formats()
+        return FORMATS
+    from sim.core.tokenizers import TOKENIZERS
+
+    return TOKENIZERS
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from sim.replay.checker import check_policy
+    from sim.replay.runner import parse_kv
+
+    report = check_policy(args.policy, parse_kv(args.param), examples=args.examples, seed=args.seed, window=args.window)
+    print(report.render())
+    return 0 if report.passed else 1
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from sim.replay.runner import demo
+    from sim.sweep.compare import render
+
+    out = Path(args.out)
+    table = demo(out, seeds=tuple(range(args.seeds)), report=not args.no_report)
+    print(render(table))
+    print(f"\nresults in {out} (csim compare {out}); summary in {out / 'summary.csv'}")
+    if not args.no_report:
+        print(f"report: {out / 'report' / 'index.html'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="csim",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
+        description="Deterministic simulator of LLM-agent context compaction: replay conversations through "
+        "policies with a mock model; measure tokens, cost, retention and invariant violations.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "run",
+        help="replay one scenario or recording under one policy",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
+        description="Run one policy over a synthetic scenario or a recorded conversation: a sweep of one "
+        "configuration, written as csim sweep writes (OUT/manifest.json, OUT/parts/: runs, requests, facts, "
+        "compactions, violations) with each run's log (logs.parquet). Read it with csim compare, csim report "
+        "or sim.api.load.",
+    )
+    p.add_argument("--policy", required=True, help="registered name (csim list policies) or package.module:Class")
+    p.add_argument("-P", "--param", action="append", metavar="NAME=VALUE", help="policy parameter, repeatable")
+    src = p.add_argument_group("conversation (one of)")
+    src.add_argument("--scenario", help="bundled synthetic scenario (csim list scenarios)")
+    src.add_argument("-S", "--scenario-param", action="append", metavar="NAME=VALUE", help="scenario parameter")
+    src.add_argument("--conversation", help="a recorded conversation file")
+    src.add_argument("--format", default="native", help="its format (csim list formats; default native)")
+    src.add_argument("--lenient", action="store_true", help="skip malformed records and report each one")
+    src.add_argument("--dataset", help="a fetched public dataset (csim datasets list; fetch it first)")
+    p.add_argument("--out", required=True, help="output directory")
+    add_run_options(p, calibration=True)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("list", help="show what is registered, one line each with defaults")
+    p.add_argument("what", choices=("policies", "scenarios", "formats", "tokenizers"))
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser(
+        "check",
+        help="fuzz a policy's invariants with Hypothesis",
+        description="Generate conversations (parallel calls, huge results, reverts, pending turns, "
+        "/compact) and replay them under the policy with every invariant checked on "
+        "every request. Prints a pass with the number of examples, or the shrunk "
+        "counterexample: the conversation, the request and the broken invariant.",
+    )
+    p.add_argument("--policy", required=True, help="registered name or package.module:Class (your own policy)")
+    p.add_argument("-P", "--param", action="append", metavar="NAME=VALUE", help="policy parameter, repeatable")
+    p.add_argument("--examples", type=int, default=200, help="generated conversations to try (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    p.add_argument("--window", type=int, default=8_000, help="context window of the small test model (default 8000)")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser(
+        "demo",
+        help="every bundled policy on every bundled scenario: a sweep, its comparison and an HTML report",
+        description="Sweep every bundled policy over every bundled scenario into OUT (as csim sweep "
+        "does), print the csim compare table, and write the HTML report to "
+        "OUT/report/index.html.",
+    )
+    p.add_argument("--out", default="reports/demo", help="output directory (default reports/demo)")
+    p.add_argument("--seeds", type=int, default=3, help="seeds per scenario (default 3)")
+    p.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    p.set_defaults(func=cmd_demo)
+
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except CsimError as exc:
+        print(f"csim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("csim: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Run budgets and the run-status line, as the effect-agent seed describes them.
+
+Dimensions: ``turns`` (agent requests), ``tool-calls``, ``tokens`` (cumulative input + output, the
+summariser's included), ``cost`` (USD), and ``context`` (the last request's prompt against
+``context_token_limit``). Crossing 80% of a limit emits one warning per dimension; exhaustion
+resolves through ``on_exhaustion``: ``final-answer`` (one grace turn with no tools) or ``fail``.
+Cost breaches always fail, as in the seed ("a grace call would ... increase the bill").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sim.core.errors import InvalidConfig
+
+WARN_RATIO = 0.8  # "Past 80% of any dimension it appends a wrap-up warning"
+DIMENSIONS = ("turns", "tool-calls", "tokens", "cost", "context")
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Limits of one run; ``None`` means unlimited. Names follow the seed in snake_case."""
+
+    max_turns: int | None = field(default=None, metadata={"flag": "max-turns", "help": "model calls"})
+    max_tool_calls: int | None = field(default=None, metadata={"flag": "max-tool-calls", "help": "tool calls"})
+    token_budget: int | None = field(
+        default=None, metadata={"flag": "token-budget", "help": "cumulative input + output tokens"}
+    )
+    cost_budget: float | None = field(default=None, metadata={"flag": "cost-budget", "help": "USD"})
+    context_token_limit: int | None = field(
+        default=None, metadata={"flag": "context-token-limit", "help": "warn at 80%% of this per-request context"}
+    )
+    on_exhaustion: Literal["final-answer", "fail"] = field(
+        default="final-answer", metadata={"flag": "on-exhaustion", "help": "one grace turn without tools, or stop"}
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_tool_calls", "token_budget", "cost_budget", "context_token_limit"):
+            v = getattr(self, name)
+            if v is not None and v <= 0:
+                raise InvalidConfig(f"budget {name}={v!r} must be positive (or unset for no limit)")
+        if self.on_exhaustion not in ("final-answer", "fail"):
+            raise InvalidConfig(f"on_exhaustion={self.on_exhaustion!r} must be 'final-answer' or 'fail'")
+
+    def limits(self) -> dict[str, float | None]:
+        return {
+            "turns": self.max_turns,
+            "tool-calls": self.max_tool_calls,
+            "tokens": self.token_budget,
+            "cost": self.cost_budget,
+            "context": self.context_token_limit,
+        }
+
+
+@dataclass
+class BudgetTracker:
+    """Running usage against :class:`Budgets`."""
+
+    budgets: Budgets
+    turns: int = 0
+    tool_calls: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    last_context: int = 0
+    warned: set[str] = field(default_factory=set)
+
+    def used(self) -> dict[str, float]:
+        return {
+            "turns": self.turns,
+            "tool-calls": self.tool_calls,
+            "tokens": self.tokens,
+            "cost": self.cost,
+            "context": self.last_context,
+        }
+
+    def new_warnings(self) -> list[tuple[str, float, float]]:
+        """Dimensions that crossed 80% since the last call: (dimension, used, limit), once each."""
+        out = []
+        used = self.used()
+        for dim, limit in self.budgets.limits().items():
+            if limit is not None and dim not in self.warned and used[dim] >= WARN_RATIO * limit:
+                self.warned.add(dim)
+                out.append((dim, used[dim], limit))
+        return out
+
+    def exhausted(self) -> str | None:
+        """The first exhausted dimension among turns, tool-calls, tokens and cost, or None."""
+        b = self.budgets
+        if b.cost_budget is not None and self.cost >= b.cost_budget:
+            return "cost"
+        if b.max_turns is not None and self.turns >= b.max_turns:
+            return "turns"
+        # A batch that reaches the tool-call limit exactly is within budget; the one that goes over
+        # is "the over-budget batch" the seed settles synthetically.
+        if b.max_tool_calls is not None and self.tool_calls > b.max_tool_calls:
+            return "tool-calls"
+        if b.token_budget is not None and self.tokens >= b.token_budget:
+            return "tokens"
+        return None
+
+    def status_line(self) -> str:
+        """The derived ``<run-status>`` line; never persisted, rebuilt for each request."""
+        b = self.budgets
+
+        def dim(label: str, used: float, limit: float | None, fmt: str = "{:.0f}") -> str:
+            return f"{label} {fmt.format(used)}" + (f"/{fmt.format(limit)}" if limit is not None else "")
+
+        parts = [
+            dim("turn", self.turns + 1, b.max_turns),
+            dim("tool-calls", self.tool_calls, b.max_tool_calls),
+            dim("tokens", self.tokens, b.token_budget),
+            f"last-context {self.last_context}",
+        ]
+        if b.cost_budget is not None:
+            parts.append(dim("cost", self.cost, b.cost_budget, "${:.4f}"))
+        line = "<run-status>" + " · ".join(parts) + "</run-status>"
+        if self.warned:
+            line += "\nBudget nearly used (" + ", ".join(sorted(self.warned)) + "): wrap up and give your answer."
+        return line

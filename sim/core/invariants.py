@@ -1,0 +1,216 @@
+"""Invariants checked on every request, each named after the failure it catches.
+
+Drawn from ``reference/failure-modes.md``. Structural checks here cost O(spans + reverts +
+pending) per request, never O(conversation); the provider's own pairing rules are checked on the
+rendered request by :mod:`sim.replay.model`, and the log's append-only property by :meth:`RunLog.verify`.
+
+Names (stable, used in results and in ``Policy.known_deviations``):
+
+* ``tool-pairing``: the provider rejected the request's call/result structure.
+* ``atomic-units``: a cut falls inside a unit (a batch and its results, a thinking tool loop).
+* ``live-turn``: the last user message, and so the live turn, is not in the view.
+* ``system-first``: the system prompt is not first or not byte-identical.
+* ``revert-resolution``: a revert in the view whose change is not in the view.
+* ``protected-span``: a compaction compacted a message of a pending turn that was unresolved when
+  the compaction was made (judged per compaction, by :func:`check_compaction`: a message compacted
+  before a later turn raised a pending request was not protected when it was compacted).
+* ``log-append-only``: an event of the log changed after it was appended.
+* ``compaction-shrinks``: a compaction did not make the view smaller.
+* ``compaction-loop``: repeated compaction that does not make progress
+  (``reference/failure-modes.md`` section 4, invariant P4): automatic compactions on consecutive turns
+  that each leave the view still over the policy's own trigger (:meth:`policies.base.Policy.over_trigger`).
+  Consecutive compactions are fine when either got under the trigger: the turn between grew the
+  prompt past it again, or the first was held back (by revert protection, say) and the next caught up.
+* ``failed-summary-unchanged``: a failed or empty summary changed the view.
+* ``policy-purity`` (``csim check`` only): ``decide`` answered the same question differently, or a
+  lockstep replay differed from the run alone (``sim.replay.checker``).
+* ``plan-invalid``: the policy asked for something impossible (moving the view backwards, indices
+  out of range, an edit past the log); the plan is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sim.core.state import RunState
+from sim.core.view import View
+
+NAMES = (
+    "tool-pairing",
+    "atomic-units",
+    "live-turn",
+    "system-first",
+    "revert-resolution",
+    "protected-span",
+    "log-append-only",
+    "compaction-shrinks",
+    "compaction-loop",
+    "failed-summary-unchanged",
+    "plan-invalid",
+    "policy-purity",
+)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken invariant: which, where, and what exactly broke."""
+
+    invariant: str
+    turn: int
+    request_kind: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"[{self.invariant}] turn {self.turn} ({self.request_kind}): {self.detail}"
+
+
+def ranges(view: View, n: int) -> list[tuple[int, int]]:
+    """The log ranges ``view`` shows (its closed spans and its tail), clipped to ``[0, n)``; the system
+    prompt is shown besides."""
+    return [(a, min(b, n)) for a, b in (*view.spans, (view.start, n)) if a < min(b, n)]
+
+
+def minus(xs: list[tuple[int, int]], ys: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The messages of ranges ``xs`` that no range of ``ys`` holds, as ranges (both sorted, disjoint)."""
+    out: list[tuple[int, int]] = []
+    for a, b in xs:
+        lo = a
+        for c, d in ys:
+            if d <= lo or c >= b:
+                continue
+            if c > lo:
+                out.append((lo, c))
+            lo = max(lo, d)
+        if lo < b:
+            out.append((lo, b))
+    return out
+
+
+def check_view(state: RunState, view: View) -> list[tuple[str, str]]:
+    """Structural checks of the view an agent request is about to send: (invariant, detail) pairs.
+
+    O(spans + reverts): every span edge is checked against the unit it falls in, and the rest asks
+    ``view.shows``."""
+    out: list[tuple[str, str]] = []
+    n = len(state)
+    msgs = state.messages
+    # Every unit is shown whole or not at all: a range may open or close inside a unit only where the
+    # neighbouring message is shown too (by another range).
+    if 0 < view.start < n and not state.can_cut(view.start) and not view.shows(view.start - 1):
+        u = state.unit_start(view.start)
+        out.append(
+            (
+                "atomic-units",
+                f"the view starts at message {view.start} ({msgs[view.start].id!r}), inside "
+                f"the unit that starts at {u} ({msgs[u].id!r})",
+            )
+        )
+    for a, b in view.spans:
+        if a >= n:
+            continue
+        b = min(b, n)
+        edges = []
+        if a > 0 and not state.can_cut(a) and not view.shows(a - 1):
+            edges.append((a, a - 1))
+        if b < n and not state.can_cut(b) and not view.shows(b):
+            edges.append((b - 1, b))
+        for p, q in edges[:1] if b - a == 1 else edges:
+            u = state.unit_start(p)
+            out.append(
+                (
+                    "atomic-units",
+                    f"pinned message {p} ({msgs[p].id!r}) keeps only part of the unit that "
+                    f"starts at {u} ({msgs[u].id!r}): message {q} is not in the view",
+                )
+            )
+    lu = state.last_user_index
+    if lu >= 0 and not view.shows(lu):
+        out.append(
+            (
+                "live-turn",
+                f"the last user message {lu} ({msgs[lu].id!r}) is not in the view (view starts at {view.start})",
+            )
+        )
+    for r, c in state.reverts:
+        if view.shows(r) and not view.shows(c):
+            out.append(
+                (
+                    "revert-resolution",
+                    f"revert at message {r} ({msgs[r].id!r}) is kept but the change it "
+                    f"reverts, at message {c} ({msgs[c].id!r}), is not in the view",
+                )
+            )
+    return out
+
+
+def edited_ranges(before: View, after: View, n: int) -> list[tuple[int, int]]:
+    """Ranges of messages whose edits differ between ``before`` and ``after``: O(edits) ranges, covering
+    what a compaction newly edited (a moved bound covers only the messages between its two positions)."""
+    bounds = sorted({0, n, *(min(e.before, n) for e in (*before.edits, *after.edits))})
+    return [
+        (a, b) for a, b in zip(bounds, bounds[1:], strict=False) if a < b and before.rules_at(a) != after.rules_at(a)
+    ]
+
+
+def check_compaction(
+    state: RunState, before: View, after: View, changed: Callable[[int], bool] | None = None
+) -> list[tuple[str, str]]:
+    """Checks of one compaction (``before`` -> ``after``) against what was protected when it was made.
+
+    Only what this compaction newly compacts is judged: messages leaving the view and messages whose
+    parts it newly edits (``changed(i)``: whether the edit changes message ``i``; by default, whether it
+    is a tool message). A message compacted by an earlier compaction, before a later turn raised a
+    pending request, was not protected then and is not a breach now.
+    """
+    pf = state.protected_from
+    if pf is None:
+        return []
+    out: list[tuple[str, str]] = []
+    msgs = state.messages
+    n = len(state)
+    left = next((i for a, b in minus(ranges(before, n), ranges(after, n)) for i in range(max(a, pf), b)), None)
+    if left is not None:
+        out.append(
+            (
+                "protected-span",
+                f"messages from {pf} on belong to an unresolved pending turn, but message "
+                f"{left} ({msgs[left].id!r}) left the view (the view now starts at {after.start})",
+            )
+        )
+    changed = changed or (lambda i: msgs[i].role == "tool")
+    edited = next(
+        (i for a, b in edited_ranges(before, after, n) for i in range(max(a, pf), b) if after.shows(i) and changed(i)),
+        None,
+    )
+    if edited is not None:
+        out.append(
+            (
+                "protected-span",
+                f"messages from {pf} on belong to an unresolved pending turn, but the tool "
+                f"results of message {edited} ({msgs[edited].id!r}) were cleared",
+            )
+        )
+    return out
+
+
+def check_plan(state: RunState, before: View, after: View) -> str | None:
+    """Why the view a plan asks for is impossible, or None."""
+    n = len(state)
+    if not 0 <= after.start <= n:
+        return f"start {after.start} is outside 0..{n}"
+    if after.start < before.start:
+        return f"start {after.start} moves the view back before {before.start}; compaction never un-compacts"
+    if after.cleared_through < before.cleared_through:
+        return f"cleared_through {after.cleared_through} is below the previous bound {before.cleared_through}"
+    if any(not 0 <= a < b <= after.start for a, b in after.spans):
+        return f"pinned {after.pinned} must lie before start {after.start}"
+    far = next((e for e in after.edits if e.before > n), None)
+    if far is not None:
+        return f"an edit reaches message {far.before}, past the log's {n} messages"
+    slots = len(after.spans) + 1
+    if after.summary_slot is not None and not 0 <= after.summary_slot < slots:
+        return f"summary_slot {after.summary_slot} is outside 0..{slots - 1}"
+    if any(x.slot is not None and not 0 <= x.slot < slots for x in after.injected):
+        return f"an injected message's slot is outside 0..{slots - 1}"
+    return None

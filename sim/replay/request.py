@@ -1,0 +1,213 @@
+"""Requests as the provider receives them: rendering the view, and the provider's validation.
+
+Rendering memoises each message's wire form (a message renders the same on every request), and
+validation keeps the validator's state between requests while the view keeps its structure, so a
+request that only grew costs O(new messages). A compaction starts the validation over.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from sim.core.conversation import Message
+from sim.core.state import Ledger
+from sim.core.tokenizers import memoised
+from sim.core.view import Edit, Item, Messages, Rule, TruncateFn, View, edited, layout
+from sim.replay import model as wire
+from sim.replay.model import ModelConfig
+
+
+def flat_pieces(m: Message) -> list[str]:
+    """A message (as the view edits it) as plain text for the summariser, in pieces whose concatenation is
+    the text: tool calls and results inline, error flags kept (without the flag a summariser could
+    describe a failed operation as a success). Part texts stay whole pieces, so counting the pieces
+    reuses the counts the agent's requests already made."""
+    out = [f"{'assistant' if m.role == 'assistant' else 'user'}: "]
+    first = True
+    for p in m.parts:
+        if p.kind == "tool_result":
+            label = "error" if p.is_error else "result"
+            piece = [f"[{p.name or 'tool'} {label} ", p.text, "]"]
+        elif p.kind == "tool_call":
+            piece = [f"[{p.name} ", p.args or "{}", "]"]
+        elif p.kind in ("change", "revert"):
+            piece = [f"[{p.kind} {p.ref}] ", p.text]
+        elif p.kind == "command":
+            piece = [f"/{p.name} ", p.text]
+        elif p.text:
+            piece = [p.text]
+        else:
+            continue
+        if not first:
+            out.append("\n")
+        out.extend(piece)
+        first = False
+    return out
+
+
+def head_pieces(pieces: list[str], n: int) -> list[str]:
+    """The pieces of ``"".join(pieces)[:n]``: whole pieces from the start, the last one cut."""
+    out: list[str] = []
+    for p in pieces:
+        if n <= 0:
+            break
+        out.append(p[:n])
+        n -= len(p)
+    return out
+
+
+def tail_pieces(pieces: list[str], n: int) -> list[str]:
+    """The pieces of ``"".join(pieces)[-n:]``: whole pieces from the end, the first one cut."""
+    out: list[str] = []
+    for p in reversed(pieces):
+        if n <= 0:
+            break
+        out.append(p[-n:] if len(p) > n else p)
+        n -= len(p)
+    out.reverse()
+    return out
+
+
+def _same_structure(a: View, b: View) -> bool:
+    """Views that differ at most in edits that keep every part (placeholders, truncations) send the same
+    roles, calls and results, so a provider validates them alike."""
+    if a is b:
+        return True
+    return (
+        a.start == b.start
+        and a.spans == b.spans
+        and a.summary is b.summary
+        and a.summary_slot == b.summary_slot
+        and a.injected == b.injected
+        and _drops(a) == _drops(b)
+    )
+
+
+def _drops(v: View) -> tuple[Edit, ...]:
+    return tuple(e for e in v.edits if e.rule.action == "drop")
+
+
+class RequestBuilder:
+    """Renders views of one run's log (through :func:`sim.core.view.layout`) and validates them as the configured
+    provider would."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        model: ModelConfig,
+        has_system: bool,
+        memo: dict[tuple[int, object], tuple[object, Any]] | None = None,
+        truncate: TruncateFn | None = None,
+    ) -> None:
+        self.ledger, self.model, self.has_system = ledger, model, has_system
+        self.truncate = truncate
+        # Renderings by message object, shareable between the runs of a worker (see
+        # CountingTokenizer.derived): a message renders the same in every run and every request.
+        self._memo = {} if memo is None else memo
+        self._val_view: View | None = None
+        self._val: wire.AnthropicValidator | wire.OpenAIValidator = self._new_validator()
+        self._val_upto = 0
+        self._sys_checked: tuple[View, str | None] | None = None
+
+    def _new_validator(self) -> wire.AnthropicValidator | wire.OpenAIValidator:
+        return wire.AnthropicValidator() if self.model.provider == "anthropic" else wire.OpenAIValidator()
+
+    def copy(self, ledger: Ledger) -> RequestBuilder:
+        """This builder, validation state included, over ``ledger`` (a copy of this one's)."""
+        other = copy.copy(self)
+        other.ledger, other._val = ledger, self._val.copy()
+        return other
+
+    def reset(self) -> None:
+        """Forget the validation state (after a rejected request)."""
+        self._val_view = None
+
+    def message(self, i: int, rules: tuple[Rule, ...]) -> Message | None:
+        """Message ``i`` as ``rules`` edit it (None: nothing of it is sent), memoised per message object."""
+        m = self.ledger.messages[i]
+        if not rules:
+            return m
+        return memoised(self._memo, m, ("edited", rules), lambda m: edited(m, rules, self.truncate))
+
+    def _rendered(self, i: int, rules: tuple[Rule, ...]) -> list[dict[str, Any]]:
+        """Message ``i`` in the wire format, memoised per message object."""
+        m = self.ledger.messages[i]
+        key = (id(m), (self.model.provider, rules))
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is m:
+            return hit[1]  # type: ignore[no-any-return]
+        e = self.message(i, rules)
+        if e is None:
+            r: list[dict[str, Any]] = []
+        elif self.model.provider == "anthropic":
+            r = [wire.render_message_anthropic(e)]
+        else:
+            r = wire.render_message_openai(e)
+        self._memo[key] = (m, r)
+        return r
+
+    def _text_message(self, role: str, text: str) -> dict[str, Any]:
+        if self.model.provider == "anthropic":
+            return {"role": role, "content": [{"type": "text", "text": text}]}
+        return {"role": role, "content": text}
+
+    def _render_items(self, items: list[Item]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for item in items:
+            if isinstance(item, Messages):
+                for i in range(item.a, item.b):
+                    out += self._rendered(i, item.rules)
+            else:
+                out.append(self._text_message(item.role, item.text))
+        return out
+
+    def render(self, view: View, status: str | None = None) -> list[dict[str, Any]]:
+        """The whole request's messages (system first) in the configured wire format."""
+        out = self._render_items(layout(view, len(self.ledger.messages), self.has_system))
+        if status:
+            out.append(self._text_message("user", status))
+        return out
+
+    def validate(self, view: View, status: str | None) -> None:
+        """The provider's validation of the request, in O(new messages) while the view is unchanged.
+
+        The validator's state after what was validated is kept between requests; a compaction that changes
+        the request's structure starts it over. Messages appended since are past every edit's bound.
+        """
+        n = len(self.ledger.messages)
+        if self._val_view is None or not _same_structure(self._val_view, view):
+            self._val = self._new_validator()
+            for m in self._render_items(layout(view, n, self.has_system)):
+                self._val.feed(m)
+            self._val_view, self._val_upto = view, n
+        for i in range(self._val_upto, n):
+            for m in self._rendered(i, view.rules_at(i)):
+                self._val.feed(m)
+        self._val_upto = n
+        final = self._val.copy()
+        if status:
+            final.feed(self._text_message("user", status))
+        final.finish()
+
+    def system_problem(self, view: View) -> str | None:
+        """Why the request's first message is not the byte-identical system prompt, or None."""
+        if not self.has_system:
+            return None
+        if self._sys_checked is not None and self._sys_checked[0] is view:  # views are immutable
+            return self._sys_checked[1]
+        problem = self._system_problem(view)
+        self._sys_checked = (view, problem)
+        return problem
+
+    def _system_problem(self, view: View) -> str | None:
+        items = layout(view, len(self.ledger.messages), self.has_system)
+        head = self._render_items(items[:1])
+        first = head[0] if head else None
+        if first is None or first.get("role") != "system":
+            return "the first message of the request is not the system prompt"
+        content = first["content"]
+        sent = content if isinstance(content, str) else "\n".join(b.get("text", "") for b in content)
+        if sent != self.ledger.messages[0].text:
+            return "the system prompt sent differs from the recorded one"
+        return None

@@ -1,0 +1,1 @@
+"""Reports: the notebooks ``csim report`` executes, what they read, and their figures."""

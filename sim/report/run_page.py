@@ -1,0 +1,366 @@
+"""Figures and tables of the ``run`` report: one run in depth, from its request rows and its log.
+
+The log is the source of truth for what a compaction did: every ``compaction`` event carries the
+whole new view, so comparing it with the view before says which messages were dropped, which of
+those were summarised, whose tool results were newly cleared, and what stayed. Facts come from the
+run's fact rows: the facts needed after a compaction that the model could no longer see.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from sim.report.data import RunLog, run_row
+from sim.report.figures import Html
+from sim.sweep.results import Results
+
+
+def overview(results: Results, run_key: str) -> pd.DataFrame:
+    """The run's identity and headline numbers as two columns (what, value)."""
+    r = run_row(results, run_key)
+    recall = "n/a" if pd.isna(r["retention_recall"]) else f"{100 * r['retention_recall']:.1f}%"
+    rows = [
+        ("configuration", r["config"]),
+        ("policy parameters", r["params"]),
+        ("conversation", f"{r['conversation']} (source {r['source']}, seed {r['seed']})"),
+        ("run key", r["run_key"]),
+        ("finish", r["finish_reason"]),
+        ("agent requests", f"{r['agent_requests']:,}"),
+        ("peak context", f"{r['peak_context_tokens']:,} tokens"),
+        ("cumulative input", f"{r['cumulative_input_tokens']:,} tokens"),
+        ("total cost", f"{r['total_cost_usd']:,.4f} USD"),
+        ("compactions", f"{r['compaction_count']}"),
+        ("overflows", f"{r['overflows']}"),
+        ("retention", f"{recall} ({r['facts_visible']} of {r['facts_needed']} needed facts visible)"),
+        ("invariant violations", f"{r['violation_count']}"),
+    ]
+    return pd.DataFrame(rows, columns=["what", "value"])
+
+
+def headline(results: Results, run_key: str, log: RunLog) -> Html:
+    """The report's title: which run, on what, and where its log came from."""
+    r = run_row(results, run_key)
+    return Html(
+        f"<h1>One run in depth: {html.escape(str(r['config']))}</h1><p>On <b>{html.escape(r['conversation'])}"
+        f"</b> (seed {r['seed']}), run key <code>{html.escape(run_key)}</code>: {r['compaction_count']} "
+        f"compactions, {r['violation_count']} violations, finished: {html.escape(str(r['finish_reason']))}. "
+        f"Log: {html.escape(log.source)}.</p>"
+    )
+
+
+def _view(v: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A logged view (``sim.core.view.View`` as JSON): its tail, the messages of its spans, the bound below which
+    tool results are edited (cleared, dropped or truncated), and its summary."""
+    v = v or {}
+    edits = v.get("edits", ())
+    results_edited = max(
+        (
+            int(e.get("before", 0))
+            for e in edits
+            if "tool_result" in (e.get("rule") or {}).get("kinds", ["tool_result"])
+        ),
+        default=0,
+    )
+    return {
+        "start": int(v.get("start", 0)),
+        "cleared_through": results_edited,
+        "pinned": {i for a, b in v.get("spans", ()) for i in range(int(a), int(b))},
+        "summary": v.get("summary"),
+    }
+
+
+def _shown(view: Mapping[str, Any], n: int, has_system: bool) -> set[int]:
+    out = {i for i in range(n) if i >= view["start"] or i in view["pinned"]}
+    if has_system and n:
+        out.add(0)
+    return out
+
+
+def compaction_steps(log: RunLog) -> pd.DataFrame:
+    """One row per compaction in the log: what it dropped, summarised, cleared and kept (in messages)."""
+    roles: list[str] = []
+    has_result: list[bool] = []
+    before = _view(None)
+    rows = []
+    for ev in log.events:
+        if ev.get("kind") == "message":
+            m = ev["message"]
+            roles.append(m.get("role", ""))
+            has_result.append(any(p.get("kind") == "tool_result" for p in m.get("parts", ())))
+            continue
+        if ev.get("kind") != "compaction":
+            continue
+        after = _view(ev.get("view"))
+        n = len(roles)
+        system = bool(roles) and roles[0] == "system"
+        was, now = _shown(before, n, system), _shown(after, n, system)
+        a, b = ev.get("summarised") or (0, 0)
+        dropped = was - now
+        summarised = {i for i in dropped if a <= i < b}
+        cleared = {
+            i
+            for i in now & was
+            if has_result[i] and i < after["cleared_through"] and not (i < before["cleared_through"] and i in was)
+        }
+        old_facts = set((before["summary"] or {}).get("facts", ()))
+        summary = after["summary"] or {}
+        rows.append(
+            {
+                "compaction": ev["id"],
+                "turn": ev["turn"],
+                "trigger": ev["trigger"],
+                "mode": ev["mode"],
+                "tokens_before": ev["tokens_before"],
+                "tokens_after": ev["tokens_after"],
+                "messages_in_log": n,
+                "kept": len(now & was),
+                "results_cleared": len(cleared),
+                "summarised": len(summarised),
+                "dropped_unsummarised": len(dropped - summarised),
+                "restored": len(now - was),
+                "summary_facts": len(summary.get("facts", ())),
+                "facts_dropped_from_summary": ", ".join(sorted(old_facts - set(summary.get("facts", ())))),
+                "new_summary": summary.get("compaction_id") == ev["id"],
+            }
+        )
+        before = after
+    cols = [
+        "compaction",
+        "turn",
+        "trigger",
+        "mode",
+        "tokens_before",
+        "tokens_after",
+        "messages_in_log",
+        "kept",
+        "results_cleared",
+        "summarised",
+        "dropped_unsummarised",
+        "restored",
+        "summary_facts",
+        "facts_dropped_from_summary",
+        "new_summary",
+    ]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def failed_compactions(log: RunLog) -> pd.DataFrame:
+    """Compactions attempted and abandoned (summariser failed, overflowed or returned nothing)."""
+    rows = [
+        {"turn": e["turn"], "trigger": e["trigger"], "reason": e["reason"]}
+        for e in log.events
+        if e.get("kind") == "compaction_failed"
+    ]
+    return pd.DataFrame(rows, columns=["turn", "trigger", "reason"])
+
+
+def summary_texts(log: RunLog) -> Html:
+    """Each summary a compaction wrote, as the model saw it, in order."""
+    parts = []
+    for ev in log.events:
+        s = (ev.get("view") or {}).get("summary") if ev.get("kind") == "compaction" else None
+        if s and s.get("compaction_id") == ev["id"]:
+            facts = ", ".join(s.get("facts", ())) or "none"
+            parts.append(
+                f'<div class="csim-summary" id="summary-{html.escape(ev["id"])}">'
+                f"<p><b>{html.escape(ev['id'])}</b>, turn {ev['turn']} ({html.escape(ev['mode'])}, "
+                f"{html.escape(ev['trigger'])}): covers messages before {s.get('through', 0)}; "
+                f"retains facts {html.escape(facts)}</p>"
+                f'<pre style="white-space:pre-wrap;background:#f6f6f6;padding:0.6em;border-left:3px solid '
+                f'#999">{html.escape(s.get("text", ""))}</pre></div>'
+            )
+    if not parts:
+        return Html("<p><i>No compaction in this run wrote a summary.</i></p>")
+    return Html("\n".join(parts))
+
+
+def facts_lost(results: Results, run_key: str) -> pd.DataFrame:
+    """Per compaction: the facts established so far that the view showed before it and not after it."""
+    comps = results.compactions[results.compactions["run_key"] == run_key].sort_values("turn", kind="stable")
+    kinds = dict(zip(results.facts["fact"], results.facts["kind"], strict=False))
+    rows = []
+    for _, c in comps.iterrows():
+        lost = [f for f in str(c.get("facts_lost") or "").split(",") if f]
+        rows.append(
+            {
+                "compaction": c["compaction_id"],
+                "turn": int(c["turn"]),
+                "mode": c["mode"],
+                "facts lost": len(lost),
+                "which": ", ".join(f"{f} ({kinds[f]})" if f in kinds else f for f in lost) or "none",
+            }
+        )
+    return pd.DataFrame(rows, columns=["compaction", "turn", "mode", "facts lost", "which"])
+
+
+def facts_missed(results: Results, run_key: str) -> pd.DataFrame:
+    """Per compaction: the facts needed after it (before the next) that the model could not see.
+
+    A fact missed before any compaction was lost on entry (a bounded tool result) and is listed
+    under "before any compaction".
+    """
+    facts = results.facts[(results.facts["run_key"] == run_key) & ~results.facts["visible"].astype(bool)]
+    comps = results.compactions[results.compactions["run_key"] == run_key].sort_values("turn", kind="stable")
+    turns = comps["turn"].to_numpy()
+    ids = comps["compaction_id"].tolist()
+    rows = []
+    for fact, g in facts.groupby("fact", sort=True):
+        first = g.sort_values("turn", kind="stable").iloc[0]
+        k = int(np.searchsorted(turns, first["turn"], side="right")) - 1
+        rows.append(
+            {
+                "after compaction": ids[k] if k >= 0 else "before any compaction",
+                "compaction turn": int(turns[k]) if k >= 0 else None,
+                "fact": fact,
+                "kind": first["kind"],
+                "first missed at turn": int(first["turn"]),
+                "age then (messages)": int(first["age_messages"]),
+                "times missed": len(g),
+            }
+        )
+    out = pd.DataFrame(
+        rows,
+        columns=[
+            "after compaction",
+            "compaction turn",
+            "fact",
+            "kind",
+            "first missed at turn",
+            "age then (messages)",
+            "times missed",
+        ],
+    )
+    return out.sort_values(["first missed at turn", "fact"], kind="stable").reset_index(drop=True)
+
+
+def fig_view_size(results: Results, run_key: str, window: int | None, log: RunLog | None = None) -> Figure:
+    """Context tokens and messages in view at every request; compactions (and failed ones) marked."""
+    req = results.requests[results.requests["run_key"] == run_key]
+    agent = req[req["request_kind"] != "summariser"]
+    summ = req[req["request_kind"] == "summariser"]
+    comps = results.compactions[results.compactions["run_key"] == run_key]
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(11, 7.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.4]})
+    ax.plot(agent["turn"], agent["context_tokens"], color="tab:blue", lw=1.6, marker=".", label="agent request")
+    if len(summ):
+        ax.scatter(
+            summ["turn"], summ["context_tokens"], marker="s", color="tab:orange", zorder=3, label="summariser request"
+        )
+    errs = req[req["error"].astype(str) != ""]
+    if len(errs):
+        ax.scatter(
+            errs["turn"],
+            errs["context_tokens"],
+            marker="x",
+            s=70,
+            color="crimson",
+            zorder=4,
+            label="rejected or failed request",
+        )
+    top = max(float(req["context_tokens"].max() if len(req) else 0), float(window or 0))
+    last = -10.0
+    level = 0
+    for _, c in comps.sort_values("turn", kind="stable").iterrows():
+        for a in (ax, bx):
+            a.axvline(c["turn"], color="grey", lw=0.9, ls="--", zorder=1)
+        level = 1 - level if c["turn"] - last < 3 else 0  # stagger labels of compactions close together
+        last = c["turn"]
+        ax.annotate(
+            str(c["compaction_id"]),
+            (c["turn"], 1.0),
+            xycoords=ax.get_xaxis_transform(),
+            xytext=(0, 3 + 11 * level),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            color="dimgrey",
+            annotation_clip=False,
+        )
+    if log is not None:
+        failed = failed_compactions(log)
+        if len(failed):
+            ax.scatter(
+                failed["turn"],
+                [top * 0.98] * len(failed),
+                marker="X",
+                s=60,
+                color="black",
+                zorder=4,
+                label="compaction abandoned",
+            )
+    if window:
+        ax.axhline(window, color="crimson", lw=1.2, ls=":", label=f"context window ({window:,} tokens)")
+    ax.plot([], [], color="grey", lw=0.9, ls="--", label="compaction (id above the plot)")
+    ax.set_ylabel("context sent (tokens)")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
+    ax.set_ylim(0, top * 1.08 if top else 1)
+    ax.legend(loc="upper left", frameon=True, framealpha=0.9)
+    ax.set_title("The view's size over the run", pad=34)
+    bx.plot(agent["turn"], agent["messages_in_view"], color="tab:green", lw=1.4, drawstyle="steps-post")
+    bx.set_ylabel("messages in view")
+    bx.set_xlabel("turn (agent request number)")
+    bx.set_ylim(bottom=0)
+    fig.tight_layout()
+    return fig
+
+
+def fig_compactions(steps: pd.DataFrame) -> Figure | None:
+    """Per compaction: tokens before and after, and what happened to the messages in view."""
+    if steps.empty:
+        return None
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 1.8 + 0.55 * len(steps)))
+    y = np.arange(len(steps))
+    names = [f"{c} (turn {t}, {m})" for c, t, m in zip(steps["compaction"], steps["turn"], steps["mode"], strict=True)]
+    ax.barh(y - 0.2, steps["tokens_before"], 0.4, color="silver", label="before")
+    ax.barh(y + 0.2, steps["tokens_after"], 0.4, color="tab:blue", label="after")
+    ax.set_yticks(y, names)
+    ax.invert_yaxis()
+    ax.set_xlabel("view size (tokens)")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
+    ax.set_title("Tokens before and after")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.05 * (4 - min(len(steps), 4))), ncol=2, frameon=False)
+    left = np.zeros(len(steps))
+    kept_plain = steps["kept"] - steps["results_cleared"]
+    segments = [
+        (kept_plain, "tab:green", "kept as is"),
+        (steps["results_cleared"], "gold", "kept, tool results cleared"),
+        (steps["summarised"], "tab:purple", "summarised"),
+        (steps["dropped_unsummarised"], "tab:red", "dropped, not summarised"),
+    ]
+    if steps["restored"].any():
+        segments.append((steps["restored"], "tab:cyan", "restored by a rollback"))
+    for values, colour, label in segments:
+        bx.barh(y, values, 0.6, left=left, color=colour, label=label)
+        left = left + values.to_numpy()
+    bx.set_yticks(y, [str(c) for c in steps["compaction"]])
+    bx.invert_yaxis()
+    bx.set_xlabel("messages in view before the compaction (and restored)")
+    bx.set_title("What each compaction did to the messages")
+    bx.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.18 - 0.05 * (4 - min(len(steps), 4))),
+        ncol=3 if len(segments) > 4 else 2,
+        frameon=False,
+    )
+    fig.tight_layout()
+    return fig
+
+
+__all__ = [
+    "compaction_steps",
+    "facts_missed",
+    "failed_compactions",
+    "fig_compactions",
+    "fig_view_size",
+    "headline",
+    "overview",
+    "summary_texts",
+]
