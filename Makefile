@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench conformance clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,5 +33,16 @@ bench: install
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_requests.py
 
+conformance: install   # real packages in their own venvs regenerate tests/golden/conformance (conformance/README.md)
+	@set -e; for dir in conformance/*/; do \
+	  pkg=$$(basename $$dir); env=.venv-conformance/$$pkg; \
+	  echo "== $$pkg"; \
+	  test -x $$env/bin/python || $(PYTHON) -m venv $$env; \
+	  $$env/bin/python -m pip install -q -r $$dir/requirements.txt; \
+	  $$env/bin/python $$dir/generate.py; \
+	done
+	$(BIN)/python -m pytest -q tests/conformance
+	git diff --stat -- tests/golden/conformance
+
 clean:
-	rm -rf $(VENV) reports/demo .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-conformance reports/demo .pytest_cache .hypothesis
