@@ -36,8 +36,12 @@ from sim.core.view import DEFAULT_PLACEHOLDER, Edit, Injected, Role, View, spans
 
 Trigger = Literal["auto", "manual", "overflow"]
 #: When a policy is asked for an automatic compaction: ``request``, before every model call (mid tool loop
-#: included); ``user_turn``, before the first model call after a user message only.
-When = Literal["request", "user_turn"]
+#: included); ``user_turn``, before the first model call after a user message only; ``response``, right
+#: after each model reply is appended, before the tool results or the user message that follow it (as
+#: clients that check the last response's usage do, e.g. the Anthropic SDK's ``compaction_control``).
+When = Literal["request", "user_turn", "response"]
+#: Where the engine asks: before a model call, or right after a reply.
+AskPoint = Literal["request", "response"]
 C = TypeVar("C")
 
 
@@ -165,9 +169,11 @@ class Policy(Generic[C]):
             return None
         return json.dumps(self.spec(), sort_keys=True, default=str)
 
-    def asked_at(self, state: RunState) -> bool:
-        """Whether the engine asks for an automatic compaction before the model call about to be made
-        (:attr:`when`)."""
+    def asked_at(self, state: RunState, point: AskPoint = "request") -> bool:
+        """Whether the engine asks for an automatic compaction at ``point`` (:attr:`when`): before the model
+        call about to be made, or right after the reply just appended."""
+        if point == "response":
+            return "response" in self.when
         if "request" in self.when:
             return True
         return "user_turn" in self.when and len(state) > 0 and state.messages[-1].role == "user"

@@ -11,11 +11,14 @@ from policies.base import NoConfig, Plan, Policy, Trigger, When
 from policies.baselines import NoCompaction
 from policies.helpers import keep_newest_bound, plan_shrinks, safe_cut
 from sim.core.conversation import Conversation
+from sim.core.log import CompactionCreated, MessageAppended
 from sim.core.state import RunState
 from sim.core.view import Edit, Rule, View
 from sim.replay.engine import RunConfig, run
+from sim.replay.lockstep import run_many
 from sim.replay.model import ModelConfig
 from tests.builders import asst, call, change, compact_cmd, conv, fact, revert, state_of, sys, tool, user
+from tests.test_lockstep import fingerprint
 
 
 def _loop(turns: int, size: int = 300) -> Conversation:
@@ -39,6 +42,10 @@ class _ClearsOncePerTurn(_ClearsAlways):
     when: ClassVar[frozenset[When]] = frozenset({"user_turn"})
 
 
+class _ClearsAfterResponses(_ClearsAlways):
+    when: ClassVar[frozenset[When]] = frozenset({"response"})
+
+
 @pytest.mark.parametrize(("cls", "mid_loop"), [(_ClearsAlways, True), (_ClearsOncePerTurn, False)])
 def test_when_says_at_which_requests_the_policy_is_asked(cls: type[Policy[NoConfig]], mid_loop: bool) -> None:
     c = _loop(4)
@@ -49,6 +56,24 @@ def test_when_says_at_which_requests_the_policy_is_asked(cls: type[Policy[NoConf
     turns = {comp["turn"] for comp in res.compactions}
     assert turns <= after_user if not mid_loop else not turns <= after_user
     assert not res.violations
+
+
+@pytest.mark.parametrize(("cls", "after"), [(_ClearsAlways, {"user", "tool"}), (_ClearsAfterResponses, {"assistant"})])
+def test_a_policy_asked_after_responses_compacts_right_after_a_reply(cls: type[Policy[NoConfig]], after: set) -> None:
+    c = _loop(4)
+    res = run(cls(), c, RunConfig(tokenizer="chars4"))
+    last_role, roles_before = None, set()
+    for e in res.log:
+        if isinstance(e, MessageAppended):
+            last_role = e.message.role
+        elif isinstance(e, CompactionCreated):
+            roles_before.add(last_role)
+    assert res.compactions and roles_before <= after
+    assert not res.violations
+    # In lockstep with policies asked at other points, each run is what it is alone.
+    members = [_ClearsAfterResponses(), _ClearsAlways(), NoCompaction(), _ClearsAfterResponses()]
+    config = RunConfig(tokenizer="chars4")
+    assert [fingerprint(r) for r in run_many(members, c, config)] == [fingerprint(run(p, c, config)) for p in members]
 
 
 def test_tool_uses_counts_calls_in_the_view() -> None:

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from policies.base import Plan, Policy
+from policies.base import AskPoint, Plan, Policy
 from sim.calibration.fit import opens_with_summary
 from sim.core.budgets import BudgetTracker
 from sim.core.config import RunConfig
@@ -110,7 +110,7 @@ class MessageSizes(NamedTuple):
 
 
 #: The phases of a message in a replay (Engine._replay).
-MESSAGE, MANUAL, AFTER_ROLLBACK, SEND, BUDGET = range(5)
+MESSAGE, MANUAL, AFTER_ROLLBACK, SEND, BUDGET, RESPONSE = range(6)
 
 
 class _Finished(Exception):
@@ -603,7 +603,8 @@ class Engine:
             return self._sync(k, phase)
         if phase == MANUAL:
             return self.policy.decide(self.state, "manual")
-        return self.policy.decide(self.state, "auto") if self.policy.asked_at(self.state) else None
+        point: AskPoint = "response" if phase == RESPONSE else "request"
+        return self.policy.decide(self.state, "auto") if self.policy.asked_at(self.state, point) else None
 
     def _agent_request(self, reply: Message, grace: bool = False) -> None:
         """Send the request that ``reply`` answers (compacting and retrying on overflow as the policy says)."""
@@ -776,8 +777,9 @@ class Engine:
         Each message is taken in phases. A user or tool message: ``MESSAGE`` (append it), then ``MANUAL``
         after a ``/compact`` command (the policy's manual compaction). A reply: ``MESSAGE`` (the policy's
         automatic compaction), ``AFTER_ROLLBACK`` (its second chance, after a rollback), ``SEND`` (the
-        request it answers), ``BUDGET`` (the budget check). Between phases the run's state is whole, so
-        lockstep members can fork there and resume.
+        request it answers), ``BUDGET`` (the budget check), ``RESPONSE`` (the automatic compaction of a
+        policy asked after each response). Between phases the run's state is whole, so lockstep members can
+        fork there and resume.
         """
         msgs = self._script
         try:
@@ -801,8 +803,12 @@ class Engine:
                     if plan is not None:
                         self._compact(plan, "manual")
                     continue
-                self._sync(k, BUDGET)
-                self._exhaustion(m, list(msgs[k + 1 : k + 40]))
+                if phase == BUDGET:
+                    self._sync(k, BUDGET)
+                    self._exhaustion(m, list(msgs[k + 1 : k + 40]))
+                plan = self._decide(k, RESPONSE)
+                if plan is not None:
+                    self._compact(plan, "auto")
         except _Finished as fin:
             return fin.reason, fin.exhausted
         except InvariantViolation:

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from policies.base import Plan, Policy, Trigger
+from policies.base import AskPoint, Plan, Policy, Trigger
 from sim.core.config import RunConfig
 from sim.core.conversation import Conversation
 from sim.core.tokenizers import CountingTokenizer
 from sim.replay import model as wire
-from sim.replay.engine import AFTER_ROLLBACK, MANUAL, MESSAGE, SEND, Engine, RunResult, _appends_status
+from sim.replay.engine import AFTER_ROLLBACK, MANUAL, MESSAGE, RESPONSE, SEND, Engine, RunResult, _appends_status
 
 
 class _Dissolved(Exception):
@@ -46,10 +46,11 @@ def sync(e: Engine, k: int, phase: int) -> Plan | None:
     st = e.state
     groups: list[list[Policy[Any]]] = []
     plans: list[Plan | None] = []
-    if phase in (MESSAGE, AFTER_ROLLBACK, MANUAL):
+    if phase in (MESSAGE, AFTER_ROLLBACK, MANUAL, RESPONSE):
         trigger: Trigger = "manual" if phase == MANUAL else "auto"
+        point: AskPoint = "response" if phase == RESPONSE else "request"
         for p in members:
-            plan = p.decide(st, trigger) if phase == MANUAL or p.asked_at(st) else None
+            plan = p.decide(st, trigger) if phase == MANUAL or p.asked_at(st, point) else None
             shareable = plan is None or phase == MANUAL or (phase == MESSAGE and plan.restore is not None)
             for g, q in zip(groups, plans, strict=True):
                 if shareable and q == plan and (plan is None or type(g[0]) is type(p)):
