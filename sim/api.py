@@ -161,10 +161,12 @@ def sweep(
     workers: int | None = None,
     scheduler: str | None = None,
     progress: bool = True,
+    keep_logs: bool = False,
     **grid: Any,
 ) -> Results:
     """Run a sweep into ``out`` (resumable, as ``csim sweep``) from a spec file or from :func:`spec`'s
-    arguments, and load its results."""
+    arguments, and load its results. ``keep_logs``: each run's log is kept too (as ``csim sweep
+    --keep-logs``), for :func:`log` and the report's run page."""
     from sim.core.errors import InvalidConfig
     from sim.sweep.grid import load_spec, run_sweep
     from sim.sweep.results import load_results
@@ -172,7 +174,7 @@ def sweep(
     if (spec_file is None) == (policies is None):
         raise InvalidConfig("sim.api.sweep: give a spec file or policies= (and the rest of the grid), not both")
     s = load_spec(spec_file) if spec_file is not None else spec(policies, **grid)  # type: ignore[arg-type]
-    run_sweep(s, out, executor=executor, workers=workers, scheduler=scheduler, progress=progress)
+    run_sweep(s, out, executor=executor, workers=workers, scheduler=scheduler, progress=progress, logs=keep_logs)
     return load_results(out)
 
 
@@ -183,6 +185,21 @@ def load(path: str | Path) -> Results:
     return load_results(path)
 
 
+def log(path: str | Path, run_key: str) -> list[dict[str, Any]]:
+    """The events of run ``run_key`` (a key from ``load(path).runs``) as its sweep kept them, oldest first,
+    each a dict with its ``kind`` (``message``, ``request``, ``compaction``...); kept by ``csim run`` always and by ``csim sweep --keep-logs``."""
+    from sim.core.errors import InvalidConfig
+    from sim.sweep.results import stored_log
+
+    found = stored_log(path, run_key)
+    if found is None:
+        raise InvalidConfig(
+            f"{path} keeps no log for run {run_key!r}: run the sweep with --keep-logs (keep_logs=True), "
+            "or check the key against load(path).runs['run_key']"
+        )
+    return found[1]
+
+
 def compare(results: Results, baseline: str | None = None, by: Sequence[str] = ()) -> pd.DataFrame:
     """``csim compare`` as a frame: per configuration, means and 95% bootstrap CIs over conversations, paired
     differences against ``baseline``, and the Pareto frontier of cost against retention."""
@@ -191,4 +208,4 @@ def compare(results: Results, baseline: str | None = None, by: Sequence[str] = (
     return _compare(results, baseline, by)
 
 
-__all__ = ["compare", "load", "run", "run_spec", "spec", "sweep"]
+__all__ = ["compare", "load", "log", "run", "run_spec", "spec", "sweep"]

@@ -58,3 +58,21 @@ def test_bad_arguments_say_what_to_do() -> None:
         api.run("none", scenario="research-agent", windw=1000)
     with pytest.raises(InvalidConfig, match="not both"):
         api.sweep("spec.toml", policies="none", out="x")
+
+
+def test_a_sweep_keeps_logs_when_asked_and_api_log_reads_them(tmp_path: Path) -> None:
+    from sim.cli.main import main
+
+    args = ["sweep", "--policy", "sliding-window", "-P", "trigger_ratio=0.7", "--scenario", "research-agent"]
+    args += ["--window", "20000", "--tokenizer", "chars4", "--quiet"]
+    assert main([*args, "--out", str(tmp_path / "plain")]) == 0
+    assert main([*args, "--keep-logs", "--out", str(tmp_path / "kept")]) == 0
+    plain, kept = api.load(tmp_path / "plain"), api.load(tmp_path / "kept")
+    pd.testing.assert_frame_equal(plain.requests, kept.requests)  # keeping logs changes no result
+    key = str(kept.runs["run_key"].iloc[0])
+    events = api.log(tmp_path / "kept", key)
+    sent = [e for e in events if e["kind"] == "request"]
+    made = [e for e in events if e["kind"] == "compaction"]
+    assert len(sent) == len(kept.requests) and len(made) == len(kept.compactions) > 0
+    with pytest.raises(InvalidConfig, match="--keep-logs"):
+        api.log(tmp_path / "plain", key)

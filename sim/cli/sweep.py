@@ -114,6 +114,12 @@ def register(sub: Any) -> None:
     x.add_argument("--workers", type=int, help="worker processes for local and dask-local (default: all cores)")
     x.add_argument("--scheduler", help="Dask scheduler address for --executor dask, e.g. tcp://HOST:8786")
     x.add_argument("--quiet", action="store_true", help="no progress output")
+    x.add_argument(
+        "--keep-logs",
+        action="store_true",
+        help="keep each run's event log in its part (logs.parquet; about as large as the other tables together), "
+        "so csim report's run page reads it instead of replaying the run; runs already done are not redone",
+    )
     add_run_options(p, calibration=True)
     for action in p._actions:  # a sweep's seeds are --seeds; --seed would silently mean nothing
         if action.dest == "seed":
@@ -205,7 +211,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     outcome = run_sweep(
-        spec, args.out, executor=args.executor, workers=args.workers, scheduler=args.scheduler, progress=not args.quiet
+        spec,
+        args.out,
+        executor=args.executor,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        progress=not args.quiet,
+        logs=args.keep_logs,
     )
     print(
         f"{outcome.total_runs} runs in the grid: {outcome.ran} run now, {outcome.skipped} already done; "
