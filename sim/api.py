@@ -186,8 +186,9 @@ def load(path: str | Path) -> Results:
 
 
 def log(path: str | Path, run_key: str) -> list[dict[str, Any]]:
-    """The events of run ``run_key`` (a key from ``load(path).runs``) as its sweep kept them, oldest first,
-    each a dict with its ``kind`` (``message``, ``request``, ``compaction``...); kept by ``csim run`` always and by ``csim sweep --keep-logs``."""
+    """The events of run ``run_key`` (a key from ``load(path).runs``) as its sweep kept them, oldest first:
+    dicts, each with its ``kind`` (``message``, ``request``, ``compaction``...). ``csim run`` keeps logs always,
+    ``csim sweep`` with ``--keep-logs``."""
     from sim.core.errors import InvalidConfig
     from sim.sweep.results import stored_log
 

@@ -142,14 +142,14 @@ def test_a_shared_rollback_then_a_compaction_only_some_members_make(monkeypatch:
     # compacts the restored view at once and the others do not (found by search; the assertion on
     # where they forked keeps the example honest if the scenario changes).
     forks: list[int] = []
-    real = engine.Engine._fork
+    real = engine.Engine.copy
 
     def watching(self: engine.Engine, policy: Policy) -> engine.Engine:
         if sys._getframe(1).f_locals.get("phase") == engine.AFTER_ROLLBACK:
             forks.append(1)
         return real(self, policy)
 
-    monkeypatch.setattr(engine.Engine, "_fork", watching)
+    monkeypatch.setattr(engine.Engine, "copy", watching)
     settings_ = [{"trigger_ratio": t} for t in ("0.5", "0.7", "0.9")]
     conv = generate("coding-agent", 2)
     config = RunConfig(model=small_model(80_000), seed=2)

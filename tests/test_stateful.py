@@ -45,6 +45,7 @@ class GrowingConversation(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.engines: dict[str, Engine] = {}
+        self.copies: dict[str, Engine] = {}  # Engine.copy() taken mid-run, stepped alongside its original
         self.fed = 0  # messages given to the engines so far
         self.messages: list[Message] = []
         self.changes: list[str] = []
@@ -120,12 +121,19 @@ class GrowingConversation(RuleBasedStateMachine):
     def compact(self) -> None:
         self.messages.append(Message(self._next_id(), "user", (Part("command", name="compact"),)))
 
+    @precondition(lambda self: not self.copies)
+    @rule()
+    def copy_engines(self) -> None:
+        """Copy every engine where it stands; from here the copies take the same steps as their originals."""
+        self.copies = {name: engine.copy() for name, engine in self.engines.items()}
+
     @invariant()
     def steps_soundly(self) -> None:
         new, self.fed = self.messages[self.fed :], len(self.messages)
-        for name, engine in self.engines.items():
-            for m in new:
+        for m in new:
+            for engine in (*self.engines.values(), *self.copies.values()):
                 engine.step(m)
+        for name, engine in self.engines.items():
             tolerated = load_policy_class(name).known_deviations | OPEN_ISSUES.get(name, {}).keys()
             unexpected = [str(v) for v in engine.violations if v.invariant not in tolerated]
             assert not unexpected, (name, unexpected)
@@ -149,6 +157,9 @@ class GrowingConversation(RuleBasedStateMachine):
             whole = Engine(make_policy(name, PARAMS.get(name, {})), conv, CONFIG).run()
             assert whole.summary == stepped.summary, name
             assert [encode_event(e) for e in whole.log] == [encode_event(e) for e in stepped.log], name
+            if name in self.copies:  # a copy shares nothing mutable with its original: it ends the same
+                copied = self.copies[name].finish()
+                assert [encode_event(e) for e in copied.log] == [encode_event(e) for e in stepped.log], name
 
 
 GrowingConversation.TestCase.settings = settings(

@@ -838,12 +838,14 @@ class Engine:
             return None
         return self._lockstep(self, k, phase)
 
-    def _fork(self, policy: Policy[Any]) -> Engine:
-        """A copy of this engine's state under ``policy``, sharing nothing mutable with it.
+    def copy(self, policy: Policy[Any] | None = None) -> Engine:
+        """This run as it stands, to step on independently: a copy of everything the run has done, sharing
+        nothing mutable with this engine; under ``policy`` when given (lockstep's forks), else this policy.
 
         Only valid between steps, where everything a run has done is in the fields below; a field added
         to the engine that changes during a run must be copied here too (the test of run_many checks
-        every result field against separate runs)."""
+        every result field against separate runs, and the stateful test steps copies alongside)."""
+        policy = policy if policy is not None else self.policy
         e = copy.copy(self)
         e.policy, e._members, e._forks, e._script = policy, None, [], list(self._script)
         e.run_id = run_id_for(policy, self.conv, self.config, self.tok.derived)

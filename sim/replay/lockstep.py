@@ -2,7 +2,7 @@
 
 A sweep's configurations of one policy usually agree until the first compaction, and often never compact at
 all. :func:`run_many` replays them as one engine while every member declines to compact, and forks a member
-off (``Engine._fork``: a copy of the whole run state) at the first step where its run may differ. Results
+off (``Engine.copy``: a copy of the whole run state) at the first step where its run may differ. Results
 are the same as separate runs; ``tests/test_lockstep.py`` holds every field of every result to that.
 """
 
@@ -75,7 +75,7 @@ def sync(e: Engine, k: int, phase: int) -> Plan | None:
         return plans[0]
     for i, g in enumerate(groups):
         if i != keep:
-            fork = e._fork(g[0])
+            fork = e.copy(g[0])
             fork._members = g if len(g) > 1 else None
             e._forks.append((fork, k, phase))
     if keep < 0:
@@ -98,7 +98,7 @@ def _complete(e: Engine, k: int, phase: int) -> dict[int, RunResult]:
     if outcome is not None:  # the members still here finished together, on one log: check it once
         problem = e._log_problem()
         for p in e._members if e._members is not None else [e.policy]:
-            done[id(p)] = e._fork(p)._finish(*outcome, checked=True, problem=problem)
+            done[id(p)] = e.copy(p)._finish(*outcome, checked=True, problem=problem)
     for fork, k2, phase2 in e._forks:
         done.update(_complete(fork, k2, phase2))
     return done
