@@ -1,0 +1,502 @@
+"""inspect_ai compaction: the four strategies of ``src/inspect_ai/model/_compaction/`` as policies.
+
+Source read: ``UKGovernmentBEIS/inspect_ai@499e6152`` (2026-08-22; the catalogue's commit, whose
+compaction files are byte-identical to the PyPI release 0.3.261 that ``conformance/inspect-ai`` runs):
+``_compaction.py`` (the ``compaction()`` handler: trigger, running view, re-application, prefix),
+``edit.py``, ``trim.py`` with ``model/_trim.py`` (``trim_messages``, ``partition_messages``),
+``summary.py``, ``auto.py``, ``native.py``, ``providers/anthropic.py`` (``compact``) and
+``agent/_react.py`` (when the handler runs, overflow recovery). Spec: ``reference/policy-catalogue.md``
+§B5 and its §F rows.
+
+What the four share, and how it maps onto a view over the log:
+
+* **The running view.** inspect keeps ``compacted_input`` apart from the agent's full history and
+  compacts *that* (the previous compacted input plus the messages appended since), never the raw
+  history. Here the view is exactly that running input: every decision reads ``state.view`` (what the
+  previous compaction left, with the messages appended since in its open tail) and the plan replaces it.
+* **Trigger** (``_compaction.py``): before every ``generate`` of the react loop (mid tool loop
+  included), compact when the handler's token count is over ``threshold``: a float <= 1 is a share of
+  the model's context window (``_resolve_threshold``: ``int(threshold * window)``), anything larger an
+  absolute count; default 0.9 (§B5; every strategy's ``threshold=0.9``). The count is the last call's
+  reported input plus the new messages counted with a tokenizer, or, right after a compaction, tool
+  definitions plus the whole input counted (:func:`context_tokens`).
+* **Prefix** (``_compaction.py``, ``agent/_react.py``): system messages and the sample's input (without
+  an input marker, everything up to and including the first user message: ``partition_messages``) are
+  re-prepended after every non-native strategy (:func:`input_indices`); native compaction keeps only
+  the system prompt.
+* **Re-application** (``_perform_compaction``): a strategy runs up to three more times while the result
+  is still over the threshold and each pass makes progress; still over raises ``RuntimeError``
+  ("Compaction insufficient"), which ends the sample. Here a plan whose result would still be over the
+  threshold is not made (the policy returns no plan), so the run goes on uncompacted until the provider
+  rejects the prompt and it ends with ``context-overflow``: the nearest outcome a policy can give.
+* **Overflow** (``agent/_react.py`` ``_handle_overflow``): after a ``model_length`` stop the failed turn
+  is dropped and the handler compacts with ``force=True`` whatever the count: ``retry_on_overflow`` 1,
+  and ``decide(..., "overflow")`` skips the threshold.
+* There is no ``/compact`` command: a manual trigger is ignored.
+
+Our addition, for the harness's contract: nothing from the start of an unresolved pending turn on is
+compacted (inspect approves tool calls within the turn, so it has no such turn). inspect has no notion
+of reverts either: a strategy that drops messages can drop a change whose revert stays (a known
+deviation). Not modelled: the memory tool (the warning injected at 0.9 of the
+threshold and ``clear_memory_content``, which rewrites one argument of a memory call: a view edits whole
+parts), server-side tool uses (``ContentToolUse``; the simulator has only client tool calls), citations,
+and hidden redacted-reasoning tokens.
+
+One module because the four strategies share the handler (trigger, prefix, overflow) and the summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+from policies.base import Plan, Policy, Trigger, register
+from policies.helpers import first_user_index, plan_shrinks
+from sim.core.errors import InvalidConfig
+from sim.core.state import RunState
+from sim.core.view import Edit, Injected, Rule, View
+
+#: ``edit.py`` ``TOOL_RESULT_REMOVED``: what a cleared tool result reads.
+TOOL_RESULT_REMOVED = "(Tool result removed)"
+#: ``edit.py`` ``TOOL_SEARCH_NAME``: a client tool whose result carries tool definitions; never cleared and
+#: not counted (``MCP_LIST_TOOLS_NAME`` is its server-side twin; server tool uses are not modelled).
+NEVER_CLEARED = frozenset({"tool_search"})
+#: ``summary.py``: the user message that carries the summary (``metadata={"summary": True}``).
+SUMMARY_WRAPPER = (
+    "[CONTEXT COMPACTION SUMMARY]\n\n"
+    "The following is a summary of work completed on this task so far:\n\n"
+    "<summary>\n{summary}\n</summary>\n\n"
+    "Please continue working on this task from where you left off."
+)
+#: ``providers/anthropic.py`` ``compact``: the user message after the compaction block.
+CONTINUE_TEXT = "Please continue working."
+#: Our wording of the instruction ``summary.py``'s ``DEFAULT_SUMMARY_PROMPT`` gives (its five sections).
+SUMMARY_PROMPT = (
+    "You have not finished the task above. Write a structured, concise summary that lets you resume it in a "
+    "new context window where this summary replaces the conversation: the task and its success criteria and "
+    "constraints; what is done so far (files and outputs, with paths); what was discovered, decided and why, "
+    "errors and their fixes, approaches that failed; the next steps in order and any blockers; and the user's "
+    "preferences and promises made. Include whatever prevents repeating work or mistakes."
+)
+#: Our wording for Anthropic's server compaction (``compact_20260112``): inspect sends no instructions.
+NATIVE_PROMPT = "Summarise the conversation so far so that the work can continue from this summary alone."
+#: ``_perform_compaction`` ``MAX_ITERATIONS``: passes after the first while still over the threshold.
+MAX_ITERATIONS = 3
+
+C = TypeVar("C")
+
+
+def _check_threshold(threshold: float) -> None:
+    if not threshold > 0:
+        raise InvalidConfig(
+            f"threshold={threshold!r} must be positive: a share of the window (at most 1) or a token count (above 1)"
+        )
+
+
+@dataclass(frozen=True)
+class InspectSummaryConfig:
+    """``CompactionSummary(threshold=0.9)``.
+
+    Attributes:
+        threshold: compact when the context is over this: a share of the context window when at most 1,
+            else tokens (``types.py`` and ``summary.py`` default 0.9).
+    """
+
+    threshold: float = 0.9
+
+    def __post_init__(self) -> None:
+        _check_threshold(self.threshold)
+
+
+@dataclass(frozen=True)
+class InspectAutoConfig:
+    """``CompactionAuto(threshold=0.9)``.
+
+    Attributes:
+        threshold: as for :class:`InspectSummaryConfig` (``auto.py`` default 0.9).
+        native: whether the model supports provider-native compaction. inspect tries native first and
+            falls back to the summary on ``NotImplementedError`` (an Anthropic model without
+            ``compact_20260112`` answers so); True (the default) models a model that has it.
+    """
+
+    threshold: float = 0.9
+    native: bool = True
+
+    def __post_init__(self) -> None:
+        _check_threshold(self.threshold)
+
+
+@dataclass(frozen=True)
+class InspectEditConfig:
+    """``CompactionEdit(threshold=0.9, keep_thinking_turns=1, keep_tool_uses=3, exclude_tools=None)``.
+
+    Attributes:
+        threshold: as for :class:`InspectSummaryConfig` (``edit.py`` default 0.9).
+        keep_tool_uses: the newest tool uses (call with its result) kept; older results read
+            ``(Tool result removed)`` (``edit.py`` default 3; 0 clears every one).
+        keep_thinking_turns: assistant messages, newest first, that keep their thinking; unset keeps all
+            (inspect's ``"all"``) (``edit.py`` default 1).
+        exclude_tools: tools whose results are never cleared and do not count against ``keep_tool_uses``;
+            give several as ``"a|b"`` (``edit.py`` default none).
+    """
+
+    threshold: float = 0.9
+    keep_tool_uses: int = 3
+    keep_thinking_turns: int | None = 1
+    exclude_tools: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_threshold(self.threshold)
+        if isinstance(self.exclude_tools, str):  # from -P exclude_tools=a|b
+            names = tuple(t for t in self.exclude_tools.replace("|", " ").split() if t)
+            object.__setattr__(self, "exclude_tools", names)
+        if not all(isinstance(t, str) and t for t in self.exclude_tools):
+            raise InvalidConfig(f"exclude_tools={self.exclude_tools!r} must be tool names (give several as 'a|b')")
+        if self.keep_tool_uses < 0:
+            raise InvalidConfig(f"keep_tool_uses={self.keep_tool_uses!r} must be >= 0 (0 clears every result)")
+        if self.keep_thinking_turns is not None and self.keep_thinking_turns < 0:
+            raise InvalidConfig(f"keep_thinking_turns={self.keep_thinking_turns!r} must be >= 0, or unset to keep all")
+
+
+@dataclass(frozen=True)
+class InspectTrimConfig:
+    """``CompactionTrim(threshold=0.9, preserve=0.8)``.
+
+    Attributes:
+        threshold: as for :class:`InspectSummaryConfig` (``trim.py`` default 0.9).
+        preserve: the share of the conversation's messages kept, newest first (``trim.py`` default 0.8;
+            ``trim_messages`` accepts 0 to 1).
+    """
+
+    threshold: float = 0.9
+    preserve: float = 0.8
+
+    def __post_init__(self) -> None:
+        _check_threshold(self.threshold)
+        if not 0 <= self.preserve <= 1:
+            raise InvalidConfig(f"preserve={self.preserve!r} must be in [0, 1]")
+
+
+# -- what every strategy reads ----------------------------------------------------------------------------
+def threshold_tokens(threshold: float, window: int) -> int:
+    """``_resolve_threshold``: a share of the window when at most 1, else an absolute count."""
+    return int(threshold * window) if threshold <= 1 else int(threshold)
+
+
+def input_indices(state: RunState) -> range:
+    """The sample's input, which every non-native strategy keeps: the messages after the system prompt up to
+    and including the first user message (``partition_messages`` without ``source="input"`` markers). With
+    no user message yet, everything is input and nothing can be compacted."""
+    lo = 1 if state.has_system else 0
+    first = first_user_index(state)
+    return range(lo, len(state) if first is None else first + 1)
+
+
+def _raw_tokens(state: RunState, a: int) -> int:
+    """Tokens of messages ``[a, n)`` as stored (a view of that tail, less the system prompt alone)."""
+    return state.view_size(View(start=a))[0] - state.view_size(View(start=len(state)))[0]
+
+
+def request_overhead(state: RunState) -> int:
+    """What the last request held besides its messages (tool definitions, framing), learned from its reported
+    size: ``count_tool_tokens`` in inspect, which the reported usage includes. 0 before the first request."""
+    last, then = state.last_input_tokens, state.view_at_last_request
+    if last is None or then is None:
+        return 0
+    k = len(state)  # the last request held the messages before its reply, the newest assistant message
+    while k > 0 and state.messages[k - 1].role != "assistant":
+        k -= 1
+    k = max(k - 1, then.start)
+    return max(0, last - (state.view_size(then)[0] - _raw_tokens(state, k)))
+
+
+def context_tokens(state: RunState, view: View | None = None) -> int:
+    """The handler's count for ``view`` (default: the current one): the last call's reported input plus the
+    messages since, counted; after a compaction, tool definitions plus the whole view counted. Both are the
+    request's overhead plus the view's exact tokens."""
+    return request_overhead(state) + state.view_size(view)[0]
+
+
+def _newest_first(state: RunState) -> Iterator[int]:
+    """Indices the view shows, newest first (the system prompt left out)."""
+    v, lo = state.view, (1 if state.has_system else 0)
+    for a, b in reversed((*v.spans, (v.start, len(state)))):
+        yield from range(min(b, len(state)) - 1, max(a, lo) - 1, -1)
+
+
+def _ceiling(state: RunState) -> int:
+    """Nothing from an unresolved pending turn on is compacted (our addition)."""
+    pf = state.protected_from
+    return len(state) if pf is None else pf
+
+
+class _InspectPolicy(Policy[C]):
+    """The handler's part: trigger, force on overflow, nothing on ``/compact``; subclasses compact."""
+
+    def _threshold(self, state: RunState) -> int:
+        return threshold_tokens(self.config.threshold, state.model.context_window)  # type: ignore[attr-defined]
+
+    @property
+    def retry_on_overflow(self) -> int:
+        """react's ``_handle_overflow``: compact (forced) and generate again."""
+        return 1
+
+    def over_trigger(self, state: RunState) -> bool:
+        """``total_tokens > threshold``."""
+        return context_tokens(state) > self._threshold(state)
+
+    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
+        if trigger == "manual" or (trigger == "auto" and not self.over_trigger(state)):
+            return None
+        plan = self._compact(state)
+        return plan if plan is not None and plan_shrinks(state, plan) else None
+
+    def _compact(self, state: RunState) -> Plan | None:
+        raise NotImplementedError
+
+    def _fits(self, state: RunState, plan: Plan) -> bool:
+        """``_perform_compaction``'s final check: the result is at most the threshold."""
+        return context_tokens(state, plan.view_from(state.view)) <= self._threshold(state)
+
+
+def _summary_cut(state: RunState, keep: range) -> int | None:
+    """Everything shown after ``keep`` (the input, or nothing for native) leaves the view: no tail is kept,
+    but a pending turn stays (our addition). None when nothing would leave."""
+    cut = max(_ceiling(state), state.view.start)
+    return cut if any(i < cut and i not in keep for i in _newest_first(state)) else None
+
+
+def _summary_plan(state: RunState) -> Plan | None:
+    """``CompactionSummary.compact``: the view becomes system + input + one user message holding the summary
+    (``[CONTEXT COMPACTION SUMMARY]`` wrapper); what leaves is summarised with the previous summary, as
+    inspect summarises from the last summary message on."""
+    inputs = input_indices(state)
+    cut = _summary_cut(state, inputs)
+    if cut is None:
+        return None
+    return Plan(
+        start=cut,
+        pinned=tuple(inputs),
+        summarize=True,
+        summary_role="user",
+        summary_wrapper=SUMMARY_WRAPPER,
+        summary_system_prompt=SUMMARY_PROMPT,
+        mode="summary",
+    )
+
+
+@register("inspect-summary")
+class InspectSummary(_InspectPolicy[InspectSummaryConfig]):
+    """inspect_ai CompactionSummary: at 0.9 of the window, system + input + a user summary, no tail kept.
+
+    ``summary.py``: the summariser sees system + input + the conversation from the last summary message
+    on, with the continuation prompt; the new input is system + input + the summary, a user message
+    ``[CONTEXT COMPACTION SUMMARY] ... <summary>...</summary> ... Please continue working on this task from
+    where you left off.``; nothing of the conversation stays verbatim. Defaults: ``threshold`` 0.9
+    (§B5, ``summary.py``). Not modelled: ``_fit_summarization_input`` (the largest tool output halved, up to
+    12 times, when the summariser's prompt would not fit): here that summary fails and the view stays.
+    """
+
+    Config = InspectSummaryConfig
+    # No tail: the live turn's user message is summarised whenever it is not the task itself, and a
+    # change is summarised while a later revert of it is shown.
+    known_deviations = frozenset({"live-turn", "revert-resolution"})
+
+    def _compact(self, state: RunState) -> Plan | None:
+        return _summary_plan(state)
+
+
+@register("inspect-auto")
+class InspectAuto(_InspectPolicy[InspectAutoConfig]):
+    """inspect_ai CompactionAuto: at 0.9 of the window, provider-native compaction, else the summary.
+
+    ``auto.py``: ``CompactionNative`` first; on ``NotImplementedError`` (or any error) ``CompactionSummary``.
+    Native on Anthropic (``providers/anthropic.py`` ``compact``, ``compact_20260112`` paused after
+    compacting): the new input is the system prompt (``preserve_prefix`` is False: no input kept), the
+    assistant message carrying the compaction block, and a user ``Please continue working.``; the server's
+    summary covers everything sent. On the simulator's OpenAI format (Chat Completions) inspect's native
+    compaction raises ``NotImplementedError`` (it needs the Responses API), so the summary runs, as it does
+    with ``native=False``. Defaults: ``threshold`` 0.9 (§B5, ``auto.py``); ``native`` True (a model that
+    supports native compaction). Not modelled: the Responses API's opaque ``responses.compact`` window.
+    """
+
+    Config = InspectAutoConfig
+    # Native keeps no user message at all, the summary only the task; as for the summary, reverts.
+    known_deviations = frozenset({"live-turn", "revert-resolution"})
+
+    def _compact(self, state: RunState) -> Plan | None:
+        if not (self.config.native and state.model.provider == "anthropic"):
+            return _summary_plan(state)
+        cut = _summary_cut(state, range(0))
+        if cut is None:
+            return None
+        return Plan(
+            start=cut,
+            summarize=True,
+            summary_role="assistant",
+            injected=(Injected(CONTINUE_TEXT, role="user", label="inspect-continue"),),
+            summary_system_prompt=NATIVE_PROMPT,
+            mode="native",
+        )
+
+
+@register("inspect-edit")
+class InspectEdit(_InspectPolicy[InspectEditConfig]):
+    """inspect_ai CompactionEdit: at 0.9 of the window, clear all but the newest 3 tool results and old thinking.
+
+    ``edit.py``, on the running view: (1) thinking is dropped from every assistant message but the newest
+    ``keep_thinking_turns``; (2) tool uses (a call with its result in the view; ``tool_search`` and
+    ``exclude_tools`` skipped) are listed in call order and all but the newest ``keep_tool_uses`` have their
+    result replaced by ``(Tool result removed)``, calls and ids kept; (3) trailing assistant messages are
+    dropped. As compaction runs only at threshold crossings and replaces the running view, clearing is
+    batched: results that arrive after a compaction stay whole until the next crossing. Edit is idempotent,
+    so the re-application loop never helps: a result still over the threshold is "insufficient".
+    Defaults: ``threshold`` 0.9, ``keep_tool_uses`` 3, ``keep_thinking_turns`` 1, no ``exclude_tools``
+    (§B5, §F, ``edit.py``).
+
+    Each edit is a bound (results, or thinking, before it are edited), so a tool message that holds several
+    results (inspect has one tool message per result) is cleared or kept whole: kept, when the newest
+    ``keep_tool_uses`` reach into it. Not modelled: ``keep_tool_inputs=False`` (inspect deletes the call and
+    its result and puts ``[Tool call: NAME (parameters and results removed from history)]`` text in the
+    assistant message; a view cannot turn a call into text), and a thinking-only message left empty is not
+    sent (inspect sends it with empty content).
+    """
+
+    Config = InspectEditConfig
+
+    def _rules(self) -> tuple[Rule, Rule]:
+        excluded = NEVER_CLEARED | frozenset(self.config.exclude_tools)
+        return (
+            Rule(kinds=frozenset({"tool_result"}), text=TOOL_RESULT_REMOVED, exclude_tools=excluded),
+            Rule(kinds=frozenset({"thinking"}), action="drop"),
+        )
+
+    def _compact(self, state: RunState) -> Plan | None:
+        results, thinking = self._rules()
+        current = {e.rule: e.before for e in state.view.edits}
+        ceiling = _ceiling(state)
+        bounds = {
+            results: min(self._results_bound(state, results), ceiling),
+            thinking: min(self._thinking_bound(state), ceiling),
+        }
+        edits = tuple(Edit(r, max(b, current.get(r, 0))) for r, b in bounds.items() if max(b, current.get(r, 0)) > 0)
+        view, n = state.view, len(state)
+        start, spans = view.start, view.spans
+        trailing = self._trailing_assistants(state)
+        if trailing is not None:  # shown messages from ``trailing`` on leave the view; later ones join the tail
+            spans = tuple((a, min(b, trailing)) for a, b in (*view.spans, (view.start, n)) if a < trailing)
+            start = n
+        plan = Plan(start=start, spans=spans, edits=edits, mode="edit")
+        return plan if self._fits(state, plan) else None
+
+    def _results_bound(self, state: RunState, rule: Rule) -> int:
+        """Results before this index are cleared: the oldest message holding a result of the newest
+        ``keep_tool_uses`` uses (calls listed newest first, each counted once its result was seen)."""
+        keep = self.config.keep_tool_uses
+        if keep == 0:
+            return len(state)
+        seen: dict[str, int] = {}
+        kept = 0
+        bound = len(state)
+        for i in _newest_first(state):
+            m = state.messages[i]
+            if m.role == "tool":
+                seen.update(
+                    (p.call_id, i) for p in m.parts if p.kind == "tool_result" and p.call_id and rule.selects(p)
+                )
+            elif m.role == "assistant":
+                for c in reversed(m.calls):
+                    if c.call_id in seen and not (c.name and c.name in rule.exclude_tools):
+                        kept += 1
+                        bound = min(bound, seen[c.call_id])
+                        if kept == keep:
+                            return bound
+        return 0  # fewer uses than kept: nothing to clear
+
+    def _thinking_bound(self, state: RunState) -> int:
+        """Thinking before this index is dropped: the ``keep_thinking_turns``-th newest assistant message."""
+        keep = self.config.keep_thinking_turns
+        if keep is None:
+            return 0
+        if keep == 0:
+            return len(state)
+        seen = 0
+        for i in _newest_first(state):
+            if state.messages[i].role == "assistant":
+                seen += 1
+                if seen == keep:
+                    return i
+        return 0
+
+    @staticmethod
+    def _trailing_assistants(state: RunState) -> int | None:
+        """Where the view's trailing run of assistant messages starts (they are dropped), None if it ends
+        otherwise or the run is protected."""
+        first = None
+        for i in _newest_first(state):
+            if state.messages[i].role != "assistant":
+                break
+            first = i
+        return first if first is not None and first < _ceiling(state) else None
+
+
+@register("inspect-trim")
+class InspectTrim(_InspectPolicy[InspectTrimConfig]):
+    """inspect_ai CompactionTrim: at 0.9 of the window, keep system + input + the newest 80% of messages.
+
+    ``trim.py`` / ``model/_trim.py`` ``trim_messages`` on the running view: the conversation (the view after
+    the input) loses its first ``int(len * (1 - preserve))`` messages; tool messages whose call was dropped
+    go too (so the cut moves past them), and a trailing assistant message is dropped. Counted in inspect's
+    messages: one tool message per result. Passes compound (``_perform_compaction`` trims the trimmed view
+    again, up to three more times, while over the threshold and shrinking), so one compaction may keep
+    0.8^k. Defaults: ``threshold`` 0.9, ``preserve`` 0.8 (§B5, §F, ``trim.py``).
+    """
+
+    Config = InspectTrimConfig
+    # A count of messages knows no turns: the cut can take the live turn's user message, it falls inside
+    # a thinking tool loop (only orphaned results are filtered), and it drops changes whose reverts stay.
+    known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
+
+    def _compact(self, state: RunState) -> Plan | None:
+        inputs = input_indices(state)
+        conversation = [i for i in reversed(list(_newest_first(state))) if i >= inputs.stop]
+        if not conversation:
+            return None
+        best, total = None, None
+        for _ in range(1 + MAX_ITERATIONS):
+            conversation = self._trim_once(state, conversation)
+            plan = self._plan(state, inputs, conversation)
+            tokens = context_tokens(state, plan.view_from(state.view))
+            if total is not None and tokens >= total:  # no progress: stop
+                break
+            best, total = plan, tokens
+            if tokens <= self._threshold(state) or not conversation:
+                break
+        return best if best is not None and self._fits(state, best) else None
+
+    def _trim_once(self, state: RunState, conversation: list[int]) -> list[int]:
+        """One ``trim_messages`` pass over the conversation's indices."""
+        msgs = state.messages
+        units = [max(1, len(msgs[i].results)) if msgs[i].role == "tool" else 1 for i in conversation]
+        drop = int(sum(units) * (1 - self.config.preserve))
+        k = 0
+        while k < len(conversation) and drop >= units[k]:
+            drop -= units[k]
+            k += 1
+        while k < len(conversation) and msgs[conversation[k]].role == "tool":  # results of a dropped call
+            k += 1
+        kept = conversation[k:]
+        if kept and msgs[kept[-1]].role == "assistant":
+            kept = kept[:-1]
+        return kept
+
+    @staticmethod
+    def _plan(state: RunState, inputs: range, kept: list[int]) -> Plan:
+        """The view of system + input + ``kept`` (sorted indices): its newest run is the tail, the rest are
+        pinned; moved back to keep a pending turn (our addition)."""
+        start, j = len(state), len(kept)
+        while j > 0 and kept[j - 1] == start - 1:
+            j, start = j - 1, start - 1
+        start = min(start, max(_ceiling(state), state.view.start))
+        return Plan(start=start, pinned=tuple(i for i in (*inputs, *kept[:j]) if i < start), mode="trim")
