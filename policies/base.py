@@ -73,6 +73,8 @@ class Plan:
             texts, tool calls and results, labels) that fit in this many tokens (Codex-style trimming).
         summary_clip_chars: per-message clip of the summariser's input.
         summary_drop_tool_outputs: leave tool results out of the summariser's input (calls stay).
+        summary_max_tokens: the summariser call's output cap as the modelled client sets it (Claude Code's
+            20,000); the run config's summariser cap, when lower, still applies.
         checkpoint: extra replay state to record with the compaction (name, value pairs).
         restore: roll back to this earlier view, one of ``state.checkpoints``; every other field is
             then ignored. A rollback is the one way a view may grow again (mode ``rollback``).
@@ -94,6 +96,7 @@ class Plan:
     summary_input_newest_tokens: int | None = None
     summary_clip_chars: int | None = None
     summary_drop_tool_outputs: bool = False
+    summary_max_tokens: int | None = None
     checkpoint: tuple[tuple[str, str], ...] = ()
     restore: View | None = None
 
@@ -233,10 +236,14 @@ def _fmt(v: Any) -> str:
 
 # -- building policies from names and -P strings ----------------------------------------------------
 def _coerce(name: str, raw: Any, tp: Any) -> Any:
-    if not isinstance(raw, str):
-        return raw
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
+    if origin in (tuple, frozenset) and args[:1] == (str,) and isinstance(raw, (str, list, tuple)):
+        # A list of names: "-P exclude_tools=Read,Grep" or a TOML list; "" is none.
+        items = [s.strip() for s in raw.split(",") if s.strip()] if isinstance(raw, str) else list(raw)
+        return tuple(items) if origin is tuple else frozenset(items)
+    if not isinstance(raw, str):
+        return raw
     if origin in (typing.Union, types.UnionType):
         if raw.lower() in ("none", "null", "unset", "") and type(None) in args:
             return None

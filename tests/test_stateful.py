@@ -28,11 +28,14 @@ from policies.base import load_policy_class, make_policy
 from sim.core.conversation import Conversation, Message, Part, validate
 from sim.core.log import CompactionCreated, MessageAppended, encode_event
 from sim.core.view import fold
+from sim.replay.checker import effective_params
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.strategies import small_model
 
 WINDOW = 8_000
-PARAMS = {"effect-agent": {"context_token_limit": "4800", "keep_recent_tokens": "2000", "max_bytes": "4096"}}
+# Each policy's absolute token defaults scaled to the small window, as csim check scales them (effective_params).
+GIVEN = {"effect-agent": {"context_token_limit": "4800", "keep_recent_tokens": "2000", "max_bytes": "4096"}}
+PARAMS = {n: effective_params(load_policy_class(n), GIVEN.get(n, {}), WINDOW)[0] for n in POLICIES.names()}
 CONFIG = RunConfig(model=small_model(WINDOW), tokenizer="chars4", deep_checks=True)
 # Tool results of one turn stay under a third of the window (chars/4), so every unit fits.
 RESULT_CHARS = st.integers(1, int(WINDOW * 4 / 3 / 3))

@@ -164,6 +164,10 @@ class RunState:
         self.view_at_last_request: View | None = None
         self.chars_at_last_request = 0
         self.compactions = 0
+        # Summarised compactions that failed since the last one that worked (the summariser call failed,
+        # overflowed or came back empty): what a client's circuit breaker counts (Claude Code stops
+        # auto-compacting after 3).
+        self.failed_in_a_row = 0
         # The view at the start and after each compaction, oldest first: the checkpoints a policy may
         # roll back to (Plan.restore).
         self.checkpoints: list[View] = []

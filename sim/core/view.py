@@ -132,8 +132,8 @@ class Injected:
     """A message the policy adds that is not in the log, counted and priced like any other.
 
     ``slot`` places it like the summary (before ``spans[slot]``; None: right before the tail), after
-    the summary of the same slot unless ``before_summary``. ``facts``: ids of facts its text carries
-    (a re-attached file shows what the file showed).
+    the summary of the same slot unless ``before_summary``. ``facts``: ids of facts it carries; a fact
+    whose text appears in ``text`` is shown anyway (a re-attached file shows what the file showed).
     """
 
     text: str

@@ -25,7 +25,7 @@ from pathlib import Path
 from sim.core.conversation import Conversation
 from sim.core.errors import CsimError, InvalidConfig, UnknownName
 
-MANIFEST = Path(__file__).resolve().parent.parent / "datasets" / "manifest.toml"
+MANIFEST = Path(__file__).resolve().parents[2] / "datasets" / "manifest.toml"
 
 #: Seconds before a download gives up.
 TIMEOUT = 60

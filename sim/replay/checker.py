@@ -39,6 +39,10 @@ from sim.replay.strategies import conversations, describe, small_model
 # inside the checker's small one. Each is reported in CheckReport.notes when applied.
 CONTEXT_LIMIT_SHARE = 0.60  # context_token_limit left unset: the policy would never compact
 KEEP_RECENT_SHARE = 0.25  # keep_recent_tokens above the window: the summary cut could never move
+#: The window that policies' absolute token defaults are sized for (the Claude models' 200K). A config
+#: field marked ``metadata={"tokens": True}`` (an absolute token count: a trigger, a buffer, a kept tail)
+#: is scaled by ``window / REFERENCE_WINDOW`` for a check in a smaller window, unless the user gave it.
+REFERENCE_WINDOW = 200_000
 
 
 @dataclass(frozen=True)
@@ -135,13 +139,26 @@ def effective_params(cls: type[Policy[Any]], params: dict[str, str], window: int
     """The parameters to check with, and a note for each default the checker applied.
 
     A policy configured for a 200K window may never act inside the checker's small window, and a
-    check that never compacts proves nothing. So an unset ``context_token_limit`` (effect-agent:
-    unset means never compact) becomes 60% of the window, and a ``keep_recent_tokens`` larger than
-    the whole window becomes 25% of it, unless the user gave them.
+    check that never compacts proves nothing. So fields marked as absolute token counts
+    (``metadata={"tokens": True}``) are scaled from :data:`REFERENCE_WINDOW` to ``window``; an unset
+    ``context_token_limit`` (effect-agent: unset means never compact) becomes 60% of the window, and a
+    ``keep_recent_tokens`` larger than the whole window becomes 25% of it, unless the user gave them.
     """
     out = dict(params)
     notes: list[str] = []
     fields = {f.name: f for f in dataclasses.fields(cls.Config)}
+    scaled = {
+        f.name: f.default
+        for f in fields.values()
+        if f.metadata.get("tokens") and f.name not in out and isinstance(f.default, int) and f.default > 0
+    }
+    if scaled and window < REFERENCE_WINDOW:
+        for name, default in scaled.items():
+            out[name] = str(max(1, default * window // REFERENCE_WINDOW))
+        notes.append(
+            "scaled to the window (sized for 200K, not given): "
+            + ", ".join(f"{name}={out[name]} (default {default})" for name, default in scaled.items())
+        )
     if (
         "context_token_limit" in fields
         and "context_token_limit" not in out

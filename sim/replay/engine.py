@@ -263,11 +263,12 @@ class Engine:
 
     # -- facts ----------------------------------------------------------------------------------------
     def fact_visible(self, f: Fact, view: View) -> bool:
-        """Whether ``view`` shows fact ``f``: its summary or an injected message carries it, or its source
+        """Whether ``view`` shows fact ``f``: its summary or an injected message carries it (by id, or its text
+        appears in the injected text, as in a re-attached file), or its source
         message is shown with a part that still holds the fact's text (not replaced, dropped or truncated away)."""
         if view.summary is not None and f.id in view.summary.facts:
             return True
-        if view.injected and any(f.id in x.facts for x in view.injected):
+        if view.injected and any(f.id in x.facts or (f.text and f.text in x.text) for x in view.injected):
             return True
         src = self._index.get(f.source)
         if src is None or f.id in self._lost_on_entry:
@@ -341,6 +342,8 @@ class Engine:
             return False
         self.state.view = view
         self.state.compactions += 1
+        if plan.summarize:
+            self.state.failed_in_a_row = 0
         self.state.checkpoints.append(view)
         self.log.append(
             CompactionCreated(
@@ -489,12 +492,15 @@ class Engine:
             input_tokens = self.config.calibration.apply(input_tokens, 3, before.summary is not None)
         cfg = self.config.summariser
         cap = cfg.max_output_tokens or self.model.output_reserve
+        if plan.summary_max_tokens is not None:
+            cap = min(cap, plan.summary_max_tokens)
         try:
             wire.check_window(input_tokens, self.model, max_output=cap)
         except PromptTooLong as exc:
             self.overflows += 1
             self._record_request("summariser", input_tokens, 0, 0, error=f"prompt-too-long: {exc}", compaction_id=cid)
             self.log.append(CompactionFailed(self.state.turn, trigger, f"summariser overflow: {exc}"))
+            self.state.failed_in_a_row += 1
             return None
         goal_idx = next((i for i, m in enumerate(self.ledger.messages) if m.role == "user" and m.command is None), None)
         goal = self.ledger.messages[goal_idx].text if goal_idx is not None else ""
@@ -522,6 +528,7 @@ class Engine:
         )
         if outcome.failed or not outcome.text.strip():
             self.log.append(CompactionFailed(self.state.turn, trigger, outcome.failed or "empty summary"))
+            self.state.failed_in_a_row += 1
             return None
         return Summary(
             plan.summary_wrapper.replace("{summary}", outcome.text), outcome.facts, plan.start, cid, plan.summary_role

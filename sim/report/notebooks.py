@@ -35,7 +35,7 @@ class NotebookFailed(CsimError):
 
 def notebooks_dir() -> Path:
     """``notebooks/`` of this checkout (the package is installed editable; the notebooks are not packaged)."""
-    return Path(__file__).resolve().parent.parent / "notebooks"
+    return Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def parameterise(nb: nbformat.NotebookNode, params: dict[str, Any]) -> nbformat.NotebookNode:
