@@ -138,7 +138,7 @@ class InspectEditConfig:
         keep_thinking_turns: assistant messages, newest first, that keep their thinking; unset keeps all
             (inspect's ``"all"``) (``edit.py`` default 1).
         exclude_tools: tools whose results are never cleared and do not count against ``keep_tool_uses``;
-            give several as ``"a|b"`` (``edit.py`` default none).
+            ``-P exclude_tools=a,b`` (``edit.py`` default none).
     """
 
     threshold: float = 0.9
@@ -148,11 +148,12 @@ class InspectEditConfig:
 
     def __post_init__(self) -> None:
         _check_threshold(self.threshold)
-        if isinstance(self.exclude_tools, str):  # from -P exclude_tools=a|b
-            names = tuple(t for t in self.exclude_tools.replace("|", " ").split() if t)
-            object.__setattr__(self, "exclude_tools", names)
+        if isinstance(self.exclude_tools, str):  # built directly from "a,b"
+            object.__setattr__(
+                self, "exclude_tools", tuple(t.strip() for t in self.exclude_tools.split(",") if t.strip())
+            )
         if not all(isinstance(t, str) and t for t in self.exclude_tools):
-            raise InvalidConfig(f"exclude_tools={self.exclude_tools!r} must be tool names (give several as 'a|b')")
+            raise InvalidConfig(f"exclude_tools={self.exclude_tools!r} must be tool names (give several as 'a,b')")
         if self.keep_tool_uses < 0:
             raise InvalidConfig(f"keep_tool_uses={self.keep_tool_uses!r} must be >= 0 (0 clears every result)")
         if self.keep_thinking_turns is not None and self.keep_thinking_turns < 0:
