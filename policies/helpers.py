@@ -83,6 +83,19 @@ def cut_ceiling(state: RunState) -> int:
     return ceiling if pf is None else min(ceiling, pf)
 
 
+def end_cut(state: RunState) -> int:
+    """The highest cut that stays valid as the log grows, for a policy that compacts everything (the live
+    turn included): the log's end, or, mid tool loop, the start of a loop whose opening reply carried
+    thinking (Anthropic keeps thinking with the tool uses it led to, so the loop's next reply joins its
+    atomic unit and a cut inside it would split the unit)."""
+    n = len(state)
+    if n and state.messages[-1].role == "tool":
+        u = state.unit_start(n - 1)
+        if any(p.kind == "thinking" for p in state.messages[u].parts):
+            return u
+    return n
+
+
 def safe_cut(state: RunState, cut: int) -> int | None:
     """``cut`` made valid: not above :func:`cut_ceiling`, moved down to the start of its atomic unit, and
     lower still where a kept revert needs the change it reverts. None when nothing above the floor
