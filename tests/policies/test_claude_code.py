@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -187,3 +189,33 @@ def test_microcompact_config_is_validated() -> None:
         ClaudeCodeConfig(autocompact_pct=0)
     p = make_policy("claude-code-microcompact", {"tools": "Read,Grep", "keep_recent": "2"})
     assert p.config.tools == ("Read", "Grep") and p.config.keep_recent == 2
+
+
+RECORDED = Path(os.environ.get("CSIM_RECORDED") or Path(__file__).resolve().parents[2].parent / "shared" / "recorded")
+SESSIONS = ("fa812bfe-b295-4cca-9c2f-fdf01028cb46", "258c7280-ae70-4798-800f-63464d01a85d")
+
+
+def test_the_recorded_sessions_compact_where_claude_code_compacted(tmp_path: Path) -> None:
+    """Each long recorded session, replayed under claude-code with a calibration fitted on the other one
+    (held out), compacts at the request where the real session compacted."""
+    folder = RECORDED / "claude-code"
+    if not all((folder / f"{s}.jsonl").is_file() for s in SESSIONS):
+        pytest.skip(f"recorded Claude Code sessions not found in {folder} (set CSIM_RECORDED to their folder)")
+    from sim import api
+    from sim.cli.main import main
+    from sim.formats import read
+
+    for sid, other in (SESSIONS, SESSIONS[::-1]):
+        (tmp_path / other).mkdir()
+        (tmp_path / other / f"{other}.jsonl").symlink_to(folder / f"{other}.jsonl")
+        cal = tmp_path / f"cal-{other}.json"
+        assert main(["calibrate", str(tmp_path / other), "--format", "claude-code", "--out", str(cal)]) == 0
+        path = folder / f"{sid}.jsonl"
+        out = tmp_path / f"run-{sid}"
+        args = ["run", "--policy", "claude-code", "--conversation", str(path), "--format", "claude-code"]
+        args += ["--window", "200000", "--output-reserve", "32000", "--calibration", str(cal), "--out", str(out)]
+        assert main(args) == 0
+        conv = read(path, "claude-code").conversations[0]
+        recorded = [sum(m.role == "assistant" for m in conv.messages[: c["index"]]) for c in conv.meta["compactions"]]
+        ours = api.load(out).compactions["turn"].tolist()
+        assert ours[:1] == recorded == [126 if sid == SESSIONS[0] else 102], (sid, ours, recorded)
