@@ -181,8 +181,8 @@ class Codex(Policy[CodexConfig]):
     would install "(no summary available)"). Pending turns are kept verbatim as the tail (an approval blocks Codex's
     turn, so nothing compacts it); the initial context then goes before the summary. A live tool loop that opened
     with thinking is kept verbatim after the summary (Anthropic keeps thinking with the tool use it led to, the
-    ``atomic-units`` invariant; Codex, on the Responses API, drops reasoning items with the rest). The summariser reads what
-    leaves the view, not the kept user messages too (an engine limit), and calls the model once.
+    ``atomic-units`` invariant; Codex, on the Responses API, drops reasoning items with the rest). The summariser
+    reads what leaves the view, not the kept user messages too (an engine limit), and calls the model once.
     Not modelled: remote compaction (``/responses/compact``), ghost snapshots, the model-switch item.
     """
 
