@@ -92,14 +92,15 @@ class CodexConfig:
             approximate tokens (bytes / 4).
         truncation_bytes: ``truncation_policy`` ``Bytes(10_000)``: tool outputs are cut to 1.2 times this many
             bytes as they are recorded (head and tail halves, ``…N chars truncated…`` between).
-        initial_context: the text re-injected after a compaction (see :data:`INITIAL_CONTEXT`); empty: none.
+        initial_context: re-inject the initial context (:data:`INITIAL_CONTEXT`) after a compaction, as Codex does;
+            off leaves it out (to compare the same compaction without the re-injected tokens).
     """
 
     auto_compact_ratio: float = 0.9
     auto_compact_token_limit: int | None = None
     user_message_max_tokens: int = USER_MESSAGE_MAX_TOKENS
     truncation_bytes: int = TRUNCATION_BYTES
-    initial_context: str = INITIAL_CONTEXT
+    initial_context: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.auto_compact_ratio <= 1:
@@ -297,9 +298,9 @@ class Codex(Policy[CodexConfig]):
     def _injected(self, state: RunState, phase: Phase, kept: list[int], tail: int) -> tuple[Injected, ...]:
         """The initial context: after the summary (pre-turn, manual), or before the last real user message
         (mid-turn; before the summary when that message is not among the kept ones)."""
-        text = self.config.initial_context
-        if not text:
+        if not self.config.initial_context:
             return ()
+        text = INITIAL_CONTEXT
         if phase != "mid-turn":
             return (Injected(text, role="user", label="initial context"),)
         spans = spans_of(kept)

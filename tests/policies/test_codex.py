@@ -191,6 +191,16 @@ def test_mid_turn_puts_the_initial_context_before_the_last_user_message_and_the_
     assert request[4].startswith(SUMMARY_PREFIX) and len(request) == 5  # the summary is the last item
 
 
+def test_initial_context_can_be_left_out() -> None:
+    """``initial_context=False`` compares the same compaction without the re-injected tokens."""
+    c = conv(*mid_turn_chat().messages[:12])
+    with_ctx = Codex().decide(state_of(Codex(), c, MODEL, context=LIMIT), "auto")
+    p = Codex(CodexConfig(initial_context=False))
+    without = p.decide(state_of(p, c, MODEL, context=LIMIT), "auto")
+    assert with_ctx is not None and without is not None
+    assert with_ctx.injected and without.injected == () and without.pinned == with_ctx.pinned
+
+
 def test_manual_compact_compacts_whatever_the_size_and_drops_the_command() -> None:
     """``/compact`` runs ``run_compact_task`` with ``InitialContextInjection::DoNotInject``; the command itself is
     not a message of the history."""
