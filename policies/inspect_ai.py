@@ -48,7 +48,7 @@ One module because the four strategies share the handler (trigger, prefix, overf
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from policies.base import Plan, Policy, Trigger, register
@@ -83,6 +83,12 @@ SUMMARY_PROMPT = (
 NATIVE_PROMPT = "Summarise the conversation so far so that the work can continue from this summary alone."
 #: ``_perform_compaction`` ``MAX_ITERATIONS``: passes after the first while still over the threshold.
 MAX_ITERATIONS = 3
+#: The share of the summariser's room a clipped input aims at: the clip is estimated from each message's
+#: tokens per character, so it keeps a margin (inspect re-counts after each pass instead).
+FIT_SHARE = 0.9
+#: ``_largest_shrinkable``: a text is shrunk only while half of it is longer than the truncation marker
+#: (``"\n\n...[tool output truncated for summarization]...\n\n"``, 51 characters).
+MIN_CLIP_CHARS = 102
 
 C = TypeVar("C")
 
@@ -250,10 +256,10 @@ class _InspectPolicy(Policy[C]):
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger == "manual" or (trigger == "auto" and not self.over_trigger(state)):
             return None
-        plan = self._compact(state)
+        plan = self._compact(state, trigger)
         return plan if plan is not None and plan_shrinks(state, plan) else None
 
-    def _compact(self, state: RunState) -> Plan | None:
+    def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
         raise NotImplementedError
 
     def _fits(self, state: RunState, plan: Plan) -> bool:
@@ -276,7 +282,7 @@ def _summary_plan(state: RunState) -> Plan | None:
     cut = _summary_cut(state, inputs)
     if cut is None:
         return None
-    return Plan(
+    plan = Plan(
         start=cut,
         pinned=tuple(inputs),
         summarize=True,
@@ -285,6 +291,41 @@ def _summary_plan(state: RunState) -> Plan | None:
         summary_system_prompt=SUMMARY_PROMPT,
         mode="summary",
     )
+    return replace(plan, summary_clip_chars=_fit_clip(state, plan))
+
+
+def _text_tokens(state: RunState, text: str) -> int:
+    """Tokens of ``text`` as a message the view adds (counted by the run's tokenizer, with its framing)."""
+    n = len(state)
+    return state.view_size(View(start=n, injected=(Injected(text),)))[0] - state.view_size(View(start=n))[0]
+
+
+def _fit_clip(state: RunState, plan: Plan) -> int | None:
+    """``_fit_summarization_input``: when the summariser's prompt would not fit (the window less the output
+    reserve), inspect middle-truncates the largest tool output to half, again and again (up to 12 times), so
+    the largest outputs end up about equally long. Approximated by one clip of every message the summariser
+    reads at the length that makes the prompt fit (head kept; inspect keeps head and tail and shrinks only
+    tool outputs). None when it fits already, or when no clip would do (the summary then fails, as inspect's
+    does after its 12 passes)."""
+    after = plan.view_from(state.view)
+    span = [i for i in _newest_first(state) if not after.shows(i)]
+    sizes = [state.view_size(View(start=i))[0] - state.view_size(View(start=i + 1))[0] for i in span]
+    fixed = _text_tokens(state, plan.summary_system_prompt)
+    if state.view.summary is not None:
+        fixed += _text_tokens(state, state.view.summary.text)
+    budget = FIT_SHARE * (state.model.input_budget - fixed)
+    if sum(sizes) <= budget:
+        return None
+    chars = [max(1, state.messages[i].chars) for i in span]
+
+    def tokens_at(clip: int) -> float:
+        return sum(t * min(1.0, clip / c) for t, c in zip(sizes, chars, strict=True))
+
+    lo, hi = 0, max(chars)  # the largest clip whose estimate fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if tokens_at(mid) <= budget else (lo, mid - 1)
+    return lo if lo >= MIN_CLIP_CHARS else None
 
 
 @register("inspect-summary")
@@ -294,17 +335,18 @@ class InspectSummary(_InspectPolicy[InspectSummaryConfig]):
     ``summary.py``: the summariser sees system + input + the conversation from the last summary message
     on, with the continuation prompt; the new input is system + input + the summary, a user message
     ``[CONTEXT COMPACTION SUMMARY] ... <summary>...</summary> ... Please continue working on this task from
-    where you left off.``; nothing of the conversation stays verbatim. Defaults: ``threshold`` 0.9
-    (§B5, ``summary.py``). Not modelled: ``_fit_summarization_input`` (the largest tool output halved, up to
-    12 times, when the summariser's prompt would not fit): here that summary fails and the view stays.
+    where you left off.``; nothing of the conversation stays verbatim. When the summariser's prompt would not
+    fit, ``_fit_summarization_input`` shrinks the largest tool outputs (approximated by :func:`_fit_clip`).
+    Defaults: ``threshold`` 0.9 (§B5, ``summary.py``).
     """
 
     Config = InspectSummaryConfig
-    # No tail: the live turn's user message is summarised whenever it is not the task itself, and a
-    # change is summarised while a later revert of it is shown.
-    known_deviations = frozenset({"live-turn", "revert-resolution"})
+    # No tail: the live turn's user message is summarised whenever it is not the task itself; a change is
+    # summarised while a later revert of it is shown; and a summary made inside a thinking tool loop leaves
+    # the loop's later steps in the view without its start.
+    known_deviations = frozenset({"live-turn", "revert-resolution", "atomic-units"})
 
-    def _compact(self, state: RunState) -> Plan | None:
+    def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
         return _summary_plan(state)
 
 
@@ -316,18 +358,20 @@ class InspectAuto(_InspectPolicy[InspectAutoConfig]):
     Native on Anthropic (``providers/anthropic.py`` ``compact``, ``compact_20260112`` paused after
     compacting): the new input is the system prompt (``preserve_prefix`` is False: no input kept), the
     assistant message carrying the compaction block, and a user ``Please continue working.``; the server's
-    summary covers everything sent. On the simulator's OpenAI format (Chat Completions) inspect's native
-    compaction raises ``NotImplementedError`` (it needs the Responses API), so the summary runs, as it does
-    with ``native=False``. Defaults: ``threshold`` 0.9 (§B5, ``auto.py``); ``native`` True (a model that
-    supports native compaction). Not modelled: the Responses API's opaque ``responses.compact`` window.
+    summary covers everything sent. After a provider overflow the native request would itself be too long
+    (an error, so inspect falls back): the summary runs. On the simulator's OpenAI format (Chat Completions)
+    inspect's native compaction raises ``NotImplementedError`` (it needs the Responses API), so the summary
+    runs, as it does with ``native=False``. Defaults: ``threshold`` 0.9 (§B5, ``auto.py``); ``native`` True
+    (a model that supports native compaction). Not modelled: the Responses API's opaque ``responses.compact`` window.
     """
 
     Config = InspectAutoConfig
-    # Native keeps no user message at all, the summary only the task; as for the summary, reverts.
-    known_deviations = frozenset({"live-turn", "revert-resolution"})
+    # Native keeps no user message at all, the summary only the task; reverts and thinking loops as for the
+    # summary.
+    known_deviations = frozenset({"live-turn", "revert-resolution", "atomic-units"})
 
-    def _compact(self, state: RunState) -> Plan | None:
-        if not (self.config.native and state.model.provider == "anthropic"):
+    def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
+        if not (self.config.native and state.model.provider == "anthropic") or trigger == "overflow":
             return _summary_plan(state)
         cut = _summary_cut(state, range(0))
         if cut is None:
@@ -373,7 +417,7 @@ class InspectEdit(_InspectPolicy[InspectEditConfig]):
             Rule(kinds=frozenset({"thinking"}), action="drop"),
         )
 
-    def _compact(self, state: RunState) -> Plan | None:
+    def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
         results, thinking = self._rules()
         current = {e.rule: e.before for e in state.view.edits}
         ceiling = _ceiling(state)
@@ -459,7 +503,7 @@ class InspectTrim(_InspectPolicy[InspectTrimConfig]):
     # a thinking tool loop (only orphaned results are filtered), and it drops changes whose reverts stay.
     known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
 
-    def _compact(self, state: RunState) -> Plan | None:
+    def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
         inputs = input_indices(state)
         conversation = [i for i in reversed(list(_newest_first(state))) if i >= inputs.stop]
         if not conversation:

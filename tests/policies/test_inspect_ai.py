@@ -33,7 +33,7 @@ from policies.inspect_ai import (
 )
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
-from sim.core.log import CompactionCreated, MessageAppended
+from sim.core.log import CompactionCreated, CompactionFailed, MessageAppended
 from sim.core.view import Injected, Messages, Summary, View, edit_parts, layout
 from sim.replay.engine import Engine, RunConfig, run
 from sim.replay.model import ModelConfig
@@ -398,16 +398,61 @@ def test_summary_summarises_the_live_turn() -> None:
     assert "u2" not in shown(c, after)
 
 
+def test_summary_inside_a_thinking_loop_splits_it() -> None:
+    """Known deviation ``atomic-units``: inspect compacts before every generate, mid tool loop too; the loop's
+    later steps then follow the summary without the thinking message that opened the loop."""
+    for policy in (InspectSummary(), InspectAuto()):
+        res = run(policy, summary_inside_thinking_loop(), RunConfig(model=small_model(), tokenizer="chars4"))
+        assert res.summary["compaction_count"] == 1
+        assert res.summary["violations_by_invariant"] == {"atomic-units": 1}
+
+
+def summary_inside_thinking_loop() -> Conversation:
+    """A thinking tool loop that crosses the threshold of ``small_model()`` (8,000 tokens) after its third
+    step. For ``test_properties.HAND_BUILT`` (inspect-summary and inspect-auto: the generated search rarely
+    compacts inside a thinking loop that goes on)."""
+    loop = [asst("", [call("c1")], thinking="plan the fix", id="a1"), tool("c1", "r" * 12_000)]
+    for k, size in ((2, 12_000), (3, 12_000), (4, 400)):
+        loop += [asst("", [call(f"c{k}")], id=f"a{k}"), tool(f"c{k}", "s" * size)]
+    return chat(*loop, asst("done"))
+
+
+def test_summariser_input_is_fitted_like_inspects() -> None:
+    """``_fit_summarization_input``: when the view is larger than the summariser's room (after an overflow, or
+    a threshold above the input budget), the largest tool outputs are shrunk until it fits (here: every message
+    clipped at one length); when it fits already nothing is clipped."""
+    c = chat(*steps(3, size=12_000))
+    small = ModelConfig(context_window=8_000, output_reserve=1_000)
+    p = InspectSummary()
+    plan = p.decide(state_of(p, c, small), "overflow")
+    assert plan is not None and plan.summary_clip_chars is not None and plan.summary_clip_chars < 12_000
+    roomy = p.decide(state_of(p, c, ModelConfig(context_window=40_000, output_reserve=1_000)), "overflow")
+    assert roomy is not None and roomy.summary_clip_chars is None
+    res = run(
+        p, chat(*steps(3, size=12_000), *steps(2, first=4), asst("ok")), RunConfig(model=small, tokenizer="chars4")
+    )
+    assert res.summary["compaction_count"] == 1 and res.summary["finish_reason"] == "completed"
+    assert not [e for e in res.log if isinstance(e, CompactionFailed)]  # the clipped prompt fit
+
+
 # -- auto ------------------------------------------------------------------------------------------------------
 def test_auto_is_native_on_anthropic() -> None:
     """``auto.py`` tries native first; Anthropic's (``providers/anthropic.py``) returns the compaction block in
     an assistant message and a user ``Please continue working.``; only the system prompt is prepended."""
     c = chat(*steps(4))
-    st = state_of(InspectAuto(), c, MODEL)
-    plan = InspectAuto(InspectAutoConfig(threshold=HIGH)).decide(st, "overflow")
+    p = InspectAuto(InspectAutoConfig(threshold=state_of(InspectAuto(), c).view_size()[0] - 1))
+    st = state_of(p, c, MODEL)
+    plan = p.decide(st, "auto")
     assert plan is not None and plan.summarize and plan.summary_role == "assistant" and plan.pinned == ()
     view = plan.view_from(st.view).with_(summary=Summary("s", role="assistant"))
     assert shown(c, view) == ["m0", "SUMMARY(assistant)", f"{CONTINUE_TEXT}(user)"]
+
+
+def test_auto_after_an_overflow_summarises() -> None:
+    """A native request for a view that overflowed is itself too long: an error, and ``auto.py`` falls back."""
+    p = InspectAuto()
+    plan = p.decide(state_of(p, chat(*steps(4)), MODEL), "overflow")
+    assert plan is not None and plan.mode == "summary" and plan.summary_role == "user"
 
 
 @pytest.mark.parametrize("model", [ModelConfig(provider="openai"), MODEL])
@@ -415,8 +460,9 @@ def test_auto_falls_back_to_the_summary(model: ModelConfig) -> None:
     """``auto.py``: on ``NotImplementedError`` the summary; the OpenAI format here is Chat Completions (inspect's
     native compaction needs the Responses API), and ``native=False`` is a model without it."""
     native = model.provider == "anthropic"
-    p = InspectAuto(InspectAutoConfig(threshold=HIGH, native=not native))
-    plan = p.decide(state_of(p, chat(*steps(4)), model), "overflow")
+    c = chat(*steps(4))
+    p = InspectAuto(InspectAutoConfig(threshold=state_of(InspectAuto(), c).view_size()[0] - 1, native=not native))
+    plan = p.decide(state_of(p, c, model), "auto")
     assert plan is not None and plan.summary_role == "user" and plan.summary_wrapper == SUMMARY_WRAPPER
     assert plan.pinned == (1,)
 
