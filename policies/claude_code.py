@@ -262,7 +262,9 @@ class ClaudeCodeMicrocompact(ClaudeCode):
     def rule(self) -> Rule:
         cfg = self.config
         assert isinstance(cfg, MicrocompactConfig)
-        return Rule(frozenset({"tool_result"}), tools=frozenset(cfg.tools), text=MICROCOMPACT_PLACEHOLDER)
+        # Names match in either case: other clients' recordings and csim check's conversations say "read", "bash".
+        names = frozenset({*cfg.tools, *(name.lower() for name in cfg.tools)})
+        return Rule(frozenset({"tool_result"}), tools=names, text=MICROCOMPACT_PLACEHOLDER)
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         full = super().decide(state, trigger)
