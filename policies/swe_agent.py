@@ -29,9 +29,8 @@ from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
 from sim.core.view import Edit, Injected, Rule, View
 
-# LastNObservations: an elided observation's content. ``{lines}`` is the line count of the output it replaces
-# in SWE-agent; the engine has no per-part placeholder values yet, so it shows as written (see the module's
-# policies and the report of issue 13).
+# LastNObservations: an elided observation's content; ``{lines}`` becomes the line count of the output it
+# replaces (sim.core.view.Rule.placeholder_for), as in SWE-agent.
 PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
 MAX_OBSERVATION_LENGTH = 100_000  # TemplateConfig.max_observation_length, in characters
 # next_step_truncated_observation_template after the clipped output (its "Observation: " prefix frames every
@@ -128,8 +127,7 @@ class SweAgentMasking(Policy[SweAgentMaskingConfig]):
     * Outputs of ``keep_output_tools`` are never elided, but count among the observations.
     * Observations longer than 100,000 characters are clipped at entry, head only, with SWE-agent's note.
 
-    Differences: N is SWE-agent's line count of the elided output; the engine has no per-part placeholder
-    values, so the placeholder reads ``{lines}`` there. An edit that would grow the view (outputs shorter
+    Differences: an edit that would grow the view (outputs shorter
     than the placeholder) waits until it shrinks it; nothing in an unresolved pending turn is elided (the
     harness's contract; SWE-agent has no such turns). A message holding several results (a parallel batch;
     SWE-agent allows one call a step) is elided whole or not at all.

@@ -17,7 +17,18 @@ from policies.baselines import NoCompaction
 from sim.core.conversation import PART_KINDS, Conversation, Message, Part
 from sim.core.errors import InvalidRequest
 from sim.core.state import RunState
-from sim.core.view import DEFAULT_MARKER, Edit, Injected, Rule, Summary, View, edited, edited_chars, spans_of
+from sim.core.view import (
+    DEFAULT_MARKER,
+    Edit,
+    Injected,
+    Rule,
+    Summary,
+    View,
+    edit_parts,
+    edited,
+    edited_chars,
+    spans_of,
+)
 from sim.replay import model as wire
 from sim.replay.engine import Engine, RunConfig, run
 from sim.replay.model import MESSAGE_OVERHEAD, ModelConfig
@@ -492,3 +503,13 @@ def test_a_plan_with_its_own_edits_keeps_the_clearing_bound() -> None:
     after = Plan(start=0, edits=(drop_thinking,)).view_from(View.of(cleared_through=5))
     assert after.cleared_through == 5 and after.edits[1:] == (drop_thinking,)
     assert Plan(start=0, cleared_through=0).view_from(after).edits == (drop_thinking,)
+
+
+def test_a_placeholder_can_say_how_many_lines_it_replaced() -> None:
+    # SWE-agent's "Old environment output: (N lines omitted)": {lines} is the replaced text's line count, in the
+    # rendered request and in every size the engine keeps.
+    rule = Rule(frozenset({"tool_result"}), text="Old environment output: ({lines} lines omitted)")
+    m = Message("m", "tool", (Part("tool_result", "a\nb\nc", call_id="c1", name="bash"),))
+    (part,) = edit_parts(m, (rule,))
+    assert part is not None and part.text == "Old environment output: (3 lines omitted)"
+    assert edited_chars(m, (rule,)) == len(part.text)

@@ -54,7 +54,8 @@ class Rule:
             with ``text``; ``drop`` removes the part (a message left empty is not sent);
             ``truncate`` keeps ``max_tokens`` tokens of the text, ``head_share`` of them from the
             start and the rest from the end, with ``text`` between (``{n}``: tokens cut).
-        text: the placeholder, or the truncation marker (a truncate rule left with the default
+        text: the placeholder (``{lines}`` in it: the replaced text's line count, as SWE-agent's "Old
+            environment output: (N lines omitted)"), or the truncation marker (a truncate rule left with the default
             placeholder gets :data:`DEFAULT_MARKER`).
     """
 
@@ -80,6 +81,13 @@ class Rule:
                 f"a truncate rule needs max_tokens >= 1 (got {self.max_tokens}) and 0 <= head_share "
                 f"<= 1 (got {self.head_share})"
             )
+
+    def placeholder_for(self, p: Part) -> str:
+        """The placeholder text that replaces ``p`` (``{lines}`` filled with the line count of what it replaces)."""
+        if "{lines}" not in self.text:
+            return self.text
+        old = p.args or "" if p.kind == "tool_call" else p.text
+        return self.text.replace("{lines}", str(len(old.splitlines())))
 
     def selects(self, p: Part) -> bool:
         if p.kind not in self.kinds:
@@ -292,7 +300,8 @@ def edit_parts(m: Message, rules: tuple[Rule, ...], truncate: TruncateFn | None 
         elif rule.action == "drop":
             out.append(None)
         elif rule.action == "placeholder":
-            out.append(replace(p, args=rule.text) if p.kind == "tool_call" else replace(p, text=rule.text))
+            text = rule.placeholder_for(p)
+            out.append(replace(p, args=text) if p.kind == "tool_call" else replace(p, text=text))
         else:
             cut = (truncate or truncate_chars4)(p.text, rule.max_tokens, rule.head_share, rule.text)
             out.append(replace(p, text=cut))
@@ -334,7 +343,7 @@ def edited_chars(m: Message, rules: tuple[Rule, ...], truncate: TruncateFn | Non
         if rule is None:
             total += p.chars
         elif rule.action == "placeholder":
-            total += len(rule.text)
+            total += len(rule.placeholder_for(p))
         elif rule.action == "truncate":
             cut = (truncate or truncate_chars4)(p.text, rule.max_tokens, rule.head_share, rule.text)
             total += p.chars - len(p.text) + len(cut)

@@ -224,8 +224,9 @@ class Engine:
             if rule is None:
                 kept, chars, tokens = kept + 1, chars + p.chars, tokens + self._part_tokens(p)
             elif rule.action == "placeholder":
-                edit = (None, rule.text) if p.kind == "tool_call" else (rule.text, None)
-                kept, chars, tokens = kept + 1, chars + len(rule.text), tokens + self._part_tokens(p, *edit)
+                text = rule.placeholder_for(p)
+                edit = (None, text) if p.kind == "tool_call" else (text, None)
+                kept, chars, tokens = kept + 1, chars + len(text), tokens + self._part_tokens(p, *edit)
             elif rule.action == "truncate":
                 cut = self.tok.truncate(p.text, rule.max_tokens, rule.head_share, rule.text)
                 kept, chars = kept + 1, chars + p.chars - len(p.text) + len(cut)
