@@ -1,5 +1,8 @@
 """Provider prompt caches: which prompt tokens of a request are read from cache, written to it, or neither.
 
+One module because the providers' models share one small entry store, one block and usage type and one
+registry, and the sources and numbers each rests on read best side by side (the docstring below is most of it).
+
 The engine turns each rendered request into :class:`Block` values in render order (for Anthropic: every tool
 definition, every system block, every content block of every message) and asks the run's :class:`CacheModel`
 what the provider would bill: :meth:`CacheModel.request` returns a :class:`CacheUsage` (uncached, read,
