@@ -358,11 +358,12 @@ class InspectAuto(_InspectPolicy[InspectAutoConfig]):
     Native on Anthropic (``providers/anthropic.py`` ``compact``, ``compact_20260112`` paused after
     compacting): the new input is the system prompt (``preserve_prefix`` is False: no input kept), the
     assistant message carrying the compaction block, and a user ``Please continue working.``; the server's
-    summary covers everything sent. After a provider overflow the native request would itself be too long
-    (an error, so inspect falls back): the summary runs. On the simulator's OpenAI format (Chat Completions)
-    inspect's native compaction raises ``NotImplementedError`` (it needs the Responses API), so the summary
-    runs, as it does with ``native=False``. Defaults: ``threshold`` 0.9 (§B5, ``auto.py``); ``native`` True
-    (a model that supports native compaction). Not modelled: the Responses API's opaque ``responses.compact`` window.
+    summary covers everything sent. A native request for a view that does not fit (after a provider
+    overflow, or with a threshold above the input budget) is itself too long: an error, so inspect falls back
+    to the summary. On the simulator's OpenAI format (Chat Completions) inspect's native compaction raises
+    ``NotImplementedError`` (it needs the Responses API), so the summary runs, as it does with
+    ``native=False``. Defaults: ``threshold`` 0.9 (§B5, ``auto.py``); ``native`` True (a model that supports
+    native compaction). Not modelled: the Responses API's opaque ``responses.compact`` window.
     """
 
     Config = InspectAutoConfig
@@ -371,7 +372,8 @@ class InspectAuto(_InspectPolicy[InspectAutoConfig]):
     known_deviations = frozenset({"live-turn", "revert-resolution", "atomic-units"})
 
     def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
-        if not (self.config.native and state.model.provider == "anthropic") or trigger == "overflow":
+        native = self.config.native and state.model.provider == "anthropic"
+        if not native or trigger == "overflow" or context_tokens(state) > state.model.input_budget:
             return _summary_plan(state)
         cut = _summary_cut(state, range(0))
         if cut is None:

@@ -449,10 +449,14 @@ def test_auto_is_native_on_anthropic() -> None:
 
 
 def test_auto_after_an_overflow_summarises() -> None:
-    """A native request for a view that overflowed is itself too long: an error, and ``auto.py`` falls back."""
+    """A native request for a view that does not fit is itself too long: an error, and ``auto.py`` falls back."""
     p = InspectAuto()
     plan = p.decide(state_of(p, chat(*steps(4)), MODEL), "overflow")
     assert plan is not None and plan.mode == "summary" and plan.summary_role == "user"
+    tight = ModelConfig(context_window=2_400, output_reserve=800)  # threshold 2,160 above the budget of 1,600
+    st = state_of(p, chat(*steps(6)), tight)
+    assert context_tokens(st) > 2_160
+    assert p.decide(st, "auto").mode == "summary"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("model", [ModelConfig(provider="openai"), MODEL])
