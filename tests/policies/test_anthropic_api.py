@@ -282,14 +282,14 @@ def test_clearing_reaches_inside_a_thinking_tool_loop_without_breaking_it() -> N
 
 
 def test_a_pending_turn_is_not_edited() -> None:
-    c = loop(6)
-    msgs = list(c.messages)
-    msgs[1] = Message("u1", "user", msgs[1].parts)
-    msgs.insert(2, Message("ask", "assistant", asst("May I run grep?").parts, pending=True))
-    c = Conversation("p", tuple(msgs))
-    res, captured = capture(AnthropicClearToolUses(ClearToolUsesConfig(trigger_tokens=1_000)), c)
-    assert res.violations == []
-    assert PLACEHOLDER not in tool_contents(captured[-1].rendered).values()
+    policy = AnthropicClearToolUses(ClearToolUsesConfig(trigger_tokens=1_000))
+    msgs = loop(6).messages
+    ask = asst("May I run grep?").parts
+    for pending, cleared in ((False, ["c1", "c2", "c3"]), (True, [])):
+        asking = Message("ask", "assistant", ask, pending=pending)  # unanswered: its turn may not be edited
+        res, captured = capture(policy, Conversation("p", (*msgs[:2], asking, *msgs[2:])))
+        assert res.violations == []
+        assert [k for k, v in tool_contents(captured[-1].rendered).items() if v == PLACEHOLDER] == cleared
 
 
 def test_clear_tool_uses_config_is_validated_and_parsed_from_strings() -> None:
@@ -334,15 +334,11 @@ def thinking_turns(turns: int, uses: int = 2) -> Conversation:
 def test_clear_thinking_keeps_only_the_newest_assistant_turns_thinking() -> None:
     res, captured = capture(AnthropicClearThinking(), thinking_turns(3))
     assert res.violations == []
-    by_reply = {cap.rendered[-1]["content"][0].get("text", "") for cap in captured}
-    assert by_reply  # requests were made
+    assert len(captured) == 9  # three requests a turn: two tool calls and the answer
     kept = [sorted({t.split()[0].split(".")[0] for t in thinking_of(cap.rendered)}) for cap in captured]
-    # the first request of turn 2 (right after "turn 2") still shows turn 1's thinking: it is the newest
-    # assistant turn; from the turn's first reply on, only turn 2's is left
-    assert kept[0] == [] and kept[1] == ["T1"] and kept[2] == ["T1"]
-    first_of_turn2 = 4  # requests per turn: 2 calls + the answer = 3
-    assert kept[3] == ["T1"] and kept[first_of_turn2] == ["T2"]
-    assert kept[-1] == ["T3"]
+    # the first request of a turn (right after "turn 2") still shows the previous turn's thinking: that is the
+    # newest assistant turn; from the turn's first reply on, only its own is left
+    assert kept == [[], ["T1"], ["T1"], ["T1"], ["T2"], ["T2"], ["T2"], ["T3"], ["T3"]]
     records = compaction_records(res)
     assert [r.mode for r in records] == ["clear-thinking", "clear-thinking"]
 
@@ -553,11 +549,14 @@ def test_sdk_replaces_the_history_with_one_user_summary_after_the_response() -> 
 
 
 def test_sdk_keeps_a_pending_turn_and_declares_atomic_units() -> None:
-    c = chat(3)
+    c = chat(6)
     msgs = list(c.messages)
-    msgs[2] = Message("a1", "assistant", msgs[2].parts, pending=True)  # "looking 1" asks for approval, unanswered
-    res = run(sdk(1_200), Conversation("p", tuple(msgs)), CONFIG)
-    assert "protected-span" not in {v.invariant for v in res.violations}
+    msgs[10] = Message("a3", "assistant", msgs[10].parts, pending=True)  # "looking 3" asks for approval, unanswered
+    res = run(sdk(1_000), Conversation("p", tuple(msgs)), CONFIG)
+    (record,) = compaction_records(res)
+    # after "answer 3" the SDK would summarise everything; the pending turn (from "question 3") stays whole
+    assert record.view.start == c.index()["u3"] and record.summarised == (0, c.index()["u3"])
+    assert res.violations == []
     drafts: list[Draft | Message] = [sys("agent"), user("task " + "x" * 400)]
     for k in range(1, 6):
         drafts += [asst(calls=[f"c{k}"], thinking="t " * 100 if k == 1 else None), tool(f"c{k}", "r" * 800)]
