@@ -176,3 +176,13 @@ def test_summariser_input_can_drop_tool_outputs_or_keep_the_newest_tokens() -> N
     newest, _ = summariser_input(newest_tokens=300)
     assert dropped < whole - 900 and newest < whole - 900  # the 4,000-character result is not sent
     assert "err" in kept and "err" not in kept_dropped  # the fact lived in the dropped output
+
+
+class _OwnPlaceholder(_ClearsAlways):
+    placeholder: ClassVar[str] = "[cleared by my policy]"
+
+
+def test_a_policy_with_its_own_placeholder_passes_the_deep_checks_before_and_after_compacting() -> None:
+    # The log folds to the run's first view (with the policy's placeholder) until the first compaction.
+    res = run(_OwnPlaceholder(), _loop(4), RunConfig(tokenizer="chars4", deep_checks=True))
+    assert res.compactions and not res.violations

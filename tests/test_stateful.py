@@ -141,7 +141,7 @@ class GrowingConversation(RuleBasedStateMachine):
             unexpected = [str(v) for v in engine.violations if v.invariant not in tolerated]
             assert not unexpected, (name, unexpected)
             events = list(engine.log)
-            assert fold(events) == engine.state.view, name
+            assert fold(events, engine.state.checkpoints[0]) == engine.state.view, name
             compactions = [e for e in events if isinstance(e, CompactionCreated)]
             if compactions:
                 assert fold(events) == compactions[-1].view, name

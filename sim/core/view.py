@@ -350,9 +350,10 @@ def edited_chars(m: Message, rules: tuple[Rule, ...], truncate: TruncateFn | Non
     return total
 
 
-def fold(events: Iterable[object]) -> View:
-    """The view after ``events``: the view of the newest compaction record, or the empty view."""
-    view = View()
+def fold(events: Iterable[object], initial: View | None = None) -> View:
+    """The view after ``events``: the view of the newest compaction record, or ``initial`` (the run's first
+    view: the empty view with the policy's placeholder) when nothing was compacted yet."""
+    view = initial if initial is not None else View()
     for ev in events:
         v = getattr(ev, "view", None)
         if getattr(ev, "kind", None) == "compaction" and isinstance(v, View):

@@ -691,7 +691,7 @@ class Engine:
         problem = self._log_problem()
         if problem:
             found.append(Violation("log-append-only", self.state.turn, "agent", problem))
-        if fold(self.log) != self.state.view:
+        if fold(self.log, self.state.checkpoints[0]) != self.state.view:
             found.append(
                 Violation(
                     "log-append-only",
