@@ -6,6 +6,9 @@ and the Python SDK's client-side compaction.
 * ``anthropic-compaction``: ``compact_20260112`` (beta ``compact-2026-01-12``), §B2c;
 * ``anthropic-sdk-compaction``: ``tool_runner(compaction_control=...)`` of the Python SDK, §B2d.
 
+One module because the four share the API's vocabulary (turns, tool uses, the ``<summary>`` message, the
+rollback and pending-turn rules) and its sources, and the catalogue treats them as one system.
+
 Sources read (for facts; nothing here is copied from them):
 
 * the documentation pages ``platform.claude.com/docs/en/build-with-claude/context-editing`` (the en, zh-CN
