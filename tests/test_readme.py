@@ -50,3 +50,12 @@ def test_readme_clear_tool_uses_example_is_at_most_30_lines() -> None:
     block = next(b for b in _blocks() if "class ClearToolUses" in b)
     body = block[block.index("@dataclass") :].strip().splitlines()
     assert len(body) <= 30, len(body)
+
+
+def test_readme_policy_table_lists_every_registered_policy() -> None:
+    from policies import POLICIES
+
+    text = README.read_text()
+    table = text[text.index("## Policies") : text.index("## Checking a policy")]
+    rows = {line.split("|")[1].strip().strip("`") for line in table.splitlines() if line.startswith("| `")}
+    assert rows == set(POLICIES.names())
