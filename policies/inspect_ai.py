@@ -26,21 +26,22 @@ What the four share, and how it maps onto a view over the log:
   the system prompt.
 * **Re-application** (``_perform_compaction``): a strategy runs up to three more times while the result
   is still over the threshold and each pass makes progress; still over raises ``RuntimeError``
-  ("Compaction insufficient"), which ends the sample. Here a plan whose result would still be over the
-  threshold is not made (the policy returns no plan), so the run goes on uncompacted until the provider
-  rejects the prompt and it ends with ``context-overflow``: the nearest outcome a policy can give.
+  ("Compaction insufficient"), which ends the sample. Here an edit or trim whose result would still be
+  over the threshold is not made (the policy returns no plan), so the run goes on uncompacted until the
+  provider rejects the prompt and it ends with ``context-overflow``: the nearest outcome a policy can give.
+  (A summary's size is known only once written: it is applied.)
 * **Overflow** (``agent/_react.py`` ``_handle_overflow``): after a ``model_length`` stop the failed turn
   is dropped and the handler compacts with ``force=True`` whatever the count: ``retry_on_overflow`` 1,
   and ``decide(..., "overflow")`` skips the threshold.
 * There is no ``/compact`` command: a manual trigger is ignored.
 
 Our addition, for the harness's contract: nothing from the start of an unresolved pending turn on is
-compacted (inspect approves tool calls within the turn, so it has no such turn). inspect has no notion
-of reverts either: a strategy that drops messages can drop a change whose revert stays (a known
-deviation). Not modelled: the memory tool (the warning injected at 0.9 of the
-threshold and ``clear_memory_content``, which rewrites one argument of a memory call: a view edits whole
-parts), server-side tool uses (``ContentToolUse``; the simulator has only client tool calls), citations,
-and hidden redacted-reasoning tokens.
+compacted (inspect approves tool calls within the turn, so it has no such turn). inspect has no notion of
+reverts either: a strategy that drops messages can drop a change whose revert stays (a known deviation).
+Not modelled: the memory tool (the warning injected at 0.9 of the threshold, and ``clear_memory_content``,
+which rewrites one argument of a memory call: a view edits whole parts), server-side tool uses
+(``ContentToolUse``; the simulator has only client tool calls), citations, and hidden redacted-reasoning
+tokens. The window is the simulated model's (inspect reads its model database; 128,000 when unknown).
 
 One module because the four strategies share the handler (trigger, prefix, overflow) and the summary.
 """

@@ -409,8 +409,7 @@ def test_summary_inside_a_thinking_loop_splits_it() -> None:
 
 def summary_inside_thinking_loop() -> Conversation:
     """A thinking tool loop that crosses the threshold of ``small_model()`` (8,000 tokens) after its third
-    step. For ``test_properties.HAND_BUILT`` (inspect-summary and inspect-auto: the generated search rarely
-    compacts inside a thinking loop that goes on)."""
+    step, and goes on after the summary."""
     loop = [asst("", [call("c1")], thinking="plan the fix", id="a1"), tool("c1", "r" * 12_000)]
     for k, size in ((2, 12_000), (3, 12_000), (4, 400)):
         loop += [asst("", [call(f"c{k}")], id=f"a{k}"), tool(f"c{k}", "s" * size)]
