@@ -198,6 +198,15 @@ def _harness_start(state: RunState, start: int) -> int:
     return start
 
 
+def live_user(state: RunState, start: int, kept: list[int] | tuple[int, ...]) -> tuple[int, ...]:
+    """The last user message, when a view starting its tail at ``start`` would forget it: our addition for the
+    harness's live-turn invariant. OpenHands forgets it with the span (its forgetting end rounds up, its hard reset
+    and its window keep nothing of the live turn); here it stays, pinned before the summary and the tail, and
+    everything else goes as OpenHands has it."""
+    lu = state.last_user_index
+    return (lu,) if 0 <= lu < start and lu not in kept and state.view.shows(lu) else ()
+
+
 def forget_plan(state: RunState, ev: EventView, ks: int, ke: int, **summary: object) -> Plan | None:
     """The view after forgetting items ``[ks, ke)``: items before ``ks`` (the system prompt and the ``keep_first``
     head) kept verbatim, the summary inserted where the forgotten span was (``summary_offset`` = the forgetting
@@ -209,9 +218,10 @@ def forget_plan(state: RunState, ev: EventView, ks: int, ke: int, **summary: obj
     start = _harness_start(state, ev.tail_start(ke, n))
     if head and start <= head[-1]:
         return None
-    if not any(i < start for i in ev.messages(ks)):
+    live = live_user(state, start, head)
+    if not any(i < start and i not in live for i in ev.messages(ks)):
         return None
-    plan = Plan(start=start, pinned=tuple(head), summarize=True, **summary)  # type: ignore[arg-type]
+    plan = Plan(start=start, pinned=(*head, *live), summarize=True, **summary)  # type: ignore[arg-type]
     return plan if plan_shrinks(state, plan) else None
 
 
@@ -317,25 +327,24 @@ class OpenHandsSummarizing(Policy[SummarizingConfig]):
       ``max_size//2 - keep_first - 1``, tokens the longest suffix whose removed prefix (after ``keep_first``)
       holds more than ``tokens - limit//2`` (to half the limit).
     * Forgotten: from the first cut point at or after ``keep_first`` (never the system prompt) to the first cut
-      point at or after ``len(view) - suffix``: rounding up, so the tail can lose the last user message (a known
-      deviation). Nothing forgotten, or fewer than ``minimum_progress`` of the events, is no condensation: soft
-      goes on uncondensed, hard falls back to a **hard context reset** (everything after the system prompt
-      summarised, nothing kept).
+      point at or after ``len(view) - suffix`` (rounding up). Nothing forgotten, or fewer than
+      ``minimum_progress`` of the events, is no condensation: soft goes on uncondensed, hard falls back to a
+      **hard context reset** (everything after the system prompt summarised, nothing kept).
     * The summary is a plain user message at the forgetting start, right after the head; the next condensation
       forgets it with its span and re-summarises it (merge).
     * Tool text is middle-truncated as it enters (50,000 characters; terminal 30,000, file editor 16,000).
 
-    Departures: the token count has no tool schemas; the hard reset's retries with shorter per-event caps
-    are one attempt here (a failed summary leaves the view unchanged); after a hard reset the SDK's
-    ``keep_first`` head takes the reset's summary and keeps it verbatim beside later summaries, here one
-    summary holds both; a condensation whose summary could outgrow what it replaces is not made; an
+    Departures: the last user message is kept (pinned before the summary) where the SDK's rounding up or hard
+    reset would forget it (:func:`live_user`); the token count has no tool schemas; the hard reset's retries
+    with shorter per-event caps are one attempt here (a failed summary leaves the view unchanged); after a hard
+    reset the SDK's ``keep_first`` head takes the reset's summary and keeps it verbatim beside later summaries,
+    here one summary holds both; a condensation whose summary could outgrow what it replaces is not made; an
     unresolved pending turn is never condensed (the harness's contract).
     """
 
     Config = SummarizingConfig
-    # The forgetting end rounds up and the hard reset keeps nothing: the last user message can be summarised;
-    # and a revert can outlive the change it reverts.
-    known_deviations = frozenset({"live-turn", "revert-resolution"})
+    # OpenHands has no notion of reverts: a revert can outlive the change it reverts.
+    known_deviations = frozenset({"revert-resolution"})
 
     @property
     def retry_on_overflow(self) -> int:
@@ -424,7 +433,8 @@ class OpenHandsSummarizing(Policy[SummarizingConfig]):
     def hard_context_reset(self, state: RunState) -> Plan | None:
         """``hard_context_reset``: summarise every event after the system prompt; the summary follows it."""
         start = _harness_start(state, len(state))
-        plan = Plan(start=start, summarize=True, mode="hard-reset", summary_system_prompt=SUMMARY_PROMPT)
+        live = live_user(state, start, ())
+        plan = Plan(start=start, pinned=live, summarize=True, mode="hard-reset", summary_system_prompt=SUMMARY_PROMPT)
         if start == state.view.start and not state.view.spans:
             return None
         return plan if plan_shrinks(state, plan) else None
@@ -587,7 +597,7 @@ def window_plan(state: RunState, ev: EventView) -> Plan | None:
     n = len(state)
     start = _harness_start(state, ev.tail_start(k, n))
     pinned = (first,) if first < start else ()
-    plan = Plan(start=start, pinned=pinned, mode="window")
+    plan = Plan(start=start, pinned=(*pinned, *live_user(state, start, pinned)), mode="window")
     after = plan.view_from(state.view)
     return plan if after != state.view and plan_shrinks(state, plan) else None
 
@@ -619,15 +629,15 @@ class OpenHandsWindow(Policy[WindowConfig]):
       ``/compact``): the essential events (system prompt, first user message) stay, then the newest
       ``max(1, non_essential // 2)`` events, minus the observations that would open that slice (their action is
       forgotten); everything else is forgotten, with no summary.
-    * The kept slice can start after the last user message (a known deviation).
 
-    Departures: the recall action and observation of the first user message (microagent knowledge) do not
+    Departures: the last user message is kept (pinned) where the slice starts after it (:func:`live_user`); the
+    recall action and observation of the first user message (microagent knowledge) do not
     exist here; a slice opening inside a parallel batch keeps the whole batch; inside a thinking tool loop it
     moves back to the loop's start (V0 has no loop atomicity); an unresolved pending turn is kept.
     """
 
     Config = WindowConfig
-    known_deviations = frozenset({"live-turn", "revert-resolution"})
+    known_deviations = frozenset({"revert-resolution"})
 
     @property
     def retry_on_overflow(self) -> int:
@@ -703,12 +713,13 @@ class OpenHandsDefault(Policy[DefaultConfig]):
        pair; here the head ends at the last cut at or before ``keep_first`` and the tail starts at the first cut at
        or after its start, which shows the same messages.
 
-    Departures: the window condenser cannot remove an earlier summary here (a plan that does not summarise
+    Departures: the last user message is kept where a condenser would forget it (:func:`live_user`); the window
+    condenser cannot remove an earlier summary here (a plan that does not summarise
     keeps the view's summary); the rest as the three policies above.
     """
 
     Config = DefaultConfig
-    known_deviations = frozenset({"live-turn", "revert-resolution"})
+    known_deviations = frozenset({"revert-resolution"})
 
     @property
     def retry_on_overflow(self) -> int:

@@ -34,7 +34,27 @@ MODEL = ModelConfig(context_window=10_000_000)
 ASPECTS = ("view_before", "requirement", "condensed", "forgotten", "summary_offset", "view_after")
 
 # Where we knowingly differ: case -> (the aspects that differ, why). Every other case agrees on every aspect.
+LIVE = frozenset({"forgotten", "summary_offset", "view_after"})
 KNOWN: dict[str, tuple[frozenset[str], str]] = {
+    "events-long-live-turn-loses-last-user-message": (
+        LIVE,
+        "the SDK forgets the last user message (m2) with the span: its forgetting end rounds up past it; we pin it "
+        "after the head, before the summary (policies.openhands.live_user: the harness's live-turn invariant), so "
+        "it is not forgotten and the summary sits one event later",
+    ),
+    "events-keep-first-0-keeps-system": (
+        LIVE,
+        "keep_first 0: the SDK forgets the task (m1), the only and so the last user message; we pin it (live_user)",
+    ),
+    "request-minimum-progress-hard-reset": (
+        LIVE,
+        "the hard context reset summarises every event after the system prompt, the task (the last user message) "
+        "too; we keep it pinned (live_user), so the summary is at offset 2, not 1",
+    ),
+    "request-too-short-hard-reset": (
+        LIVE,
+        "as request-minimum-progress-hard-reset: the hard reset's view is system, task, summary here",
+    ),
     "events-open-thinking-loop-at-the-end": (
         frozenset({"condensed", "forgotten", "summary_offset", "view_after"}),
         "the forgetting end falls inside a thinking tool loop still open at the end of the view: the SDK rounds it "

@@ -157,7 +157,8 @@ def test_hard_trigger_without_a_condensation_resets_the_context() -> None:
     policy = summarizing(**DEFAULT_AGENT_PRESET)
     st, plan = decide(policy, c, trigger="manual")
     assert plan is not None and plan.mode == "hard-reset" and plan.summarize
-    assert (plan.start, plan.pinned, plan.spans) == (len(st), (), ())
+    # Everything after the system prompt is summarised; the task, also the last user message, stays (ours).
+    assert (plan.start, plan.pinned, plan.spans) == (len(st), (1,), ())
     assert decide(policy, c, trigger="auto")[1] is None  # without the request: nothing
 
 
@@ -199,12 +200,16 @@ def test_minimum_progress_refuses_a_tiny_condensation() -> None:
     assert policy.condensation(st, EventView(st), {"events"}) is None
 
 
-def test_the_tail_can_lose_the_last_user_message_a_known_deviation() -> None:
-    """Events trigger with a live turn longer than the kept tail: the last user message is summarised."""
+def test_the_last_user_message_is_kept_where_the_sdk_would_forget_it() -> None:
+    """Events trigger with a live turn longer than the kept tail: the SDK summarises the last user message with
+    the span; here it stays, pinned after the head and before the summary, and the live-turn invariant holds."""
     c = conv(sys("s"), user("task"), user("now fix it"), *pairs(1, 8, "x" * 300), asst("done"))
-    result = Engine(summarizing(max_size="10"), c, C4).run()
-    assert "live-turn" in OpenHandsSummarizing.known_deviations
-    assert any(v.invariant == "live-turn" for v in result.violations)
+    st, plan = decide(summarizing(max_size="10"), c)
+    assert plan is not None and plan.pinned == (1, 2) and plan.start == 19  # 20 events, a tail of 1 (rounded up)
+    result, captured, _ = run_capture(summarizing(max_size="10"), c, C4)
+    assert not result.violations and "live-turn" not in OpenHandsSummarizing.known_deviations
+    roles = [(m["role"], text_of(m["content"])) for m in captured[-1].rendered[:4]]
+    assert roles[1:3] == [("user", "task"), ("user", "now fix it")]
 
 
 def test_sdk_bounds_tool_text_at_50000_characters_with_the_notice() -> None:
@@ -309,11 +314,12 @@ def test_window_skips_dangling_observations_at_the_start_of_the_slice() -> None:
     assert plan2 is not None and plan2.start == 10
 
 
-def test_window_can_forget_the_last_user_message_a_known_deviation() -> None:
+def test_window_keeps_the_last_user_message_where_v0_would_forget_it() -> None:
+    """The newest half starts after the last user message: V0 forgets it; here it is pinned with the task."""
     c = conv(sys("s"), user("task"), user("the live turn"), *pairs(1, 6, "x" * 50))
     st, plan = decide(OpenHandsWindow(), c, "manual")
-    assert plan is not None and not plan.view_from(st.view).shows(st.last_user_index)
-    assert "live-turn" in OpenHandsWindow.known_deviations
+    assert plan is not None and plan.pinned == (1, 2) and plan.start > 3
+    assert "live-turn" not in OpenHandsWindow.known_deviations
 
 
 # -- V0 default pipeline --------------------------------------------------------------------------------------
