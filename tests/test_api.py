@@ -76,3 +76,13 @@ def test_a_sweep_keeps_logs_when_asked_and_api_log_reads_them(tmp_path: Path) ->
     assert len(sent) == len(kept.requests) and len(made) == len(kept.compactions) > 0
     with pytest.raises(InvalidConfig, match="--keep-logs"):
         api.log(tmp_path / "plain", key)
+
+
+def test_the_demo_compares_the_representative_policies() -> None:
+    from policies import POLICIES
+    from sim.replay.runner import DEMO_SPEC
+
+    names = [p["policy"] for p in DEMO_SPEC["policies"]]  # type: ignore[index]
+    assert set(names) <= set(POLICIES.names())
+    representative = {"none", "cloudflare-os", "effect-agent", "claude-code", "codex", "anthropic-clear-tool-uses"}
+    assert representative | {"openhands-default", "inspect-auto"} <= set(names)

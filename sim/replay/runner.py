@@ -66,9 +66,9 @@ def recorded_conversations(path: str | Path, fmt: str, lenient: bool = False) ->
     return result.conversations, [str(s) for s in result.skipped]
 
 
-#: The demo's grid: every bundled policy at its defaults (effect-agent needs a limit to compact at all:
-#: 0.75 of the 200K window, the seed's sizing guidance of 150-170K) on every bundled scenario, with the
-#: coding agent lengthened until the window matters.
+#: The demo's grid: the baselines, both seeds and one policy of each major agent family at its defaults
+#: (effect-agent needs a limit to compact at all: 0.75 of the 200K window, the seed's sizing guidance of
+#: 150-170K) on every bundled scenario, with the coding agent lengthened until the window matters.
 DEMO_SPEC = {
     "sweep": {"name": "demo"},
     "run": {"window": 200_000},
@@ -77,6 +77,11 @@ DEMO_SPEC = {
         {"policy": "sliding-window"},
         {"policy": "cloudflare-os"},
         {"policy": "effect-agent", "params": {"context_token_limit": [150_000]}},
+        {"policy": "claude-code"},
+        {"policy": "codex"},
+        {"policy": "anthropic-clear-tool-uses"},
+        {"policy": "openhands-default"},
+        {"policy": "inspect-auto"},
     ],
     "scenarios": [
         {"name": "coding-agent", "params": {"turns": [250]}},
