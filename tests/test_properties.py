@@ -29,6 +29,7 @@ from sim.replay.checker import CheckReport, check_policy, effective_params
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
+from tests.policies.test_inspect_ai import trim_drops_live_turn
 
 WINDOW = 8_000
 EXAMPLES = 60
@@ -223,7 +224,10 @@ def _effect_agent_live_turn() -> Conversation:
 
 
 # Hand-built fallbacks, for deviations the policy's 60 generated examples happen not to show.
-HAND_BUILT = {("effect-agent", "live-turn"): _effect_agent_live_turn}
+HAND_BUILT = {
+    ("effect-agent", "live-turn"): _effect_agent_live_turn,
+    ("inspect-trim", "live-turn"): trim_drops_live_turn,
+}
 
 
 @pytest.mark.parametrize(("name", "deviation"), DEVIATIONS, ids=[f"{n}:{d}" for n, d in DEVIATIONS])
