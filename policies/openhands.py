@@ -198,13 +198,23 @@ def _harness_start(state: RunState, start: int) -> int:
     return start
 
 
-def live_user(state: RunState, start: int, kept: list[int] | tuple[int, ...]) -> tuple[int, ...]:
+def live_user(state: RunState, start: int, kept: tuple[int, ...]) -> tuple[int, ...]:
     """The last user message, when a view starting its tail at ``start`` would forget it: our addition for the
     harness's live-turn invariant. OpenHands forgets it with the span (its forgetting end rounds up, its hard reset
     and its window keep nothing of the live turn); here it stays, pinned before the summary and the tail, and
-    everything else goes as OpenHands has it."""
+    everything else goes as OpenHands has it. With it, the pinned messages a pending turn protects."""
     lu = state.last_user_index
-    return (lu,) if 0 <= lu < start and lu not in kept and state.view.shows(lu) else ()
+    live = (lu,) if 0 <= lu < start and lu not in kept and state.view.shows(lu) else ()
+    return live + protected_pins(state, start, (*kept, *live))
+
+
+def protected_pins(state: RunState, start: int, kept: tuple[int, ...]) -> tuple[int, ...]:
+    """Messages the view pins that an unresolved pending turn now protects (pinned before the turn raised it):
+    they stay, as the tail from the turn's start does (:func:`_harness_start`)."""
+    pf = state.protected_from
+    if pf is None:
+        return ()
+    return tuple(i for i in state.view.pinned if pf <= i < start and i not in kept)
 
 
 def forget_plan(state: RunState, ev: EventView, ks: int, ke: int, **summary: object) -> Plan | None:
@@ -218,7 +228,7 @@ def forget_plan(state: RunState, ev: EventView, ks: int, ke: int, **summary: obj
     start = _harness_start(state, ev.tail_start(ke, n))
     if head and start <= head[-1]:
         return None
-    live = live_user(state, start, head)
+    live = live_user(state, start, tuple(head))
     if not any(i < start and i not in live for i in ev.messages(ks)):
         return None
     plan = Plan(start=start, pinned=(*head, *live), summarize=True, **summary)  # type: ignore[arg-type]
