@@ -81,7 +81,12 @@ def masking_edit(state: RunState, start: int, n: int, polling: int, rule: Rule) 
     if elided <= 0:
         return None
     bound = newest_results_bound(state, results - elided)
-    return None if bound is None or bound <= start else Edit(rule, bound)
+    if bound is None:
+        return None
+    # Never below the bound the view already has: an output elided before its turn became pending stays
+    # elided (lowering the bound would show it again, a change inside the now-protected turn).
+    bound = max(bound, next((e.before for e in state.view.edits if e.rule == rule), 0))
+    return None if bound <= start else Edit(rule, bound)
 
 
 def _validate_masking(n: int, polling: int, max_observation_length: int) -> None:

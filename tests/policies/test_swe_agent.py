@@ -306,3 +306,35 @@ def test_property_a_summary_takes_exactly_the_oldest_n_turns(turns: int, n: int,
         assert plan is not None and plan.start == len(st_)
     else:
         assert plan is not None and st_.messages[plan.start].id == f"a{n}"
+
+
+def test_an_output_elided_before_its_turn_became_pending_stays_elided() -> None:
+    """Found by the stateful test: outputs elided at one request, then a pending reply makes their turn
+    protected; the next edit must not lower its bound (that would show them again inside the protected turn)."""
+    from sim.core.conversation import Message
+    from sim.replay.strategies import small_model
+
+    def results(*ids: str) -> list[Message]:
+        return [Message(f"t{i}", "tool", (Part("tool_result", "r", call_id=i, name="read"),)) for i in ids]
+
+    msgs = [
+        Message("m0", "system", (Part("text", "s"),)),
+        Message("m1", "user", (Part("text", "t"),)),
+        Message("m2", "assistant", (Part("tool_call", call_id="c1", name="read", args="{}"),)),
+        Message("m3", "tool", (Part("tool_result", "r " * 42 + "r", call_id="c1", name="read"),)),
+        Message("m4", "user", (Part("text", "next"),)),
+        Message("m5", "assistant", tuple(Part("tool_call", call_id=c, name="read", args="{}") for c in ("c2", "c3"))),
+        *results("c2", "c3"),
+        Message("m8", "assistant", tuple(Part("tool_call", call_id=c, name="read", args="{}") for c in ("c4", "c5"))),
+        Message("m9", "tool", tuple(Part("tool_result", "r", call_id=c, name="read") for c in ("c4", "c5"))),
+        Message("m10", "assistant", (Part("text", "a" * 10),), pending=True),
+        Message("m11", "assistant", (Part("tool_call", call_id="c6", name="read", args="{}"),)),
+        *results("c6"),
+        Message("m13", "assistant", (Part("text", "done"),)),
+    ]
+    res = run(
+        SweAgentMasking(SweAgentMaskingConfig(n=3)),
+        Conversation("p", tuple(msgs)),
+        RunConfig(model=small_model(8_000), tokenizer="chars4", deep_checks=True),
+    )
+    assert res.compactions and not res.violations
