@@ -35,9 +35,14 @@ bench: install
 
 conformance: install   # real packages in their own venvs regenerate tests/golden/conformance (conformance/README.md)
 	@set -e; for dir in conformance/*/; do \
-	  pkg=$$(basename $$dir); env=.venv-conformance/$$pkg; \
-	  echo "== $$pkg"; \
-	  test -x $$env/bin/python || $(PYTHON) -m venv $$env; \
+	  pkg=$$(basename $$dir); env=.venv-conformance/$$pkg; py=$(PYTHON); \
+	  if [ -f $$dir/python-version ]; then \
+	    ver=$$(cat $$dir/python-version); \
+	    py=$$(command -v python$$ver || ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$ver*/bin/python 2>/dev/null | head -1); \
+	    test -n "$$py" || { echo "$$pkg needs Python $$ver: install it (pyenv install $$ver) or put python$$ver on PATH"; exit 1; }; \
+	  fi; \
+	  echo "== $$pkg ($$($$py --version))"; \
+	  test -x $$env/bin/python || $$py -m venv $$env; \
 	  $$env/bin/python -m pip install -q -r $$dir/requirements.txt; \
 	  $$env/bin/python $$dir/generate.py; \
 	done
