@@ -40,7 +40,7 @@ import functools
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from itertools import accumulate
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 from policies.base import Plan, Policy, Trigger, register
 from policies.helpers import first_user_index, keep_newest_bound, plan_shrinks, unit_floor
@@ -467,6 +467,24 @@ def _without(state: RunState, ev: EventView, a: int, b: int) -> View:
 
 
 # -- V0: observation masking and browser output masking -----------------------------------------------------
+class _V0Config(Protocol):
+    @property
+    def max_message_chars(self) -> int: ...
+
+
+V0C = TypeVar("V0C", bound=_V0Config)
+
+
+class _V0Policy(Policy[V0C]):
+    """What the V0 condensers share: observations middle-truncated on entry to ``max_message_chars``."""
+
+    def bound_tool_result(self, part: Part) -> Part:
+        return v0_bound(part, self.config.max_message_chars)
+
+    def bound_key(self) -> Hashable:
+        return ("openhands-v0", self.config.max_message_chars)
+
+
 @dataclass(frozen=True)
 class MaskingConfig:
     """``ObservationMaskingCondenserConfig`` (V0 ``condenser_config.py``).
@@ -502,7 +520,7 @@ def masking_bound(state: RunState, ev: EventView, window: int) -> int:
 
 
 @register("openhands-masking")
-class OpenHandsMasking(Policy[MaskingConfig]):
+class OpenHandsMasking(_V0Policy[MaskingConfig]):
     """OpenHands V0 ObservationMaskingCondenser: observations outside the newest 100 events read ``<MASKED>``.
 
     * Every step the condenser rebuilds the view: each observation more than ``attention_window`` events from
@@ -517,12 +535,6 @@ class OpenHandsMasking(Policy[MaskingConfig]):
     """
 
     Config = MaskingConfig
-
-    def bound_tool_result(self, part: Part) -> Part:
-        return v0_bound(part, self.config.max_message_chars)
-
-    def bound_key(self) -> Hashable:
-        return ("openhands-v0", self.config.max_message_chars)
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger != "auto":
@@ -564,7 +576,7 @@ def browser_rule(tools: str) -> Rule:
 
 
 @register("openhands-browser-output")
-class OpenHandsBrowserOutput(Policy[BrowserConfig]):
+class OpenHandsBrowserOutput(_V0Policy[BrowserConfig]):
     """OpenHands V0 BrowserOutputCondenser: browser observations but the newest 1 read "Visited URL ... omitted".
 
     * Every step, walking back from the newest event, browser observations after the first
@@ -578,12 +590,6 @@ class OpenHandsBrowserOutput(Policy[BrowserConfig]):
     """
 
     Config = BrowserConfig
-
-    def bound_tool_result(self, part: Part) -> Part:
-        return v0_bound(part, self.config.max_message_chars)
-
-    def bound_key(self) -> Hashable:
-        return ("openhands-v0", self.config.max_message_chars)
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger != "auto":
@@ -632,7 +638,7 @@ class WindowConfig:
 
 
 @register("openhands-window")
-class OpenHandsWindow(Policy[WindowConfig]):
+class OpenHandsWindow(_V0Policy[WindowConfig]):
     """OpenHands V0 ConversationWindowCondenser: on a condensation request keep system, first user msg, newest half.
 
     * Fires only on an unhandled condensation request (a context-window error with history truncation on, or
@@ -652,12 +658,6 @@ class OpenHandsWindow(Policy[WindowConfig]):
     @property
     def retry_on_overflow(self) -> int:
         return self.config.overflow_retries
-
-    def bound_tool_result(self, part: Part) -> Part:
-        return v0_bound(part, self.config.max_message_chars)
-
-    def bound_key(self) -> Hashable:
-        return ("openhands-v0", self.config.max_message_chars)
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger == "auto":
@@ -707,7 +707,7 @@ class DefaultConfig:
 
 
 @register("openhands-default")
-class OpenHandsDefault(Policy[DefaultConfig]):
+class OpenHandsDefault(_V0Policy[DefaultConfig]):
     """OpenHands V0 app pipeline: window on request, then browser masking (2), then summarizing at 120 events.
 
     ``CondenserPipeline`` runs its condensers in order and stops at the first that returns a condensation:
@@ -734,12 +734,6 @@ class OpenHandsDefault(Policy[DefaultConfig]):
     @property
     def retry_on_overflow(self) -> int:
         return self.config.overflow_retries
-
-    def bound_tool_result(self, part: Part) -> Part:
-        return v0_bound(part, self.config.max_message_chars)
-
-    def bound_key(self) -> Hashable:
-        return ("openhands-v0", self.config.max_message_chars)
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         ev = EventView(state)
