@@ -790,6 +790,9 @@ class Engine:
         fork there and resume.
         """
         msgs = self._script
+        # Whether any policy here is asked after responses (members only ever leave a lockstep group, so a
+        # "no" holds for the whole replay): most are not, and the phase then costs nothing.
+        after_response = any("response" in p.when for p in (self._members or (self.policy,)))
         try:
             for k in range(k0, len(msgs) if k1 is None else k1):
                 m = msgs[k]
@@ -814,9 +817,10 @@ class Engine:
                 if phase == BUDGET:
                     self._sync(k, BUDGET)
                     self._exhaustion(m, list(msgs[k + 1 : k + 40]))
-                plan = self._decide(k, RESPONSE)
-                if plan is not None:
-                    self._compact(plan, "auto")
+                if after_response:
+                    plan = self._decide(k, RESPONSE)
+                    if plan is not None:
+                        self._compact(plan, "auto")
         except _Finished as fin:
             return fin.reason, fin.exhausted
         except InvariantViolation:
