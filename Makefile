@@ -38,7 +38,9 @@ conformance: install   # real packages in their own venvs regenerate tests/golde
 	  pkg=$$(basename $$dir); env=.venv-conformance/$$pkg; py=$(PYTHON); \
 	  if [ -f $$dir/python-version ]; then \
 	    ver=$$(cat $$dir/python-version); \
-	    py=$$(command -v python$$ver || ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$ver*/bin/python 2>/dev/null | head -1); \
+	    py=; for c in $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$ver*/bin/python 2>/dev/null) python$$ver; do \
+	      if $$c --version >/dev/null 2>&1; then py=$$c; break; fi; \
+	    done; \
 	    test -n "$$py" || { echo "$$pkg needs Python $$ver: install it (pyenv install $$ver) or put python$$ver on PATH"; exit 1; }; \
 	  fi; \
 	  echo "== $$pkg ($$($$py --version))"; \
