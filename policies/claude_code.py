@@ -128,7 +128,8 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
       re-attached content: the memory text when configured, and up to 5 recently read or edited files, each
       at most 5,000 tokens (a bigger one as its path only) within 50,000 in all (estimated at chars/4). No
       raw message is kept: the summary stands for everything, the live turn included.
-    * **Summary**: regenerated from the boundary on, so the previous summary is folded into the next.
+    * **Summary**: regenerated from the boundary on, so the previous summary is folded into the next; when the
+      conversation is too long for the compact call itself, its newest messages that fit are summarised.
 
     Departures: the thrash guard (stop after three compactions that refill at once, 2.1.89), hooks, partial
     "summarize up to here", skills and plan re-injection are not modelled; a re-attached file is the newest
@@ -182,6 +183,10 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
             summary_system_prompt=SUMMARY_PROMPT,
             summary_wrapper=SUMMARY_WRAPPER,
             summary_max_tokens=self.config.summary_reserve,
+            # A conversation that jumped past the window in one step cannot be summarised whole: the compact
+            # call keeps the newest messages that fit (Claude Code retries a too-long compact call on less of
+            # the conversation; changelog 2.1.142 seeds the first attempt from the overflow's size).
+            summary_input_newest_tokens=max(1, state.model.input_budget - self.config.buffer_tokens),
         )
         # A conversation shorter than a summary and the files is left as it is (Claude Code would
         # summarise it anyway; the harness holds every compaction to shrinking the view).
