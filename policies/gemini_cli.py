@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from policies.base import Plan, Policy, Trigger, register
 from policies.helpers import cut_ceiling, floor_index, plan_shrinks
-from sim.core.conversation import Part
+from sim.core.conversation import PART_KINDS, Part
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
 from sim.core.view import Edit, Injected, Rule, View, edited_chars
@@ -124,6 +124,13 @@ def mask_rule() -> Rule:
     """The masking edit: outputs of every tool but the exempt ones cut to the head-and-tail preview."""
     return _MASK_RULE
 
+
+# What masking counts, as a rule set that drops everything else (other part kinds, the exempt tools' outputs):
+# the run's prefix sums under it total the counted outputs of any range in O(1) (RunState.chars_as).
+_COUNTED = (
+    Rule(kinds=frozenset(PART_KINDS) - {"tool_result"}, action="drop"),
+    Rule(kinds=frozenset({"tool_result"}), tools=EXEMPT_TOOLS, action="drop"),
+)
 
 _MASK_RULE = Rule(
     kinds=frozenset({"tool_result"}),
@@ -283,36 +290,45 @@ class GeminiCli(Policy[GeminiCliConfig]):
         """The masking edit for ``view``, or None when masking would not run (under the protection and batch
         thresholds, or nothing new to mask).
 
-        Walks the outputs newest first down to the older of the view's start and the current mask bound (outputs
-        below it are masked already). A view whose messages hold no tool call, or whose characters/4 do not reach
-        both thresholds, cannot mask anything: answered in O(1), so a long chat without tools costs nothing."""
+        Gemini walks the outputs newest first: the output that takes the running total past
+        ``protection_tokens`` is the crossing one; it and every older output down to the current mask bound
+        are prunable, and masking runs when they reach ``min_prunable_tokens``. Here the totals come from prefix
+        sums of the counted outputs (:data:`_COUNTED`), and the crossing message from a binary search over
+        them, so asking costs O(log n) whatever the length of the unmasked history."""
         cfg = self.config
         current = next((e.before for e in view.edits if e.rule == _MASK_RULE), 0)
         floor = max(view.start, current, 1 if state.has_system else 0)
         end = _request_start(state) - 1  # protectLatestTurn: the history's last message is never scanned
-        if end <= floor or state.tool_uses(View(start=floor)) == 0:
+
+        def newer(i: int) -> float:  # tokens (chars/4) of the counted outputs in messages[i:end]
+            return state.chars_as(i, end, _COUNTED) / 4
+
+        if end <= floor:
             return None
-        if state.chars(floor, end) / 4 < max(cfg.protection_tokens, cfg.min_prunable_tokens):
+        total = newer(floor)
+        if total <= cfg.protection_tokens or total < cfg.min_prunable_tokens:
             return None
-        protected = prunable = 0.0
-        crossing: int | None = None
-        for i in range(end - 1, floor - 1, -1):
-            for p in reversed(state.messages[i].parts):
-                if p.kind != "tool_result" or (p.name is not None and p.name in EXEMPT_TOOLS):
-                    continue
-                tokens = (len(p.name or "") + len(p.text)) / 4
-                if crossing is None:
-                    protected += tokens
-                    if protected > cfg.protection_tokens:
-                        crossing, prunable = i, tokens
-                else:
-                    prunable += tokens
-            if crossing is not None and prunable >= cfg.min_prunable_tokens:
-                bound = crossing + 1
-                pf = state.protected_from
-                bound = bound if pf is None else min(bound, pf)
-                return Edit(_MASK_RULE, bound) if bound > current else None
-        return None
+        lo, hi = floor, end - 1  # the newest message i with newer(i) past the protection: newer(lo) is
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if newer(mid) > cfg.protection_tokens:
+                lo = mid
+            else:
+                hi = mid - 1
+        crossing = lo
+        protected = newer(crossing + 1)
+        for p in reversed(state.messages[crossing].parts):
+            if p.kind != "tool_result" or (p.name is not None and p.name in EXEMPT_TOOLS):
+                continue
+            if protected + p.chars / 4 > cfg.protection_tokens:
+                break  # the crossing output: it and everything older are prunable
+            protected += p.chars / 4
+        if total - protected < cfg.min_prunable_tokens:
+            return None
+        bound = crossing + 1
+        pf = state.protected_from
+        bound = bound if pf is None else min(bound, pf)
+        return Edit(_MASK_RULE, bound) if bound > current else None
 
 
 def _splits(state: RunState, i: int) -> bool:

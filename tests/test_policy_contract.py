@@ -186,3 +186,12 @@ def test_a_policy_with_its_own_placeholder_passes_the_deep_checks_before_and_aft
     # The log folds to the run's first view (with the policy's placeholder) until the first compaction.
     res = run(_OwnPlaceholder(), _loop(4), RunConfig(tokenizer="chars4", deep_checks=True))
     assert res.compactions and not res.violations
+
+
+def test_chars_as_totals_one_kind_of_part_over_any_range() -> None:
+    c = _loop(3, size=300)
+    st = state_of(NoCompaction(), c)
+    only_results = (Rule(frozenset({"text", "thinking", "tool_call", "change", "revert", "command"}), action="drop"),)
+    for a, b in ((0, len(st)), (2, 9), (5, 5)):
+        walked = sum(p.chars for m in st.messages[a:b] for p in m.parts if p.kind == "tool_result")
+        assert st.chars_as(a, b, only_results) == walked

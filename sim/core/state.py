@@ -236,6 +236,12 @@ class RunState:
         p = self._l.chars_prefix
         return p[len(p) - 1 if b is None else b] - p[a]
 
+    def chars_as(self, a: int, b: int, rules: tuple[Rule, ...]) -> int:
+        """Characters of messages[a:b] as ``rules`` leave them (a drop rule leaves out what it selects): O(1)
+        per call from prefix sums kept per distinct rule set, so a policy can total one kind of part (say,
+        the tool outputs of all but some tools) over any range without walking it."""
+        return self._l.sizes(a, b, rules)[0]
+
     def view_chars(self, a: int, b: int, cleared_through: int) -> int:
         """Characters of messages[a:b] with tool results before ``cleared_through`` replaced by the view's
         placeholder (the classic clearing bound; :meth:`chars_in_view` measures any view)."""
