@@ -109,12 +109,15 @@ def keep_newest_bound(state: RunState, rule: Rule, keep: int) -> int:
     id) and reaches every older one: the start of the atomic unit holding the oldest use kept, so a call
     is never edited apart from its results. Also never past the start of a pending turn.
 
-    Walks back from the newest message only until ``keep`` uses are found or the rule's current bound in the
-    view is reached, so asking each request costs the messages since the last edit, not the log."""
+    Uses are counted in the view's tail (from ``view.start``: older messages are not sent, so none of theirs is
+    "kept"). Walks back from the newest message only until ``keep`` uses are found or the rule's current bound or
+    the tail's start is reached, so asking each request costs the messages since the last edit or compaction,
+    not the log."""
     current = next((e.before for e in state.view.edits if e.rule == rule), 0)
     seen: set[str] = set()
     i = len(state)
-    while i > current and len(seen) < keep:
+    stop = max(current, state.view.start)
+    while i > stop and len(seen) < keep:
         i -= 1
         seen.update(p.call_id for p in state.messages[i].parts if p.call_id and rule.selects(p))
     if len(seen) < keep:
