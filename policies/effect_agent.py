@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from policies.base import Plan, Policy, Trigger, register
-from policies.helpers import floor_index, unit_floor
+from policies.helpers import floor_index, plan_shrinks, unit_floor
 from sim.core.conversation import Part
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
@@ -108,7 +108,9 @@ class EffectAgent(Policy[EffectAgentConfig]):
     * The run-status line is appended to every request (``runStatus: "appended"``, the default).
 
     Our additions, for the harness's contract: the cut never passes an unresolved pending turn (an
-    approval suspends a Run, so nothing compacts it). Not modelled: ``maxDuration`` (no clocks).
+    approval suspends a Run, so nothing compacts it), and a span too small for its summary to shrink the
+    view is not summarised (the seed would summarise it and grow the prompt; the stateful test found one
+    such case): the prune, if any, goes alone. Not modelled: ``maxDuration`` (no clocks).
     """
 
     Config = EffectAgentConfig
@@ -164,7 +166,7 @@ class EffectAgent(Policy[EffectAgentConfig]):
             if cleared == view.cleared_through:
                 return None
             return Plan(start=view.start, cleared_through=cleared, mode="prune")
-        return Plan(
+        plan = Plan(
             start=cut,
             cleared_through=cleared,
             summarize=True,
@@ -173,6 +175,12 @@ class EffectAgent(Policy[EffectAgentConfig]):
             summary_wrapper=SUMMARY_WRAPPER,
             summary_input_max_chars=SUMMARY_INPUT_MAX_CHARS,
             summary_clip_chars=SUMMARY_CLIP_CHARS,
+        )
+        if plan_shrinks(state, plan):
+            return plan
+        # A span too small to be worth a summary (the summary would be longer): prune alone, if that frees anything.
+        return (
+            None if cleared == view.cleared_through else Plan(start=view.start, cleared_through=cleared, mode="prune")
         )
 
     def over_trigger(self, state: RunState) -> bool:
