@@ -237,6 +237,8 @@ class GeminiCli(Policy[GeminiCliConfig]):
     # -- compression ---------------------------------------------------------------------------------------
     def _compression(self, state: RunState) -> Plan | None:
         """The compression plan: the split point made safe, or None when there is nothing to compress."""
+        if cut_ceiling(state) <= floor_index(state):
+            return None  # the live turn starts at the floor: no split could cut anything, so none is looked for
         split = self._split_point(state)
         if split is None:
             return None
