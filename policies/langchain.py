@@ -379,6 +379,9 @@ class LangChainClearToolUses(Policy[LangChainClearToolUsesConfig]):
         bound = newest_results_bound(state, cfg.keep)
         if bound is None:
             return None
+        # Never below the bound the view already has: a result cleared before its turn became pending stays
+        # cleared (showing it again would change the now-protected turn; LangChain has no pending turns).
+        bound = max(bound, next((e.before for e in view.edits if e.rule == self._rules()[0]), 0))
         edits = self._edits(state, bound)
         if cfg.clear_at_least > 0:
             edits = self._stop_after(state, raw, bound, edits)
