@@ -1,13 +1,13 @@
 """The Anthropic API's own context management (catalogue §B2): server-side context editing, server compaction,
 and the Python SDK's client-side compaction.
 
+One module because the four share the API's vocabulary (turns, tool uses, the ``<summary>`` message, the
+rollback and pending-turn rules) and its sources, and the catalogue treats them as one system.
+
 * ``anthropic-clear-tool-uses``: ``clear_tool_uses_20250919`` (beta ``context-management-2025-06-27``), §B2a;
 * ``anthropic-clear-thinking``: ``clear_thinking_20251015`` (same beta), §B2b;
 * ``anthropic-compaction``: ``compact_20260112`` (beta ``compact-2026-01-12``), §B2c;
 * ``anthropic-sdk-compaction``: ``tool_runner(compaction_control=...)`` of the Python SDK, §B2d.
-
-One module because the four share the API's vocabulary (turns, tool uses, the ``<summary>`` message, the
-rollback and pending-turn rules) and its sources, and the catalogue treats them as one system.
 
 Sources read (for facts; nothing here is copied from them):
 

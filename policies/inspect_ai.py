@@ -1,5 +1,7 @@
 """inspect_ai compaction: the four strategies of ``src/inspect_ai/model/_compaction/`` as policies.
 
+One module because the four strategies share the handler (trigger, prefix, overflow) and the summary.
+
 Source read: ``UKGovernmentBEIS/inspect_ai@499e6152`` (2026-08-22; the catalogue's commit, whose
 compaction files are byte-identical to the PyPI release 0.3.261 that ``conformance/inspect-ai`` runs):
 ``_compaction.py`` (the ``compaction()`` handler: trigger, running view, re-application, prefix),
@@ -42,8 +44,6 @@ Not modelled: the memory tool (the warning injected at 0.9 of the threshold, and
 which rewrites one argument of a memory call: a view edits whole parts), server-side tool uses
 (``ContentToolUse``; the simulator has only client tool calls), citations, and hidden redacted-reasoning
 tokens. The window is the simulated model's (inspect reads its model database; 128,000 when unknown).
-
-One module because the four strategies share the handler (trigger, prefix, overflow) and the summary.
 """
 
 from __future__ import annotations

@@ -94,8 +94,8 @@ def test_long_modules_say_why_they_are_one_module() -> None:
         if text.count("\n") <= LONG:
             continue
         doc = ast.get_docstring(ast.parse(text)) or ""
-        if "One module because" not in doc:
+        if "One module because" not in "\n".join(doc.splitlines()[:8]):  # at the top, where a reader looks
             unexplained.append(f"{name} ({text.count(chr(10))} lines)")
-    assert not unexplained, "over 500 lines without a 'One module because ...' in the docstring: " + ", ".join(
+    assert not unexplained, "over 500 lines without 'One module because ...' atop the docstring: " + ", ".join(
         unexplained
     )
