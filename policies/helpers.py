@@ -127,6 +127,29 @@ def keep_newest_bound(state: RunState, rule: Rule, keep: int) -> int:
     return max(current, bound if pf is None else min(bound, pf))
 
 
+def newest_results_bound(state: RunState, keep: int, rule: Rule) -> int | None:
+    """The bound of an edit with ``rule`` that spares the ``keep`` newest tool results: the index of the message
+    holding the ``keep``-th newest (``len(state)`` for ``keep`` 0). None when there are no more than ``keep``.
+    Capped at the start of an unresolved pending turn, and never below the bound ``rule`` already has in the
+    view (a result edited before its turn became pending stays edited: showing it again would change the
+    protected turn).
+
+    Counted by result, as LangChain counts ToolMessages and SWE-agent observations, so the bound may fall
+    between the results of one parallel batch or inside a thinking tool loop (:func:`keep_newest_bound` rounds
+    down to the start of the unit instead): safe for an edit of results only, whose ids stay. Walks back over
+    the newest ``keep`` results only."""
+    n = len(state)
+    i, seen = n, 0
+    while i > 0 and seen < keep:
+        i -= 1
+        seen += sum(1 for p in state.messages[i].parts if p.kind == "tool_result")
+    if seen < keep or state.tool_uses(View()) == state.tool_uses(View(start=i)):
+        return None  # no call, so no result, before i
+    pf = state.protected_from
+    current = next((e.before for e in state.view.edits if e.rule == rule), 0)
+    return max(current, i if pf is None else min(i, pf))
+
+
 def smallest_summary_chars(state: RunState, wrapper: str = "{summary}") -> int:
     """Characters of the shortest summary the mock summariser writes: the wrapper, six section titles with a
     line each (about 200 characters) and the task restated (the first user message, at most 300 characters;

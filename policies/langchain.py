@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from policies.base import Plan, Policy, Trigger, register
-from policies.helpers import floor_index, plan_shrinks
+from policies.helpers import floor_index, newest_results_bound, plan_shrinks
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
 from sim.core.view import Edit, Rule, View
@@ -376,12 +376,9 @@ class LangChainClearToolUses(Policy[LangChainClearToolUsesConfig]):
         raw = view.with_(edits=())  # the request's messages as the state holds them
         if approx_tokens(state, raw) <= cfg.trigger:
             return None
-        bound = newest_results_bound(state, cfg.keep)
+        bound = newest_results_bound(state, cfg.keep, self._rules()[0])
         if bound is None:
             return None
-        # Never below the bound the view already has: a result cleared before its turn became pending stays
-        # cleared (showing it again would change the now-protected turn; LangChain has no pending turns).
-        bound = max(bound, next((e.before for e in view.edits if e.rule == self._rules()[0]), 0))
         edits = self._edits(state, bound)
         if cfg.clear_at_least > 0:
             edits = self._stop_after(state, raw, bound, edits)
@@ -423,23 +420,3 @@ class LangChainClearToolUses(Policy[LangChainClearToolUsesConfig]):
             if before - approx_tokens(state, raw.with_(edits=trial)) >= self.config.clear_at_least:
                 return trial
         return edits
-
-
-def newest_results_bound(state: RunState, keep: int) -> int | None:
-    """Index of the message holding the ``keep``-th newest tool result (``len(state)`` for ``keep`` 0): every
-    result before it is a candidate. None when there are no more than ``keep`` results. Capped at the start of
-    an unresolved pending turn.
-
-    Counted by result, as LangChain counts ToolMessages and SWE-agent observations, so the bound may fall
-    between the results of one parallel batch or inside a thinking tool loop (``helpers.keep_newest_bound``
-    rounds down to the start of the unit instead): safe for an edit of results only, whose ids stay. Walks
-    back over the newest ``keep`` results only."""
-    n = len(state)
-    i, seen = n, 0
-    while i > 0 and seen < keep:
-        i -= 1
-        seen += sum(1 for p in state.messages[i].parts if p.kind == "tool_result")
-    if seen < keep or state.tool_uses(View()) == state.tool_uses(View(start=i)):
-        return None  # no call, so no result, before i
-    pf = state.protected_from
-    return i if pf is None else min(i, pf)

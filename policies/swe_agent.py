@@ -22,8 +22,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
 from policies.base import Plan, Policy, Trigger, register
-from policies.helpers import first_user_index, floor_index, plan_shrinks, unit_floor
-from policies.langchain import newest_results_bound
+from policies.helpers import first_user_index, floor_index, newest_results_bound, plan_shrinks, unit_floor
 from sim.core.conversation import Part
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
@@ -80,13 +79,8 @@ def masking_edit(state: RunState, start: int, n: int, polling: int, rule: Rule) 
     elided = last_removed - 1
     if elided <= 0:
         return None
-    bound = newest_results_bound(state, results - elided)
-    if bound is None:
-        return None
-    # Never below the bound the view already has: an output elided before its turn became pending stays
-    # elided (lowering the bound would show it again, a change inside the now-protected turn).
-    bound = max(bound, next((e.before for e in state.view.edits if e.rule == rule), 0))
-    return None if bound <= start else Edit(rule, bound)
+    bound = newest_results_bound(state, results - elided, rule)
+    return None if bound is None or bound <= start else Edit(rule, bound)
 
 
 def _validate_masking(n: int, polling: int, max_observation_length: int) -> None:
