@@ -1,13 +1,20 @@
-"""The summariser's transcript is counted in pieces; cutting pieces must give the same text as cutting the whole."""
+"""Request pieces: the summariser's transcript is counted in pieces (cutting pieces must give the same text as
+cutting the whole), and validation resumed from a saved validator state must judge as from scratch."""
 
 from __future__ import annotations
 
-from hypothesis import given
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.core.conversation import Message, Part
-from sim.core.view import Rule, edited
-from sim.replay.request import flat_pieces, head_pieces, tail_pieces
+from sim.core.errors import InvalidRequest
+from sim.core.state import Ledger
+from sim.core.view import Edit, Rule, Summary, View, edited
+from sim.replay import request
+from sim.replay.model import ModelConfig
+from sim.replay.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
+from sim.replay.strategies import conversations
 
 pieces_st = st.lists(st.text(alphabet="ab \n…", max_size=12), min_size=1, max_size=8)
 
@@ -37,3 +44,59 @@ def test_flat_pieces_keep_part_texts_whole_and_join_to_the_flattened_message() -
     cleared = edited(m, (Rule(text="[cleared]"),))
     assert cleared is not None
     assert "".join(flat_pieces(cleared)) == "user: [read_file error [cleared]]\n[grep result [cleared]]"
+
+
+# -- validation resumed from a saved state agrees with validation from scratch --------------------------------
+_RULES = (
+    Rule(kinds=frozenset({"thinking"}), action="drop"),
+    Rule(kinds=frozenset({"tool_result"}), action="drop"),
+    Rule(kinds=frozenset({"tool_result", "tool_call"}), action="drop"),
+    Rule(kinds=frozenset({"tool_result"}), text="[cleared]"),
+    Rule(action="drop"),
+)
+
+
+@st.composite
+def _views(draw: st.DrawFn, n: int) -> View:
+    """A view of an ``n``-message log: a tail, sometimes a kept span before it, a summary, and edits."""
+    start = draw(st.integers(1, n))
+    spans: tuple[tuple[int, int], ...] = ()
+    if start > 2 and draw(st.booleans()):
+        a = draw(st.integers(1, start - 1))
+        spans = ((a, draw(st.integers(a + 1, start))),)
+    edits = tuple(
+        Edit(rule, draw(st.integers(1, n))) for rule in draw(st.lists(st.sampled_from(_RULES), max_size=3, unique=True))
+    )
+    summary = Summary("SUMMARY", through=start) if draw(st.booleans()) else None
+    return View(start=start, spans=spans, edits=edits, summary=summary)
+
+
+def _outcome(builder: RequestBuilder, view: View) -> str:
+    try:
+        builder.validate(view, None)
+    except InvalidRequest as e:
+        builder.reset()  # as the engine does after a rejected request
+        return str(e)
+    return "ok"
+
+
+@settings(
+    max_examples=60,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data(), provider=st.sampled_from(("anthropic", "openai")))
+def test_validation_resumed_from_a_checkpoint_agrees_with_validation_from_scratch(
+    data: st.DataObject, provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One builder validating a run of views (messages appended between them) resumes from saved validator
+    states; each outcome, accepted or the provider's exact complaint, is that of a new builder."""
+    monkeypatch.setattr(request, "CHECKPOINT_EVERY", 2)  # save often, so that resuming is exercised
+    c = data.draw(conversations(max_turns=12))
+    ledger = Ledger()
+    model = ModelConfig(provider=provider)  # type: ignore[arg-type]
+    incremental = RequestBuilder(ledger, model, has_system=True)
+    for step in range(data.draw(st.integers(1, 6))):
+        for m in c.messages[len(ledger.messages) : len(ledger.messages) + data.draw(st.integers(1, 8))]:
+            ledger.append(m, m.chars, 0)
+        view = data.draw(_views(len(ledger.messages)), label=f"view {step}")
+        assert _outcome(incremental, view) == _outcome(RequestBuilder(ledger, model, has_system=True), view)

@@ -2,7 +2,9 @@
 
 Rendering memoises each message's wire form (a message renders the same on every request), and
 validation keeps the validator's state between requests while the view keeps its structure, so a
-request that only grew costs O(new messages). A compaction starts the validation over.
+request that only grew costs O(new messages). A compaction that changes the structure resumes from the
+newest saved validator state before the first place the two layouts differ, so a policy that edits only
+recent messages (inspect's CompactionEdit moving its bounds) re-validates what changed, not the whole log.
 """
 
 from __future__ import annotations
@@ -88,6 +90,28 @@ def _drops(v: View) -> tuple[Edit, ...]:
     return tuple(e for e in v.edits if e.rule.action == "drop")
 
 
+#: Layout units (log messages, summaries, injected messages) between two saved validator states.
+CHECKPOINT_EVERY = 64
+
+
+def _units(item: Item) -> int:
+    return item.b - item.a if isinstance(item, Messages) else 1
+
+
+def common_units(old: list[Item], new: list[Item]) -> int:
+    """How many leading layout units (one per log message, summary or injected message) ``old`` and
+    ``new`` render alike, conservatively: a range whose rules differ counts as differing from its start."""
+    k = 0
+    for a, b in zip(old, new, strict=False):  # the shorter layout ends the comparison
+        if a == b:
+            k += _units(a)
+            continue
+        if isinstance(a, Messages) and isinstance(b, Messages) and a.a == b.a and a.rules == b.rules:
+            k += min(a.b, b.b) - a.a
+        break
+    return k
+
+
 class RequestBuilder:
     """Renders views of one run's log (through :func:`sim.core.view.layout`) and validates them as the configured
     provider would."""
@@ -108,6 +132,10 @@ class RequestBuilder:
         self._val_view: View | None = None
         self._val: wire.AnthropicValidator | wire.OpenAIValidator = self._new_validator()
         self._val_upto = 0
+        # Validator states after 0, CHECKPOINT_EVERY, 2 * CHECKPOINT_EVERY, ... layout units of the
+        # validated view (never mutated once saved, so copies of this builder may share them).
+        self._checkpoints: list[wire.AnthropicValidator | wire.OpenAIValidator] = []
+        self._fed = 0  # layout units fed to ``_val``
         self._sys_checked: tuple[View, str | None] | None = None
 
     def _new_validator(self) -> wire.AnthropicValidator | wire.OpenAIValidator:
@@ -117,6 +145,7 @@ class RequestBuilder:
         """This builder, validation state included, over ``ledger`` (a copy of this one's)."""
         other = copy.copy(self)
         other.ledger, other._val = ledger, self._val.copy()
+        other._checkpoints = list(self._checkpoints)
         return other
 
     def reset(self) -> None:
@@ -177,18 +206,49 @@ class RequestBuilder:
         """
         n = len(self.ledger.messages)
         if self._val_view is None or not _same_structure(self._val_view, view):
-            self._val = self._new_validator()
-            for m in self._render_items(layout(view, n, self.has_system)):
-                self._val.feed(m)
-            self._val_view, self._val_upto = view, n
-        for i in range(self._val_upto, n):
-            for m in self._rendered(i, view.rules_at(i)):
-                self._val.feed(m)
+            self._revalidate(view, n)
+        else:
+            for i in range(self._val_upto, n):
+                self._feed_unit(self._rendered(i, view.rules_at(i)))
         self._val_upto = n
         final = self._val.copy()
         if status:
             final.feed(self._text_message("user", status))
         final.finish()
+
+    def _feed_unit(self, rendered: list[dict[str, Any]]) -> None:
+        for m in rendered:
+            self._val.feed(m)
+        self._fed += 1
+        if self._fed % CHECKPOINT_EVERY == 0:
+            self._checkpoints.append(self._val.copy())
+
+    def _revalidate(self, view: View, n: int) -> None:
+        """Validate ``view`` from the newest saved state before its first difference from the last view."""
+        new = layout(view, n, self.has_system)
+        keep = 0
+        if self._val_view is not None and self._checkpoints:
+            same = common_units(layout(self._val_view, n, self.has_system), new)
+            keep = min(same // CHECKPOINT_EVERY, len(self._checkpoints) - 1)
+        if keep:
+            del self._checkpoints[keep + 1 :]
+            self._val = self._checkpoints[keep].copy()
+        else:
+            self._checkpoints = [self._new_validator()]
+            self._val = self._checkpoints[0].copy()
+        self._fed, skip = keep * CHECKPOINT_EVERY, keep * CHECKPOINT_EVERY
+        for item in new:
+            size = _units(item)
+            if skip >= size:
+                skip -= size
+                continue
+            if isinstance(item, Messages):
+                for i in range(item.a + skip, item.b):
+                    self._feed_unit(self._rendered(i, item.rules))
+            else:
+                self._feed_unit([self._text_message(item.role, item.text)])
+            skip = 0
+        self._val_view = view
 
     def system_problem(self, view: View) -> str | None:
         """Why the request's first message is not the byte-identical system prompt, or None."""
