@@ -28,6 +28,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
+from sim.core.cache import CachePlacement
 from sim.core.conversation import Part
 from sim.core.errors import InvalidConfig, UnknownName
 from sim.core.registry import Registry
@@ -141,6 +142,8 @@ class Policy(Generic[C]):
             suite expects them instead of failing on them, and a test shows each one happens.
         run_status: whether the modelled system appends the run-status line to each request.
         placeholder: the text that replaces a cleared tool result.
+        cache_placement: where the modelled client puts Anthropic ``cache_control`` breakpoints
+            (:class:`~sim.core.cache.CachePlacement`; default: system prompt and last block, 5 minutes).
     """
 
     Config: ClassVar[type[Any]] = NoConfig
@@ -149,6 +152,7 @@ class Policy(Generic[C]):
     known_deviations: ClassVar[frozenset[str]] = frozenset()
     run_status: ClassVar[bool] = False
     placeholder: ClassVar[str] = DEFAULT_PLACEHOLDER
+    cache_placement: ClassVar[CachePlacement] = CachePlacement()
 
     def __init__(self, config: C | None = None) -> None:
         self.config: C = config if config is not None else self.Config()

@@ -25,6 +25,7 @@ from policies.helpers import (
     rollback_target,
     unit_floor,
 )
+from sim.core.cache import CachePlacement
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
 from sim.core.view import Edit, Injected, Rule
@@ -140,10 +141,18 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
 
     Known deviation: ``live-turn``. The last user message is summarised with everything else; the
     recordings show the session continuing from the summary alone.
+
+    Prompt caching (``cache_placement``): breakpoints on the system prompt and on the last block of each
+    request, both with the 1-hour TTL. The recordings show that TTL: every one of the 299 requests of session
+    258c7280 (Claude Code 2.1.39) that wrote to the cache wrote ``ephemeral_1h_input_tokens`` and none wrote
+    5-minute tokens, and each request's uncached input is a handful of tokens (3 on the first), so the last
+    breakpoint sits at the end of the prompt. The system breakpoint is tentative: the recordings cannot show
+    where the earlier breakpoints are, only that after a compaction the system prefix is still read.
     """
 
     Config = ClaudeCodeConfig
     known_deviations: ClassVar[frozenset[str]] = frozenset({"live-turn"})
+    cache_placement: ClassVar[CachePlacement] = CachePlacement(system="1h", last="1h")
 
     @property
     def retry_on_overflow(self) -> int:

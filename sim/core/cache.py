@@ -175,6 +175,30 @@ class Block:
 
 
 @dataclass(frozen=True, slots=True)
+class CachePlacement:
+    """Where a client puts Anthropic ``cache_control`` breakpoints, and with which TTL (None: no breakpoint).
+
+    ``system``: on the last block of the system prompt (on the tool definitions when there is none), so the
+    stable prefix has its own entry and survives a compaction that rewrites everything after it. ``last``: on
+    the last block of the conversation the request sends (before a run-status line, which changes every
+    request), so each request reads what the one before wrote. The default is Anthropic's own advice for
+    multi-turn conversations ("Prompt caching": cache the system prompt and mark the final block of the final
+    message, so the conversation is cached incrementally) with the default 5-minute TTL. A policy declares its
+    client's placement as ``Policy.cache_placement``.
+    """
+
+    system: TTL | None = "5m"
+    last: TTL | None = "5m"
+
+    def __post_init__(self) -> None:
+        for name in ("system", "last"):
+            if getattr(self, name) not in (None, *TTL_SECONDS):
+                raise InvalidConfig(f"CachePlacement {name}={getattr(self, name)!r} must be '5m', '1h' or None")
+        if self.system == "5m" and self.last == "1h":
+            raise InvalidConfig("CachePlacement: a 1h breakpoint cannot follow a 5m one (Anthropic answers 400)")
+
+
+@dataclass(frozen=True, slots=True)
 class CacheUsage:
     """A request's input tokens by how they are billed; the four parts sum to the prompt.
 
@@ -205,6 +229,33 @@ class CacheUsage:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A request's blocks as the models read them, in columns: what an engine keeps between requests.
+
+    ``keys[i]`` and ``cum[i]`` are block ``i``'s key and the prompt's tokens through it; ``marks`` are the
+    indices (ascending) of the blocks with ``breakpoint`` set, and ``ttls`` their TTLs. The sequences are read,
+    never changed, and only near the marks and the end, so billing a request costs O(marks x lookback), not
+    O(blocks) (the implicit prefix caches store every prefix, a C-speed O(blocks) update).
+    """
+
+    keys: Sequence[int]
+    cum: Sequence[int]
+    marks: Sequence[int] = ()
+    ttls: Sequence[TTL] = ()
+
+    @classmethod
+    def of(cls, blocks: Sequence[Block]) -> Prompt:
+        marks = list(compress(count(), map(_BREAKPOINT, blocks)))
+        return cls(
+            list(map(_KEY, blocks)), list(accumulate(map(_TOKENS, blocks))), marks, [blocks[i].ttl for i in marks]
+        )
+
+    @property
+    def total(self) -> int:
+        return self.cum[-1] if self.cum else 0
+
+
 _M = TypeVar("_M", bound="CacheModel")
 _KEY = attrgetter("key")  # C-speed field access: a request has thousands of blocks
 _TOKENS = attrgetter("tokens")
@@ -225,6 +276,10 @@ class CacheModel:
 
     def request(self, blocks: Sequence[Block], now_seconds: float) -> CacheUsage:
         """Bill one request sent at ``now_seconds`` (its start) and update the entries."""
+        return self.bill(Prompt.of(blocks), now_seconds)
+
+    def bill(self, prompt: Prompt, now_seconds: float) -> CacheUsage:
+        """:meth:`request` on a prompt kept in columns (:class:`Prompt`)."""
         raise NotImplementedError
 
     def copy(self: _M) -> _M:
@@ -245,13 +300,18 @@ class CacheModel:
         e = self._entries.get(key)
         return e is not None and now < e[0]
 
-    def _refresh_prefix(self, blocks: Sequence[Block], upto: int, now: float) -> None:
-        """A read of the prefix ending at block ``upto`` uses every entry inside it: refresh the live ones."""
+    def _refresh_prefix(self, keys: Sequence[int], upto: int, near: Sequence[int], now: float) -> None:
+        """A read of the prefix ending at block ``upto`` uses the entries inside it: refresh the live ones the
+        lookup can reach (at ``upto``, and at or before it within the lookback of each position in ``near``:
+        this request's breakpoints or lookup positions), so a request costs O(near x lookback), not O(prompt)."""
         entries = self._entries
-        for k in entries.keys() & [b.key for b in blocks[: upto + 1]]:
-            exp, ttl = entries[k]
-            if now < exp:
-                entries[k] = (max(exp, now + ttl), ttl)
+        positions = {upto}
+        for p in near:
+            positions.update(range(max(p - LOOKBACK_BLOCKS + 1, 0), min(p, upto) + 1))
+        for j in positions:
+            e = entries.get(keys[j])
+            if e is not None and now < e[0]:
+                entries[keys[j]] = (max(e[0], now + e[1]), e[1])
 
     def _purge(self, now: float) -> None:
         """Drop dead entries once the table has doubled since the last purge (bounded memory, amortised O(1))."""
@@ -273,9 +333,9 @@ class NoCache(CacheModel):
     def __init__(self, model: str = "") -> None:
         super().__init__(model, 0)
 
-    def request(self, blocks: Sequence[Block], now_seconds: float) -> CacheUsage:
+    def bill(self, prompt: Prompt, now_seconds: float) -> CacheUsage:
         _check_now(now_seconds)
-        return CacheUsage(uncached=sum(map(_TOKENS, blocks)))
+        return CacheUsage(uncached=prompt.total)
 
 
 class AnthropicCache(CacheModel):
@@ -283,20 +343,19 @@ class AnthropicCache(CacheModel):
 
     family = "anthropic"
 
-    def request(self, blocks: Sequence[Block], now_seconds: float) -> CacheUsage:
+    def bill(self, prompt: Prompt, now_seconds: float) -> CacheUsage:
         now = now_seconds
         _check_now(now)
-        cum = list(accumulate(map(_TOKENS, blocks)))
-        total = cum[-1] if cum else 0
-        bps = list(compress(count(), map(_BREAKPOINT, blocks)))
+        keys, cum, bps, ttls = prompt.keys, prompt.cum, prompt.marks, prompt.ttls
+        total = prompt.total
         if len(bps) > MAX_BREAKPOINTS:
             raise InvalidRequest(
                 f"a maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided; this request has "
-                f"{len(bps)} (at blocks {bps})"
+                f"{len(bps)} (at blocks {list(bps)})"
             )
         seen_5m = False
-        for i in bps:
-            if blocks[i].ttl == "5m":
+        for i, ttl in zip(bps, ttls, strict=True):
+            if ttl == "5m":
                 seen_5m = True
             elif seen_5m:
                 raise InvalidRequest(
@@ -308,23 +367,23 @@ class AnthropicCache(CacheModel):
         hit = -1
         for bp in reversed(bps):
             for j in range(bp, max(bp - LOOKBACK_BLOCKS, -1), -1):
-                if self._live(blocks[j].key, now):
+                if self._live(keys[j], now):
                     hit = j
                     break
             if hit >= 0:
                 break
         read = cum[hit] if hit >= 0 else 0
         if hit >= 0:
-            self._refresh_prefix(blocks, hit, now)
-        written = [bp for bp in bps if bp > hit and cum[bp] >= self.min_tokens]
+            self._refresh_prefix(keys, hit, bps, now)
+        written = [(bp, ttl) for bp, ttl in zip(bps, ttls, strict=True) if bp > hit and cum[bp] >= self.min_tokens]
         if not written:
             return CacheUsage(uncached=total - read, read=read)
-        one_hour = [bp for bp in written if blocks[bp].ttl == "1h"]
+        one_hour = [bp for bp, ttl in written if ttl == "1h"]
         b_pos = cum[one_hour[-1]] if one_hour else read
-        c_pos = cum[written[-1]]
-        for bp in written:
-            ttl = TTL_SECONDS[blocks[bp].ttl]
-            self._entries[blocks[bp].key] = (now + ttl, ttl)
+        c_pos = cum[written[-1][0]]
+        for bp, ttl in written:
+            seconds = TTL_SECONDS[ttl]
+            self._entries[keys[bp]] = (now + seconds, seconds)
         return CacheUsage(uncached=total - c_pos, read=read, write_5m=c_pos - b_pos, write_1h=b_pos - read)
 
 
@@ -345,27 +404,26 @@ class ImplicitPrefixCache(CacheModel):
         self.idle_ttl_seconds = float(idle_ttl_seconds)
         self.family = family
 
-    def request(self, blocks: Sequence[Block], now_seconds: float) -> CacheUsage:
+    def bill(self, prompt: Prompt, now_seconds: float) -> CacheUsage:
         now = now_seconds
         _check_now(now)
         self._purge(now)
-        entries = self._entries
+        entries, keys = self._entries, prompt.keys
         hit = -1
         # Every stored prompt stores all its prefixes with the same expiry, so liveness only falls along a
         # chain: the first live key from the end is the longest live prefix.
-        for j in range(len(blocks) - 1, -1, -1):
-            e = entries.get(blocks[j].key)
+        for j in range(len(keys) - 1, -1, -1):
+            e = entries.get(keys[j])
             if e is not None and now < e[0]:
                 hit = j
                 break
-        cum = list(accumulate(map(_TOKENS, blocks)))
-        total = cum[-1] if cum else 0
-        shared = cum[hit] if hit >= 0 else 0
+        total = prompt.total
+        shared = prompt.cum[hit] if hit >= 0 else 0
         read = shared // self.step * self.step
         if read < self.min_tokens:
             read = 0
         ttl = self.idle_ttl_seconds
-        entries.update(dict.fromkeys(map(_KEY, blocks), (now + ttl, ttl)))
+        entries.update(dict.fromkeys(keys, (now + ttl, ttl)))
         return CacheUsage(uncached=total - read, read=read)
 
 
@@ -374,27 +432,28 @@ class OpenAIBreakpointCache(CacheModel):
 
     family = "openai"
 
-    def request(self, blocks: Sequence[Block], now_seconds: float) -> CacheUsage:
+    def bill(self, prompt: Prompt, now_seconds: float) -> CacheUsage:
         now = now_seconds
         _check_now(now)
-        cum = list(accumulate(map(_TOKENS, blocks)))
+        keys, cum = prompt.keys, prompt.cum
         if not cum:
             return CacheUsage()
         total = cum[-1]
         self._purge(now)
-        eligible = list(compress(count(), map(_BREAKPOINT, blocks))) or [len(blocks) - 1]
+        eligible = list(prompt.marks[-(OPENAI_LOOKUP_MESSAGES + 1) :]) or [len(keys) - 1]
         implicit = eligible[-1]
-        lookups = eligible[-(OPENAI_LOOKUP_MESSAGES + 1) :][::-1]
-        if eligible[0] not in lookups:
-            lookups.append(eligible[0])
-        hit = next((j for j in lookups if self._live(blocks[j].key, now)), -1)
+        lookups = eligible[::-1]
+        first = prompt.marks[0] if prompt.marks else implicit
+        if first not in lookups:
+            lookups.append(first)
+        hit = next((j for j in lookups if self._live(keys[j], now)), -1)
         read = cum[hit] if hit >= 0 else 0
         if hit >= 0:
-            self._refresh_prefix(blocks, hit, now)
+            self._refresh_prefix(keys, hit, [j for j in lookups if j <= hit], now)
         write = 0
         if implicit > hit and cum[implicit] >= self.min_tokens:
             write = cum[implicit] - read
-            self._entries[blocks[implicit].key] = (now + OPENAI_BREAKPOINT_TTL, OPENAI_BREAKPOINT_TTL)
+            self._entries[keys[implicit]] = (now + OPENAI_BREAKPOINT_TTL, OPENAI_BREAKPOINT_TTL)
         return CacheUsage(uncached=total - read - write, read=read, write_5m=write)
 
 

@@ -42,6 +42,14 @@ class RunConfig:
         default="auto",
         metadata={"flag": "run-status", "help": "append the run-status line: auto = as the policy's system does"},
     )
+    cache: Literal["provider", "off"] = field(
+        default="provider",
+        metadata={
+            "flag": "cache",
+            "help": "prompt caching: provider = the model's provider's cache rules (sim.core.cache), off = every "
+            "prompt token priced uncached",
+        },
+    )
     seed: int = field(default=0, metadata={"flag": "seed", "help": "the run's one integer seed"})
     strict: bool = field(default=False, metadata={"flag": "strict", "help": "stop at the first invariant violation"})
     deep_checks: bool = False
@@ -51,6 +59,8 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.run_status not in ("auto", "appended", "off"):
             raise InvalidConfig(f"run_status={self.run_status!r} must be 'auto', 'appended' or 'off'")
+        if self.cache not in ("provider", "off"):
+            raise InvalidConfig(f"cache={self.cache!r} must be 'provider' or 'off'")
         if not 0 <= self.seed < 2**63:
             raise InvalidConfig(f"seed={self.seed!r} must be a non-negative integer below 2**63")
 

@@ -7,7 +7,7 @@ Sonnet's 200K tier), multiplies directly; above a tier it defers to the library.
 fast path against ``genai_prices.calc_price`` on random usages.
 
 Input tokens here are the total prompt, cached or not, as ``genai-prices`` counts them; cache reads
-and writes are subsets priced at their own rates (prompt caching arrives in a later issue).
+and writes (5-minute and 1-hour, :mod:`sim.core.cache`) are subsets priced at their own rates.
 """
 
 from __future__ import annotations
@@ -41,18 +41,29 @@ class Pricer:
     def __post_init__(self) -> None:
         _model_price(self.model, self.provider)  # fail early with a clear error
 
-    def cost(self, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0) -> float:
-        """USD for one request."""
-        r_in, r_out, r_cr, r_cw, first_tier = _rates(self.model, self.provider)
+    def cost(
+        self, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0, cache_write_1h: int = 0
+    ) -> float:
+        """USD for one request. ``input_tokens`` is the whole prompt; of it, ``cache_read`` tokens were read
+        from the cache, ``cache_write`` written at the standard (5-minute) write rate and ``cache_write_1h`` at
+        the 1-hour rate (the standard write rate where the table has none)."""
+        r_in, r_out, r_cr, r_cw, r_cw1h, first_tier = _rates(self.model, self.provider)
         if input_tokens < first_tier:
-            uncached = input_tokens - cache_read - cache_write
-            return (uncached * r_in + output_tokens * r_out + cache_read * r_cr + cache_write * r_cw) / 1e6
-        return _exact(self.model, self.provider, input_tokens, output_tokens, cache_read, cache_write)
+            uncached = input_tokens - cache_read - cache_write - cache_write_1h
+            return (
+                uncached * r_in
+                + output_tokens * r_out
+                + cache_read * r_cr
+                + cache_write * r_cw
+                + cache_write_1h * r_cw1h
+            ) / 1e6
+        return _exact(self.model, self.provider, input_tokens, output_tokens, cache_read, cache_write, cache_write_1h)
 
 
 @cache
-def _rates(model: str, provider: str) -> tuple[float, float, float, float, float]:
-    """Base $/MTok for input, output, cache read and cache write, and where the first price tier starts."""
+def _rates(model: str, provider: str) -> tuple[float, float, float, float, float, float]:
+    """Base $/MTok for input, output, cache read, cache write and 1-hour cache write, and where the first price
+    tier starts."""
     mp = _model_price(model, provider)
     (r_in, t1), (r_out, t2), (r_cr, t3), (r_cw, t4) = (
         _rate(mp.input_mtok),
@@ -60,7 +71,9 @@ def _rates(model: str, provider: str) -> tuple[float, float, float, float, float
         _rate(mp.cache_read_mtok),
         _rate(mp.cache_write_mtok),
     )
-    return r_in, r_out, r_cr, r_cw, min(t1, t2, t3, t4)
+    one_hour = getattr(mp, "cache_write_1h_mtok", None)
+    r_cw1h, t5 = _rate(one_hour) if one_hour is not None else (r_cw, t4)
+    return r_in, r_out, r_cr, r_cw, r_cw1h, min(t1, t2, t3, t4, t5)
 
 
 @cache
@@ -78,8 +91,11 @@ def _model_price(model: str, provider: str) -> Any:
     return found.prices if not isinstance(found.prices, list) else found.get_prices(None)  # type: ignore[arg-type]
 
 
-def _exact(model: str, provider: str, i: int, o: int, cr: int, cw: int) -> float:
+def _exact(model: str, provider: str, i: int, o: int, cr: int, cw: int, cw1h: int = 0) -> float:
     from genai_prices import Usage, calc_price
 
-    usage = Usage(input_tokens=i, output_tokens=o, cache_read_tokens=cr, cache_write_tokens=cw)
+    writes: dict[str, int] = {"cache_write_tokens": cw + cw1h}
+    if cw1h:
+        writes["cache_write_1h_tokens"] = cw1h
+    usage = Usage(input_tokens=i, output_tokens=o, cache_read_tokens=cr, **writes)
     return float(calc_price(usage, model_ref=model, provider_id=provider).total_price)

@@ -94,6 +94,11 @@ class RequestSent:
     facts_needed: int = 0
     facts_visible: int = 0
     violations: str = ""  # the invariants this request broke, "; "-joined
+    #: Of ``context_tokens``, what the prompt cache read and wrote (by TTL); the rest was uncached input.
+    cache_read_tokens: int = 0
+    cache_write_5m_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    time_seconds: float = 0.0  # when the request started (sim.core.clock), seconds since the conversation began
     kind: Literal["request"] = "request"
 
     def row(self) -> dict[str, Any]:
@@ -112,6 +117,10 @@ class RequestSent:
             "violations": self.violations,
             "error": self.error or "",
             "billed": self.billed,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_5m_tokens": self.cache_write_5m_tokens,
+            "cache_write_1h_tokens": self.cache_write_1h_tokens,
+            "time_seconds": self.time_seconds,
         }
 
 

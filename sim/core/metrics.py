@@ -34,6 +34,10 @@ REQUEST_COLUMNS: dict[str, str] = {
     "facts_visible": "int64",
     "violations": "string",
     "error": "string",
+    "cache_read_tokens": "int64",
+    "cache_write_5m_tokens": "int64",
+    "cache_write_1h_tokens": "int64",
+    "time_seconds": "float64",
 }
 
 
@@ -64,6 +68,10 @@ SUMMARY_COLUMNS = (
     "cumulative_input_tokens",
     "cumulative_output_tokens",
     "total_cost_usd",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_hit_share",
+    "summariser_cost_usd",
     "compaction_count",
     "overflows",
     "facts_needed",

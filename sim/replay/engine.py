@@ -33,6 +33,7 @@ import numpy as np
 from policies.base import AskPoint, Plan, Policy
 from sim.calibration.fit import opens_with_summary
 from sim.core.budgets import BudgetTracker
+from sim.core.cache import CacheUsage, NoCache, cache_model
 from sim.core.config import RunConfig
 from sim.core.conversation import Conversation, Fact, Message, Part
 from sim.core.cost import Pricer
@@ -53,6 +54,7 @@ from sim.core.state import Ledger, RunState
 from sim.core.tokenizers import CountingTokenizer, Memo, get_tokenizer, memoised
 from sim.core.view import Rule, Summary, View, edit_parts, fold, rule_for
 from sim.replay import model as wire
+from sim.replay.caching import RequestCache, message_times
 from sim.replay.model import MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD
 from sim.replay.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
 from sim.replay.summariser import summarise
@@ -152,6 +154,17 @@ class Engine:
         )
         self.has_system = bool(conversation.messages) and conversation.messages[0].role == "system"
         self.requests = RequestBuilder(self.ledger, config.model, self.has_system, self.tok.derived, self.tok.truncate)
+        cached = config.cache == "provider"
+        self.cache = RequestCache(
+            cache_model(config.model.price_provider, config.model.name) if cached else NoCache(config.model.name),
+            policy.cache_placement,
+            self.ledger,
+            self.has_system,
+            self._message_blocks,
+            self.tok.count,
+        )
+        self._times: tuple[float, ...] = ()  # when each script message is complete (sim.replay.caching)
+        self._now = 0.0  # when the current request starts
         self._index: dict[str, int] = {}
         index = memoised(self.tok.derived, conversation, "facts", fact_index)
         self._facts_by_need, self._facts_by_source, self._facts_by_id = index
@@ -216,22 +229,50 @@ class Engine:
         return sizes
 
     def _measure_edited(self, m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
-        # One pass over the parts, counting as sim.core.view.edit_parts edits and sim.core.view.edited_chars counts (a
-        # test holds them together), without building the edited parts.
-        chars = tokens = kept = 0
-        for p in m.parts:
-            rule = rule_for(p, rules)
+        sizes = self._part_sizes(m, rules)
+        if not sizes:
+            return 0, 0
+        return sum(s[2] for s in sizes), MESSAGE_OVERHEAD + sum(s[3] for s in sizes)
+
+    def _part_sizes(self, m: Message, rules: tuple[Rule, ...]) -> list[tuple[int, Rule | None, int, int]]:
+        """(index, rule, characters, tokens) of each part of ``m`` that ``rules`` keep, as edited.
+
+        One pass over the parts, counting as sim.core.view.edit_parts edits and sim.core.view.edited_chars
+        counts (a test holds them together), without building the edited parts."""
+        out: list[tuple[int, Rule | None, int, int]] = []
+        for j, p in enumerate(m.parts):
+            rule = rule_for(p, rules) if rules else None
             if rule is None:
-                kept, chars, tokens = kept + 1, chars + p.chars, tokens + self._part_tokens(p)
+                out.append((j, None, p.chars, self._part_tokens(p)))
             elif rule.action == "placeholder":
                 text = rule.placeholder_for(p)
                 edit = (None, text) if p.kind == "tool_call" else (text, None)
-                kept, chars, tokens = kept + 1, chars + len(text), tokens + self._part_tokens(p, *edit)
+                out.append((j, rule, len(text), self._part_tokens(p, *edit)))
             elif rule.action == "truncate":
                 cut = self.tok.truncate(p.text, rule.max_tokens, rule.head_share, rule.text)
-                kept, chars = kept + 1, chars + p.chars - len(p.text) + len(cut)
-                tokens += self._part_tokens(p, cut)
-        return (chars, MESSAGE_OVERHEAD + tokens) if kept else (0, 0)
+                out.append((j, rule, p.chars - len(p.text) + len(cut), self._part_tokens(p, cut)))
+        return out
+
+    def _message_blocks(self, i: int, rules: tuple[Rule, ...]) -> tuple[tuple[object, int], ...]:
+        """Message ``i`` as ``rules`` edit it, as prompt-cache blocks (sim.replay.caching): one per part kept,
+        keyed by the message's content hash, the part's index and the rule that edited it; the first block also
+        carries the message's overhead. They sum to the message's tokens. Memoised per message object."""
+        m = self.ledger.messages[i]
+        key = (id(m), ("blocks", rules))
+        hit = self.tok.derived.get(key)
+        if hit is not None and hit[0] is m:
+            return hit[1]  # type: ignore[no-any-return]
+        h = self._sizes(m).content_hash
+        sizes = self._part_sizes(m, rules)
+        blocks: tuple[tuple[object, int], ...]
+        if sizes:
+            blocks = tuple(
+                ((h, j, rule), t + (MESSAGE_OVERHEAD if k == 0 else 0)) for k, (j, rule, _, t) in enumerate(sizes)
+            )
+        else:  # a message without parts is sent as its overhead; an edited one left empty is not sent
+            blocks = (((h, -1, None), MESSAGE_OVERHEAD),) if not rules and not m.parts else ()
+        self.tok.derived[key] = (m, blocks)
+        return blocks
 
     def view_size(self, view: View) -> tuple[int, int]:
         """Exact prompt tokens of ``view`` without tools or the status line, and the messages it sends."""
@@ -536,8 +577,8 @@ class Engine:
         )
 
     # -- requests -----------------------------------------------------------------------------------
-    def _charge(self, input_tokens: int, output_tokens: int) -> float:
-        cost = self.pricer.cost(input_tokens, output_tokens)
+    def _charge(self, input_tokens: int, output_tokens: int, usage: CacheUsage) -> float:
+        cost = self.pricer.cost(input_tokens, output_tokens, usage.read, usage.write_5m, usage.write_1h)
         self.tracker.tokens += input_tokens + output_tokens
         self.tracker.cost += cost
         return cost
@@ -555,10 +596,14 @@ class Engine:
         visible: int = 0,
         violations: Iterable[Violation] = (),
         billed: bool | None = None,
+        usage: CacheUsage | None = None,
     ) -> None:
+        """Log one request and bill it. ``usage``: how the prompt cache bills its prompt (None: all uncached,
+        as a summariser call is: its transcript is a prompt of its own that shares no prefix with the agent's)."""
         # A rejected request (400) is not billed; a call that answered, even with nothing, is.
         billed = error is None if billed is None else billed
-        cost = self._charge(context, output) if billed else 0.0
+        usage = usage or CacheUsage(uncached=context)
+        cost = self._charge(context, output, usage) if billed else 0.0
         summary = self.state.view.summary
         self.log.append(
             RequestSent(
@@ -575,6 +620,10 @@ class Engine:
                 needed,
                 visible,
                 "; ".join(v.invariant for v in violations),
+                usage.read if billed else 0,
+                usage.write_5m if billed else 0,
+                usage.write_1h if billed else 0,
+                self._now,
             )
         )
 
@@ -613,6 +662,19 @@ class Engine:
             return self.policy.decide(self.state, "manual")
         point: AskPoint = "response" if phase == RESPONSE else "request"
         return self.policy.decide(self.state, "auto") if self.policy.asked_at(self.state, point) else None
+
+    def _start_request(self, k: int) -> None:
+        """The request answered by script message ``k`` starts when message ``k - 1`` is complete."""
+        if k >= len(self._times):
+            script = self._script
+            if len(script) == len(self.conv.messages):  # the conversation's times, once per worker and seed
+                self._times = memoised(self.tok.derived, self.conv, ("times", self.config.seed), self._script_times)
+            else:  # stepped past the conversation: its times are a prefix of these
+                self._times = self._script_times(self.conv)
+        self._now = self._times[k - 1] if k > 0 else 0.0
+
+    def _script_times(self, _: object) -> tuple[float, ...]:
+        return message_times(self._script, self.config.seed, lambda m: self._sizes(m).tokens - MESSAGE_OVERHEAD)
 
     def _agent_request(self, reply: Message, grace: bool = False) -> None:
         """Send the request that ``reply`` answers (compacting and retrying on overflow as the policy says)."""
@@ -673,7 +735,14 @@ class Engine:
         self.tracker.tool_calls += sz.calls
         self.tracker.last_context = tokens
         self._record_request(
-            "grace" if grace else "agent", tokens, out, in_view, needed=len(due), visible=visible, violations=found
+            "grace" if grace else "agent",
+            tokens,
+            out,
+            in_view,
+            needed=len(due),
+            visible=visible,
+            violations=found,
+            usage=self._cache_usage(view, grace, status, tokens),
         )
         st.last_input_tokens = tokens
         st.view_at_last_request = view
@@ -682,6 +751,21 @@ class Engine:
         self._append(reply, synthetic=grace)
         for dim, used, limit in self.tracker.new_warnings():
             self.log.append(BudgetWarned(st.turn, dim, used, limit))
+
+    def _cache_usage(self, view: View, grace: bool, status: str | None, tokens: int) -> CacheUsage:
+        """The prompt cache's bill of a request of ``tokens`` (as reported) for ``view``. With a calibration, the
+        provider's count differs from the blocks' sum: each part is scaled by the same factor, and the uncached
+        part takes the rounding."""
+        status_tokens = MESSAGE_OVERHEAD + self.tok.count(status) if status else 0
+        head = REQUEST_OVERHEAD + (0 if grace else self.tools_tokens)
+        usage = self.cache.usage(view, head, grace, status, status_tokens, self._now)
+        if usage.total == tokens:
+            return usage
+        if self.config.calibration is None:  # the blocks are the engine's own counts: they must agree
+            raise AssertionError(f"cache blocks sum to {usage.total} tokens, the request has {tokens}")
+        f = tokens / usage.total if usage.total else 0.0
+        read, w5, w1 = round(usage.read * f), round(usage.write_5m * f), round(usage.write_1h * f)
+        return CacheUsage(max(0, tokens - read - w5 - w1), read, w5, w1)
 
     def _record_violations(self, found: list[Violation]) -> None:
         for v in found:
@@ -807,6 +891,7 @@ class Engine:
                     phase = SEND
                 if phase == SEND:
                     self._sync(k, SEND)
+                    self._start_request(k)
                     self._agent_request(m)
                     phase = BUDGET
                 if phase == MANUAL:
@@ -864,6 +949,7 @@ class Engine:
         e.ledger = self.ledger.copy()
         e.state = self.state.copy(e.ledger)
         e.requests = self.requests.copy(e.ledger)
+        e.cache = self.cache.copy(e.ledger)
         e.log = self.log.copy()
         e.tracker = replace(self.tracker, warned=set(self.tracker.warned))
         e.violations, e.fact_rows = list(self.violations), list(self.fact_rows)
@@ -876,6 +962,7 @@ class Engine:
     def _result(self, reason: str, exhausted: str | None) -> RunResult:
         rows, compactions = request_rows(self.log), compaction_rows(self.log)  # the log is the record
         agent = [r for r in rows if r["request_kind"] != "summariser" and not r["error"]]
+        billed_input = sum(r["context_tokens"] for r in rows if r["billed"])
         summary = {
             "run_id": self.run_id,
             "policy": self.policy.name,
@@ -886,9 +973,13 @@ class Engine:
             "requests": len(rows),
             "agent_requests": len(agent),
             "peak_context_tokens": max((r["context_tokens"] for r in agent), default=0),
-            "cumulative_input_tokens": sum(r["context_tokens"] for r in rows if r["billed"]),
+            "cumulative_input_tokens": billed_input,
             "cumulative_output_tokens": sum(r["output_tokens"] for r in rows),
             "total_cost_usd": round(sum(r["cost_usd"] for r in rows), 10),
+            "cache_read_tokens": sum(r["cache_read_tokens"] for r in rows),
+            "cache_write_tokens": sum(r["cache_write_5m_tokens"] + r["cache_write_1h_tokens"] for r in rows),
+            "cache_hit_share": _share(sum(r["cache_read_tokens"] for r in rows), billed_input),
+            "summariser_cost_usd": round(sum(r["cost_usd"] for r in rows if r["request_kind"] == "summariser"), 10),
             "compactions": compactions,
             "compaction_count": len(compactions),
             "overflows": self.overflows,
@@ -919,6 +1010,10 @@ class Engine:
             summary,
             self.fact_rows,
         )
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
 
 
 def _count(items: Iterable[str]) -> dict[str, int]:

@@ -1,0 +1,167 @@
+"""Prompt caching in runs (sim.replay.caching): blocks kept between requests equal blocks built afresh, every
+request's cache bill sums to its prompt, the switch, the placements, and what a moving clearing bound costs."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from policies import make_policy
+from policies.baselines import NoCompaction
+from sim.core.cache import CachePlacement
+from sim.core.conversation import Conversation, Message, Part
+from sim.core.errors import InvalidConfig
+from sim.core.view import Edit, Rule, Summary, View
+from sim.replay.caching import RequestCache, message_times
+from sim.replay.engine import Engine, RunConfig, run
+from sim.replay.model import ModelConfig
+from sim.replay.strategies import conversations, small_model
+from tests.test_engine import agent_loop
+
+_RULES = (
+    Rule(kinds=frozenset({"thinking"}), action="drop"),
+    Rule(kinds=frozenset({"tool_result"}), text="[cleared]"),
+    Rule(kinds=frozenset({"tool_result"}), action="truncate", max_tokens=5),
+)
+
+
+@st.composite
+def _views(draw: st.DrawFn, n: int) -> View:
+    start = draw(st.integers(1, n))
+    spans: tuple[tuple[int, int], ...] = ()
+    if start > 2 and draw(st.booleans()):
+        a = draw(st.integers(1, start - 1))
+        spans = ((a, draw(st.integers(a + 1, start))),)
+    edits = tuple(
+        Edit(r, draw(st.integers(1, n))) for r in draw(st.lists(st.sampled_from(_RULES), max_size=2, unique=True))
+    )
+    summary = Summary(f"SUMMARY {draw(st.integers(0, 2))}", through=start) if draw(st.booleans()) else None
+    return View(start=start, spans=spans, edits=edits, summary=summary)
+
+
+def _fresh(engine: Engine) -> RequestCache:
+    return RequestCache(
+        engine.cache.model.copy(),
+        engine.cache.placement,
+        engine.ledger,
+        engine.has_system,
+        engine._message_blocks,
+        engine.tok.count,
+    )
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_blocks_kept_between_requests_equal_blocks_built_afresh(data: st.DataObject) -> None:
+    """However views change between requests (spans, summaries, edits moving), the kept blocks are the
+    blocks a new cache builds for the same view, and they sum to the view's tokens."""
+    c = data.draw(conversations(max_turns=10))
+    eng = Engine(NoCompaction(), c, RunConfig(model=small_model(), tokenizer="chars4"))
+    kept = _fresh(eng)
+    for step in range(data.draw(st.integers(1, 6))):
+        for m in c.messages[len(eng.ledger.messages) : len(eng.ledger.messages) + data.draw(st.integers(1, 8))]:
+            eng._append(m)
+        view = data.draw(_views(len(eng.ledger.messages)), label=f"view {step}")
+        kept.usage(view, 7, False, None, 0, 0.0)
+        new = _fresh(eng)
+        new.usage(view, 7, False, None, 0, 0.0)
+        assert (kept._keys, kept._cum, kept._eligible) == (new._keys, new._cum, new._eligible)
+        assert kept._cum[-1] == 7 + eng.view_tokens(view)
+
+
+@pytest.mark.parametrize("name", ["none", "claude-code", "anthropic-clear-tool-uses", "inspect-edit", "codex"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_every_request_is_billed_in_parts_that_sum_to_its_prompt(name: str, provider: str) -> None:
+    """The engine checks each request's blocks against its prompt tokens (an AssertionError otherwise); here
+    the rows: reads and writes are parts of the prompt, and a long tool loop reads most of it from the cache."""
+    model = ModelConfig(provider=provider, context_window=60_000)  # type: ignore[arg-type]
+    params = {"trigger_tokens": "20000"} if name == "anthropic-clear-tool-uses" else {}
+    r = run(make_policy(name, params), agent_loop(120, result_chars=2_000), RunConfig(model=model, tokenizer="chars4"))
+    assert name == "none" or r.summary["compaction_count"] > 0
+    agent = [row for row in r.rows if row["request_kind"] == "agent" and row["billed"]]
+    assert agent
+    for row in r.rows:
+        parts = row["cache_read_tokens"] + row["cache_write_5m_tokens"] + row["cache_write_1h_tokens"]
+        assert 0 <= parts <= row["context_tokens"]
+    assert r.summary["cache_hit_share"] > 0.5
+
+
+def test_cache_off_prices_every_prompt_token_as_input() -> None:
+    conv = agent_loop(40)
+    cached = run(NoCompaction(), conv, RunConfig())
+    off = run(NoCompaction(), conv, RunConfig(cache="off"))
+    assert off.summary["cache_read_tokens"] == off.summary["cache_write_tokens"] == 0
+    assert off.summary["cumulative_input_tokens"] == cached.summary["cumulative_input_tokens"]
+    # Sonnet: input 3, output 15 $/MTok; uncached, the bill is exactly that.
+    expected = (off.summary["cumulative_input_tokens"] * 3 + off.summary["cumulative_output_tokens"] * 15) / 1e6
+    assert off.summary["total_cost_usd"] == pytest.approx(expected)
+    assert cached.summary["total_cost_usd"] < off.summary["total_cost_usd"] / 3
+    with pytest.raises(InvalidConfig, match="cache"):
+        RunConfig(cache="on")  # type: ignore[arg-type]
+
+
+def test_claude_code_writes_with_the_one_hour_ttl_and_the_default_placement_with_five_minutes() -> None:
+    conv = agent_loop(30)
+    cc = run(make_policy("claude-code", {}), conv, RunConfig())
+    default = run(NoCompaction(), conv, RunConfig())
+    assert sum(r["cache_write_1h_tokens"] for r in cc.rows) > 0
+    assert sum(r["cache_write_5m_tokens"] for r in cc.rows) == 0
+    assert sum(r["cache_write_1h_tokens"] for r in default.rows) == 0
+    assert sum(r["cache_write_5m_tokens"] for r in default.rows) > 0
+    with pytest.raises(InvalidConfig, match="1h breakpoint cannot follow"):
+        CachePlacement(system="5m", last="1h")
+
+
+def test_a_clearing_bound_that_moves_every_request_pays_more_in_writes_than_clear_at_least() -> None:
+    """Anthropic's context-editing docs: clearing invalidates the cached prefix from the clear point, and
+    ``clear_at_least`` is there so a clearing is worth the rewrite. Recomputed from the raw history each
+    request (catalogue §B2a, §B7b), the bound of the default moves with every new tool result, so every
+    request rewrites from the newly cleared result on. Under the stop-after reading the bound stays once
+    enough is cleared. Under the gate reading the gate, measured on the raw prompt, stays open once it has
+    opened: it batches nothing, and pays what the default pays."""
+    conv = agent_loop(120, result_chars=2_000)
+    config = RunConfig(tokenizer="chars4")
+    base = {"trigger_tokens": "20000"}
+    every = run(make_policy("anthropic-clear-tool-uses", base), conv, config)
+    stop = {**base, "clear_at_least": "10000", "clear_at_least_mode": "stop-after"}
+    batched = run(make_policy("anthropic-clear-tool-uses", stop), conv, config)
+    gate = run(make_policy("anthropic-clear-tool-uses", {**base, "clear_at_least": "10000"}), conv, config)
+    assert every.summary["finish_reason"] == batched.summary["finish_reason"] == "completed"
+    assert len(every.compactions) > 10 * len(batched.compactions) > 0
+    assert every.summary["cache_write_tokens"] > 1.5 * batched.summary["cache_write_tokens"]
+    assert gate.summary["cache_write_tokens"] == every.summary["cache_write_tokens"]
+
+
+def test_requests_start_at_simulated_times_that_never_run_backwards() -> None:
+    r = run(NoCompaction(), agent_loop(30), RunConfig(seed=3))
+    times = [row["time_seconds"] for row in r.rows]
+    assert times == sorted(times) and times[-1] > 0
+    again = run(NoCompaction(), agent_loop(30), RunConfig(seed=4))
+    assert [row["time_seconds"] for row in again.rows] != times  # time comes from the seed
+
+
+def test_recorded_timestamps_set_the_clock() -> None:
+    def msg(i: int, role: str, stamp: str | None) -> Message:
+        return Message(f"m{i}", role, (Part("text", "x"),), meta={"timestamp": stamp} if stamp else {})  # type: ignore[arg-type]
+
+    msgs = [msg(0, "user", "2026-01-01T00:00:00Z"), msg(1, "assistant", "2026-01-01T00:00:30Z")]
+    msgs += [msg(2, "user", None), msg(3, "assistant", "2026-01-01T01:00:00Z")]
+    assert message_times(msgs, 0, lambda m: 1) == (0.0, 30.0, 30.0, 3600.0)
+
+
+def test_an_hour_away_past_the_ttl_rewrites_the_prefix() -> None:
+    """A user away longer than the TTL comes back to a cold cache: that request reads nothing."""
+
+    def msg(i: int, role: str, minute: float, text: str = "x") -> Message:
+        stamp = f"2026-01-01T{int(minute // 60):02d}:{int(minute % 60):02d}:00Z"
+        return Message(f"m{i}", role, (Part("text", text * 2000),), meta={"timestamp": stamp})  # type: ignore[arg-type]
+
+    msgs = [Message("s", "system", (Part("text", "You are terse. " * 400),))]
+    minutes = [0, 1, 2, 3, 4, 5, 70, 71]  # the user comes back after 65 minutes
+    for k, minute in enumerate(minutes):
+        msgs.append(msg(2 * k, "user" if k % 2 == 0 else "assistant", minute))
+    conv = Conversation("away", tuple(msgs))
+    r = run(NoCompaction(), conv, RunConfig())
+    rows = [row for row in r.rows if row["request_kind"] == "agent"]
+    assert [row["cache_read_tokens"] > 0 for row in rows] == [False, True, True, False]
