@@ -42,7 +42,7 @@ def _views(draw: st.DrawFn, n: int) -> View:
 
 def _fresh(engine: Engine) -> RequestCache:
     return RequestCache(
-        engine.cache.model.copy(),
+        engine.cache._new_model,
         engine.cache.placement,
         engine.ledger,
         engine.has_system,
@@ -63,9 +63,9 @@ def test_blocks_kept_between_requests_equal_blocks_built_afresh(data: st.DataObj
         for m in c.messages[len(eng.ledger.messages) : len(eng.ledger.messages) + data.draw(st.integers(1, 8))]:
             eng._append(m)
         view = data.draw(_views(len(eng.ledger.messages)), label=f"view {step}")
-        kept.usage(view, 7, False, None, 0, 0.0)
+        kept.usage(view, 7, False, None, 0, 0.0, "claude-sonnet-4-5")
         new = _fresh(eng)
-        new.usage(view, 7, False, None, 0, 0.0)
+        new.usage(view, 7, False, None, 0, 0.0, "claude-sonnet-4-5")
         assert (kept._keys, kept._cum, kept._eligible) == (new._keys, new._cum, new._eligible)
         assert kept._cum[-1] == 7 + eng.view_tokens(view)
 
@@ -151,17 +151,20 @@ def test_recorded_timestamps_set_the_clock() -> None:
 
 
 def test_an_hour_away_past_the_ttl_rewrites_the_prefix() -> None:
-    """A user away longer than the TTL comes back to a cold cache: that request reads nothing."""
+    """A user away longer than the TTL comes back to a cold cache: that request reads nothing. The first request
+    reads only the system prompt, warm from the agent's other sessions; the others read what the one before
+    wrote."""
 
-    def msg(i: int, role: str, minute: float, text: str = "x") -> Message:
+    def msg(i: int, role: str, minute: float) -> Message:
         stamp = f"2026-01-01T{int(minute // 60):02d}:{int(minute % 60):02d}:00Z"
-        return Message(f"m{i}", role, (Part("text", text * 2000),), meta={"timestamp": stamp})  # type: ignore[arg-type]
+        text = f"turn {i}: " + "lorem ipsum dolor " * 600
+        return Message(f"m{i}", role, (Part("text", text),), meta={"timestamp": stamp})  # type: ignore[arg-type]
 
-    msgs = [Message("s", "system", (Part("text", "You are terse. " * 400),))]
+    system = Message("s", "system", (Part("text", "You are terse. " * 400),))
     minutes = [0, 1, 2, 3, 4, 5, 70, 71]  # the user comes back after 65 minutes
-    for k, minute in enumerate(minutes):
-        msgs.append(msg(2 * k, "user" if k % 2 == 0 else "assistant", minute))
-    conv = Conversation("away", tuple(msgs))
-    r = run(NoCompaction(), conv, RunConfig())
+    msgs = [system, *(msg(k, "user" if k % 2 == 0 else "assistant", m) for k, m in enumerate(minutes))]
+    r = run(NoCompaction(), Conversation("away", tuple(msgs)), RunConfig())
     rows = [row for row in r.rows if row["request_kind"] == "agent"]
-    assert [row["cache_read_tokens"] > 0 for row in rows] == [False, True, True, False]
+    assert [row["cache_read_tokens"] > 0 for row in rows] == [True, True, True, False]
+    assert rows[0]["cache_read_tokens"] < rows[1]["cache_read_tokens"] < rows[2]["cache_read_tokens"]
+    assert rows[-1]["cache_write_5m_tokens"] == rows[-1]["context_tokens"] - rows[-1]["cache_read_tokens"]

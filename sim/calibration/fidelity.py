@@ -11,6 +11,15 @@ reports. Two comparisons come out:
   before the boundary: one synthetic reply is appended to the segment to make that request) against
   the ``preTokens`` Claude Code logged when it compacted.
 
+Where the recording carries cache usage (Claude Code's ``cache_read_input_tokens`` and
+``cache_creation_input_tokens``), the replay also models the prompt cache (:mod:`sim.replay.caching`) on the
+recorded timestamps, each request priced as the model the recording names, with the TTL the recorded client
+wrote with (the larger share of its writes: 1-hour or 5-minute), and compares per request the simulated cache
+reads and writes with the recorded ones. A request is a *miss* when less than half its prompt was read from the
+cache (after an idle gap past the TTL, after a compaction). :meth:`Fidelity.cache_summary` counts the recorded
+misses the replay predicts, the others it predicts as misses, the total cache writes, and the session's cost
+priced from each side's usage.
+
 ``across`` says what happens at a recorded compaction:
 
 - ``continue`` (default): the session is cut at each ``compact_boundary`` into segments (see
@@ -37,10 +46,29 @@ from typing import Any, Literal
 import numpy as np
 
 from sim.calibration.fit import Calibration, opens_with_summary, replay_counts, segments
-from sim.core.conversation import Conversation
-from sim.core.errors import InvalidConfig
+from sim.core.conversation import Conversation, Message
+from sim.core.cost import Pricer
+from sim.core.errors import InvalidConfig, UnknownName
+from sim.replay.model import DEFAULT_MODEL
 
 Across = Literal["continue", "stop"]
+CURVE_COLUMNS = [
+    "turn",
+    "segment",
+    "message_id",
+    "recorded",
+    "simulated",
+    "relative_error",
+    "summarised",
+    "recorded_cache_read",
+    "recorded_cache_write",
+    "simulated_cache_read",
+    "simulated_cache_write",
+    "recorded_miss",
+    "simulated_miss",
+    "recorded_cost_usd",
+    "simulated_cost_usd",
+]
 
 
 @dataclass
@@ -64,6 +92,32 @@ class Fidelity:
             "median_abs_relative_error": float(np.median(e)) if e.size else None,
             "p90_abs_relative_error": float(np.percentile(e, 90)) if e.size else None,
             "compactions": self.compactions,
+            "cache": self.cache_summary(),
+        }
+
+    def cache_summary(self) -> dict[str, Any] | None:
+        """Simulated against recorded cache usage over the session (None: the recording has none)."""
+        rows = [r for r in self.rows if r["recorded_cache_read"] + r["recorded_cache_write"] > 0]
+        if not rows:
+            return None
+        rec_miss = [r for r in rows if r["recorded_miss"]]
+        others = [r for r in rows if not r["recorded_miss"]]
+        rec_w = sum(r["recorded_cache_write"] for r in rows)
+        sim_w = sum(r["simulated_cache_write"] for r in rows)
+        rec_cost = sum(r["recorded_cost_usd"] for r in rows)
+        sim_cost = sum(r["simulated_cost_usd"] for r in rows)
+        return {
+            "requests": len(rows),
+            "recorded_misses": len(rec_miss),
+            "recorded_misses_predicted": sum(1 for r in rec_miss if r["simulated_miss"]),
+            "other_requests_predicted_as_misses": sum(1 for r in others if r["simulated_miss"]),
+            "false_miss_share": sum(1 for r in others if r["simulated_miss"]) / len(others) if others else None,
+            "recorded_cache_write_tokens": rec_w,
+            "simulated_cache_write_tokens": sim_w,
+            "cache_write_relative_error": (sim_w - rec_w) / rec_w if rec_w else None,
+            "recorded_cost_usd": round(rec_cost, 6),
+            "simulated_cost_usd": round(sim_cost, 6),
+            "cost_relative_error": (sim_cost - rec_cost) / rec_cost if rec_cost else None,
         }
 
 
@@ -76,16 +130,23 @@ def replay(conv: Conversation, calibration: Calibration, across: Across = "conti
         segs = segs[:1]
     boundaries = [m.meta["compact_boundary"] for m in conv.messages[1:] if "compact_boundary" in m.meta]
     out = Fidelity(conv.id, across)
+    ttl = recorded_ttl(conv.messages)
     turn = 0
     for k, seg in enumerate(segs):
         has_next = k < len(boundaries)
-        rows = replay_counts(seg, calibration.tokenizer, calibration, probe_end=has_next)
+        rows = replay_counts(seg, calibration.tokenizer, calibration, probe_end=has_next, cache_ttl=ttl)
         replies = [m for m in seg.messages if m.role == "assistant"]
         for m, row in zip(replies, rows, strict=False):
             turn += 1
             if m.usage is None or m.usage.prompt_tokens <= 0 or m.meta.get("api_id_repeated"):
                 continue
-            recorded, simulated = m.usage.prompt_tokens, row["context_tokens"]
+            u, recorded, simulated = m.usage, m.usage.prompt_tokens, row["context_tokens"]
+            sim_write = row["cache_write_5m_tokens"] + row["cache_write_1h_tokens"]
+            one_hour = min(int(m.meta.get("cache_write_1h", 0)), u.cache_write_tokens)
+            pricer = _pricer(row["model"] or DEFAULT_MODEL)
+            rec_cost = pricer.cost(
+                recorded, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens - one_hour, one_hour
+            )
             out.rows.append(
                 {
                     "turn": turn,
@@ -95,6 +156,14 @@ def replay(conv: Conversation, calibration: Calibration, across: Across = "conti
                     "simulated": simulated,
                     "relative_error": (simulated - recorded) / recorded,
                     "summarised": opens_with_summary(seg),
+                    "recorded_cache_read": u.cache_read_tokens,
+                    "recorded_cache_write": u.cache_write_tokens,
+                    "simulated_cache_read": row["cache_read_tokens"],
+                    "simulated_cache_write": sim_write,
+                    "recorded_miss": u.cache_read_tokens < recorded / 2,
+                    "simulated_miss": row["cache_read_tokens"] < simulated / 2,
+                    "recorded_cost_usd": rec_cost,
+                    "simulated_cost_usd": row["cost_usd"],
                 }
             )
         if has_next:
@@ -113,14 +182,29 @@ def replay(conv: Conversation, calibration: Calibration, across: Across = "conti
     return out
 
 
+def recorded_ttl(messages: tuple[Message, ...]) -> str:
+    """The TTL the recorded client wrote its cache entries with: ``1h`` when most written tokens were (Claude
+    Code's ``ephemeral_1h_input_tokens``), else ``5m``; ``policy`` when the recording shows no writes."""
+    written = sum(m.usage.cache_write_tokens for m in messages if m.usage is not None)
+    if not written:
+        return "policy"
+    one_hour = sum(int(m.meta.get("cache_write_1h", 0)) for m in messages if m.usage is not None)
+    return "1h" if 2 * one_hour > written else "5m"
+
+
+def _pricer(model: str) -> Pricer:
+    try:
+        return Pricer(model, "anthropic")
+    except UnknownName:
+        return Pricer(DEFAULT_MODEL, "anthropic")
+
+
 def write(result: Fidelity, out: str | Path) -> tuple[Path, Path]:
     """``OUT/fidelity.csv`` (the curve) and ``OUT/compactions.csv``; stable bytes."""
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
     curve, comp = d / "fidelity.csv", d / "compactions.csv"
-    _write_csv(
-        curve, ["turn", "segment", "message_id", "recorded", "simulated", "relative_error", "summarised"], result.rows
-    )
+    _write_csv(curve, CURVE_COLUMNS, result.rows)
     _write_csv(
         comp, ["compaction", "after_turn", "trigger", "pre_tokens", "simulated", "relative_error"], result.compactions
     )

@@ -215,12 +215,17 @@ _FORMAT_PROVIDER = {
 
 
 def replay_counts(
-    conv: Conversation, tokenizer: str = "cl100k_base", calibration: Calibration | None = None, probe_end: bool = False
+    conv: Conversation,
+    tokenizer: str = "cl100k_base",
+    calibration: Calibration | None = None,
+    probe_end: bool = False,
+    cache_ttl: str = "policy",
 ) -> list[dict[str, Any]]:
     """The engine's agent-request rows for ``conv`` replayed under ``none`` (one per assistant message).
 
     ``probe_end`` appends one synthetic assistant reply so the last row is a request holding the whole
-    conversation (the prompt at the moment of a compaction that follows it).
+    conversation (the prompt at the moment of a compaction that follows it). ``cache_ttl`` is the run's
+    (:class:`~sim.core.config.RunConfig`): the TTL the recorded client wrote its cache entries with.
     """
     from policies.base import make_policy
     from sim.core.conversation import Message, Part
@@ -231,7 +236,11 @@ def replay_counts(
         probe = Message(f"{conv.id}~probe", "assistant", (Part("text", "(probe)"),))
         conv = Conversation(conv.id, (*conv.messages, probe), (), conv.tools, conv.meta)
     config = RunConfig(
-        model=ModelConfig(context_window=REPLAY_WINDOW), run_status="off", tokenizer=tokenizer, calibration=calibration
+        model=ModelConfig(context_window=REPLAY_WINDOW),
+        run_status="off",
+        tokenizer=tokenizer,
+        calibration=calibration,
+        cache_ttl=cache_ttl,  # type: ignore[arg-type]
     )
     result = run(make_policy("none"), conv, config)
     rows = [r for r in result.rows if r["request_kind"] == "agent"]

@@ -102,6 +102,16 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                     f"\n    compaction {k['compaction']} after turn {k['after_turn']}: simulated "
                     f"{k['simulated']:,} vs preTokens {k['pre_tokens']:,} ({err})"
                 )
+            cache = s["cache"]
+            if cache is not None:
+                line += (
+                    f"\n    cache: {cache['recorded_misses_predicted']} of {cache['recorded_misses']} recorded misses "
+                    f"predicted, {cache['other_requests_predicted_as_misses']} other requests predicted as misses; "
+                    f"writes {cache['simulated_cache_write_tokens']:,} vs {cache['recorded_cache_write_tokens']:,} "
+                    f"recorded ({cache['cache_write_relative_error']:+.1%}); cost ${cache['simulated_cost_usd']:.2f} "
+                    f"vs ${cache['recorded_cost_usd']:.2f} priced from recorded usage "
+                    f"({cache['cost_relative_error']:+.1%})"
+                )
             print(line)
             if out is not None:
                 safe = conv.id.replace("/", "_")
@@ -148,7 +158,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="replay recorded sessions calibrated; simulated vs recorded prompt tokens",
         description="Replay each recorded session under the none policy with a calibration and compare, at every "
         "recorded request, simulated context tokens with recorded prompt tokens, and at each recorded "
-        "compaction the simulated tokens just before it with its preTokens.",
+        "compaction the simulated tokens just before it with its preTokens. Where the recording carries cache "
+        "usage, also simulated against recorded cache reads and writes (the prompt cache on the recorded "
+        "timestamps, each request priced as the recorded model), misses, and the session's cost.",
     )
     p.add_argument("path", metavar="PATH", help="a recording (file or folder, with --format) or a fetched dataset")
     p.add_argument("--calibration", required=True, metavar="FILE", help="written by csim calibrate --out")

@@ -50,6 +50,14 @@ class RunConfig:
             "prompt token priced uncached",
         },
     )
+    cache_ttl: Literal["policy", "5m", "1h"] = field(
+        default="policy",
+        metadata={
+            "flag": "cache-ttl",
+            "help": "TTL of the client's Anthropic cache breakpoints: policy = as the modelled client places them "
+            "(claude-code 1h, others 5m), or 5m / 1h for all",
+        },
+    )
     seed: int = field(default=0, metadata={"flag": "seed", "help": "the run's one integer seed"})
     strict: bool = field(default=False, metadata={"flag": "strict", "help": "stop at the first invariant violation"})
     deep_checks: bool = False
@@ -61,6 +69,8 @@ class RunConfig:
             raise InvalidConfig(f"run_status={self.run_status!r} must be 'auto', 'appended' or 'off'")
         if self.cache not in ("provider", "off"):
             raise InvalidConfig(f"cache={self.cache!r} must be 'provider' or 'off'")
+        if self.cache_ttl not in ("policy", "5m", "1h"):
+            raise InvalidConfig(f"cache_ttl={self.cache_ttl!r} must be 'policy', '5m' or '1h'")
         if not 0 <= self.seed < 2**63:
             raise InvalidConfig(f"seed={self.seed!r} must be a non-negative integer below 2**63")
 

@@ -13,11 +13,16 @@ and writes (5-minute and 1-hour, :mod:`sim.core.cache`) are subsets priced at th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
 from typing import Any
 
 from sim.core.errors import UnknownName
+
+#: The date prices are read for, where the table's price of a model changed over time (Claude Opus 4.6 lost its
+#: long-context tier on 2026-03-13): a constant, so results never depend on the day they were computed.
+PRICE_DATE = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 def _rate(price: Any) -> tuple[float, float]:
@@ -59,6 +64,30 @@ class Pricer:
             ) / 1e6
         return _exact(self.model, self.provider, input_tokens, output_tokens, cache_read, cache_write, cache_write_1h)
 
+    def split(
+        self, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0, cache_write_1h: int = 0
+    ) -> tuple[float, float, float, float]:
+        """USD of one request by component: uncached input, cache reads, cache writes (both TTLs), output.
+
+        They sum to :meth:`cost`: below the first price tier each is its tokens at the base rate; above it the
+        library's exact total is shared out in the proportions of the base rates."""
+        r_in, r_out, r_cr, r_cw, r_cw1h, first_tier = _rates(self.model, self.provider)
+        uncached = input_tokens - cache_read - cache_write - cache_write_1h
+        parts = (
+            uncached * r_in / 1e6,
+            cache_read * r_cr / 1e6,
+            (cache_write * r_cw + cache_write_1h * r_cw1h) / 1e6,
+            output_tokens * r_out / 1e6,
+        )
+        if input_tokens < first_tier:
+            return parts
+        total, base = self.cost(input_tokens, output_tokens, cache_read, cache_write, cache_write_1h), sum(parts)
+        return tuple(x * total / base for x in parts) if base else parts  # type: ignore[return-value]
+
+    def rates(self) -> tuple[float, float, float, float, float]:
+        """Base $/MTok: input, output, cache read, cache write (5 minutes), cache write (1 hour)."""
+        return _rates(self.model, self.provider)[:5]
+
 
 @cache
 def _rates(model: str, provider: str) -> tuple[float, float, float, float, float, float]:
@@ -87,8 +116,8 @@ def _model_price(model: str, provider: str) -> Any:
         found = None
     if found is None:
         raise UnknownName("model in the genai-prices table", f"{provider}:{model}", [])
-    # No timestamp: results must not depend on the wall clock (the first standing price applies).
-    return found.prices if not isinstance(found.prices, list) else found.get_prices(None)  # type: ignore[arg-type]
+    # A fixed date, not the wall clock: results must not depend on when they were computed.
+    return found.prices if not isinstance(found.prices, list) else found.get_prices(PRICE_DATE)
 
 
 def _exact(model: str, provider: str, i: int, o: int, cr: int, cw: int, cw1h: int = 0) -> float:
@@ -98,4 +127,6 @@ def _exact(model: str, provider: str, i: int, o: int, cr: int, cw: int, cw1h: in
     if cw1h:
         writes["cache_write_1h_tokens"] = cw1h
     usage = Usage(input_tokens=i, output_tokens=o, cache_read_tokens=cr, **writes)
-    return float(calc_price(usage, model_ref=model, provider_id=provider).total_price)
+    return float(
+        calc_price(usage, model_ref=model, provider_id=provider, genai_request_timestamp=PRICE_DATE).total_price
+    )

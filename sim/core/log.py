@@ -99,6 +99,7 @@ class RequestSent:
     cache_write_5m_tokens: int = 0
     cache_write_1h_tokens: int = 0
     time_seconds: float = 0.0  # when the request started (sim.core.clock), seconds since the conversation began
+    model: str = ""  # the model that served it (the run's, or the one the recording names for the reply)
     kind: Literal["request"] = "request"
 
     def row(self) -> dict[str, Any]:
@@ -121,6 +122,7 @@ class RequestSent:
             "cache_write_5m_tokens": self.cache_write_5m_tokens,
             "cache_write_1h_tokens": self.cache_write_1h_tokens,
             "time_seconds": self.time_seconds,
+            "model": self.model,
         }
 
 

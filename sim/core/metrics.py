@@ -38,6 +38,7 @@ REQUEST_COLUMNS: dict[str, str] = {
     "cache_write_5m_tokens": "int64",
     "cache_write_1h_tokens": "int64",
     "time_seconds": "float64",
+    "model": "string",
 }
 
 
@@ -72,6 +73,11 @@ SUMMARY_COLUMNS = (
     "cache_write_tokens",
     "cache_hit_share",
     "summariser_cost_usd",
+    "cost_input_usd",
+    "cost_cache_read_usd",
+    "cost_cache_write_usd",
+    "cost_output_usd",
+    "compaction_cost_usd",
     "compaction_count",
     "overflows",
     "facts_needed",

@@ -159,6 +159,11 @@ class _Session:
         meta: dict[str, Any] = {"api_id": api_id, "line": line, "records": 1}
         if isinstance(model, str):
             meta["model"] = model
+        raw_usage = message.get("usage")
+        creation = raw_usage.get("cache_creation") if isinstance(raw_usage, dict) else None
+        one_hour = creation.get("ephemeral_1h_input_tokens") if isinstance(creation, dict) else None
+        if isinstance(one_hour, int) and one_hour > 0:  # of the cache writes, those with the 1-hour TTL
+            meta["cache_write_1h"] = one_hour
         if isinstance(obj.get("timestamp"), str):
             meta["timestamp"] = obj["timestamp"]
         if same is not None:

@@ -12,6 +12,17 @@ a compaction drops the blocks from the first place the new layout differs from t
 (:func:`sim.replay.request.common_units`) and rebuilds what follows. Billing then reads only near the
 breakpoints (:class:`sim.core.cache.Prompt`), so caching adds O(new messages) per request.
 
+With a calibration (``csim calibrate``: the provider's count is ``fixed + per_message x messages + scale x
+tokens``), the blocks carry the provider's count: the head carries the fixed part (the hidden system prompt and
+tool schemas sit at the front of the prompt, where the cache holds them), each message its per-message part, and
+every block is scaled; prefix sums are rounded as the whole prompt's count is. ``after_compaction`` is counted
+as uncached input at the end: where in the prompt it sits is not known.
+
+Warm start: the agent's system prompt and tools are the same in all its sessions, so when a session starts their
+cache entry is already live elsewhere (the first request of the recorded Claude Code session fa812bfe reads
+17,842 tokens). With a system breakpoint, the first request is preceded by one on the head and system blocks
+alone, its bill discarded.
+
 Breakpoints: for Anthropic the policy's :class:`~sim.core.cache.CachePlacement` (the system prompt's last block
 and the last block before the status line); for OpenAI GPT-5.6 and later the ends of user, system and tool
 messages (the provider's eligible message endings; we mark every tool message, not only the last of a group of
@@ -22,8 +33,10 @@ models take none.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Sequence
 
+from sim.calibration.fit import Coefficients
 from sim.core.cache import (
     TTL,
     AnthropicCache,
@@ -51,24 +64,21 @@ class RequestCache:
 
     def __init__(
         self,
-        model: CacheModel,
+        model: Callable[[str], CacheModel],
         placement: CachePlacement,
         ledger: Ledger,
         has_system: bool,
         message_blocks: MessageBlocks,
         count: Callable[[str], int],
+        calibration: Coefficients | None = None,
     ) -> None:
-        self.model, self.placement, self.ledger, self.has_system = model, placement, ledger, has_system
-        self._message_blocks, self._count = message_blocks, count
-        self._marks = (
-            "placement"
-            if isinstance(model, AnthropicCache)
-            else "eligible"
-            if isinstance(model, OpenAIBreakpointCache)
-            else None
-        )
+        self.placement, self.ledger, self.has_system = placement, ledger, has_system
+        self._message_blocks, self._count, self._cal = message_blocks, count, calibration
+        self._new_model = model
+        self.models: dict[str, CacheModel] = {}  # one per model name: the provider keeps caches per model
         self._keys: list[int] = []
-        self._cum: list[int] = []
+        self._raw: list[int] = []  # the engine's tokens through each block
+        self._cum: list[int] = self._raw  # the provider's: a list of its own with a calibration
         self._unit_end: list[int] = []  # blocks after each layout unit (a message, summary or injected message)
         self._eligible: list[int] = []  # block indices that end an eligible message (OpenAI GPT-5.6+)
         self._view: View | None = None
@@ -78,49 +88,71 @@ class RequestCache:
     def copy(self, ledger: Ledger) -> RequestCache:
         """This cache, entries and blocks included, over ``ledger`` (a copy of this one's)."""
         other = copy.copy(self)
-        other.ledger, other.model = ledger, self.model.copy()
-        other._keys, other._cum = list(self._keys), list(self._cum)
+        other.ledger = ledger
+        other.models = {name: m.copy() for name, m in self.models.items()}
+        other._keys, other._raw = list(self._keys), list(self._raw)
+        other._cum = other._raw if self._cal is None else list(self._cum)
         other._unit_end, other._eligible = list(self._unit_end), list(self._eligible)
         return other
 
     def usage(
-        self, view: View, head_tokens: int, grace: bool, status: str | None, status_tokens: int, now: float
+        self,
+        view: View,
+        head_tokens: int,
+        grace: bool,
+        status: str | None,
+        status_tokens: int,
+        now: float,
+        model_name: str,
     ) -> CacheUsage:
-        """What the provider bills for the request of ``view`` sent at ``now`` (seconds): its prompt tokens
-        (``head_tokens`` of overhead and tools, the view, ``status_tokens`` of status line) by how they are
-        billed. Updates the cache's entries."""
+        """What the provider bills for the request of ``view`` sent to ``model_name`` at ``now`` (seconds): its
+        prompt tokens (``head_tokens`` of overhead and tools, the view, ``status_tokens`` of status line) by how
+        they are billed. Updates that model's cache entries."""
+        model = self.models.get(model_name)
+        fresh = model is None
+        if model is None:
+            model = self.models[model_name] = self._new_model(model_name)
+        kind = (
+            "placement"
+            if isinstance(model, AnthropicCache)
+            else "eligible"
+            if isinstance(model, OpenAIBreakpointCache)
+            else None
+        )
+        warm = fresh and kind == "placement"
         self._sync(view, head_tokens, grace)
         keys, cum = self._keys, self._cum
         last = len(keys) - 1
+        system = self._unit_end[0] - 1 if self.has_system and self._unit_end else 0
+        if warm and self.placement.system is not None:  # see "Warm start" above
+            model.bill(Prompt(keys[: system + 1], cum[: system + 1], [system], [self.placement.system]), now)
         marks: list[int] = []
         ttls: list[TTL] = []
-        if self._marks == "placement":
-            system = self._unit_end[0] - 1 if self.has_system and self._unit_end else 0
+        if kind == "placement":
             for pos, ttl in ((system, self.placement.system), (last, self.placement.last)):
                 if ttl is not None and pos not in marks:
                     marks.append(pos)
                     ttls.append(ttl)
-        elif self._marks == "eligible":
+        elif kind == "eligible":
             marks = self._eligible
         if status:
-            keys.append(chain(keys[-1], ("status", status)))
-            cum.append(cum[-1] + status_tokens)
-            if self._marks == "eligible":  # the status line is a user message; the model reads the first
+            self._push(chain(keys[-1], ("status", status)), status_tokens, new_unit=False)
+            if kind == "eligible":  # the status line is a user message; the model reads the first
                 marks = [*marks[:1], *marks[max(1, len(marks) - 32) :], len(keys) - 1]  # and the newest 21
         try:
-            return self.model.bill(Prompt(keys, cum, marks, ttls), now)
+            return model.bill(Prompt(keys, cum, marks, ttls), now)
         finally:
             if status:
-                keys.pop()
-                cum.pop()
+                self._pop()
 
     # -- keeping the blocks ----------------------------------------------------------------------------
     def _sync(self, view: View, head_tokens: int, grace: bool) -> None:
         n = len(self.ledger.messages)
         if self._view is None or self._head != (head_tokens, grace):
             self._head = (head_tokens, grace)
-            self._keys, self._cum = [chain(0, ("head", head_tokens, grace))], [head_tokens]
-            self._unit_end, self._eligible = [], []
+            self._keys, self._raw, self._unit_end, self._eligible = [], [], [], []
+            self._cum = self._raw if self._cal is None else []
+            self._push(chain(0, ("head", head_tokens, grace)), head_tokens, new_unit=False)
             self._feed(layout(view, n, self.has_system), 0)
         elif view is self._view:  # the same view: only messages appended since, all in its tail
             msgs = self.ledger.messages
@@ -130,7 +162,9 @@ class RequestCache:
             new = layout(view, n, self.has_system)
             same = min(common_units(layout(self._view, n, self.has_system), new), len(self._unit_end))
             end = self._unit_end[same - 1] if same else 1
-            del self._keys[end:], self._cum[end:], self._unit_end[same:]
+            del self._keys[end:], self._raw[end:], self._unit_end[same:]
+            if self._cal is not None:
+                del self._cum[end:]
             while self._eligible and self._eligible[-1] >= end:
                 self._eligible.pop()
             self._feed(new, same)
@@ -156,13 +190,28 @@ class RequestCache:
             skip = 0
 
     def _add(self, blocks: Sequence[tuple[object, int]], eligible: bool) -> None:
-        keys, cum = self._keys, self._cum
-        for content, tokens in blocks:
-            keys.append(chain(keys[-1], content))
-            cum.append(cum[-1] + tokens)
+        keys = self._keys
+        for k, (content, tokens) in enumerate(blocks):
+            self._push(chain(keys[-1], content), tokens, new_unit=k == 0)
         self._unit_end.append(len(keys))
         if eligible and blocks:
             self._eligible.append(len(keys) - 1)
+
+    def _push(self, key: int, tokens: int, new_unit: bool) -> None:
+        raw = self._raw
+        raw.append((raw[-1] if raw else 0) + tokens)
+        self._keys.append(key)
+        c = self._cal
+        if c is not None:  # the provider's count of this prefix, as Calibration.apply counts a whole prompt
+            units = len(self._unit_end) + new_unit
+            x = math.floor(c.fixed + c.per_message * units + c.scale * raw[-1] + 0.5)
+            self._cum.append(max(x, self._cum[-1] if self._cum else 0))
+
+    def _pop(self) -> None:
+        self._keys.pop()
+        self._raw.pop()
+        if self._cal is not None:
+            self._cum.pop()
 
 
 def message_times(messages: Sequence[Message], seed: int, output_tokens: Callable[[Message], int]) -> tuple[float, ...]:

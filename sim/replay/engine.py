@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NamedTuple
@@ -33,11 +34,11 @@ import numpy as np
 from policies.base import AskPoint, Plan, Policy
 from sim.calibration.fit import opens_with_summary
 from sim.core.budgets import BudgetTracker
-from sim.core.cache import CacheUsage, NoCache, cache_model
+from sim.core.cache import TTL, CachePlacement, CacheUsage, NoCache, cache_model
 from sim.core.config import RunConfig
 from sim.core.conversation import Conversation, Fact, Message, Part
 from sim.core.cost import Pricer
-from sim.core.errors import InvalidRequest, InvariantViolation, PromptTooLong
+from sim.core.errors import InvalidRequest, InvariantViolation, PromptTooLong, UnknownName
 from sim.core.invariants import Violation, check_compaction, check_plan, check_view, edited_ranges, minus, ranges
 from sim.core.log import (
     BudgetWarned,
@@ -55,7 +56,7 @@ from sim.core.tokenizers import CountingTokenizer, Memo, get_tokenizer, memoised
 from sim.core.view import Rule, Summary, View, edit_parts, fold, rule_for
 from sim.replay import model as wire
 from sim.replay.caching import RequestCache, message_times
-from sim.replay.model import MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD
+from sim.replay.model import DEFAULT_MODEL, MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD
 from sim.replay.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
 from sim.replay.summariser import summarise
 
@@ -136,7 +137,9 @@ class Engine:
         self.policy, self.conv, self.config = policy, conversation, config
         self.tok = tokenizer or get_tokenizer(config.tokenizer)
         self.model = config.model
-        self.pricer = Pricer(config.model.name, config.model.price_provider)
+        self._pricers: dict[str, Pricer] = {}
+        self._model_name = config.model.name or DEFAULT_MODEL  # the model of the latest request
+        self.pricer = self._pricer(self._model_name)
         self.ledger = Ledger(sizer=self._edited_sizes, count=self.tok.count)
         self.state = RunState(self.ledger, config.model)
         self.state.view = View(placeholder=policy.placeholder)
@@ -154,14 +157,15 @@ class Engine:
         )
         self.has_system = bool(conversation.messages) and conversation.messages[0].role == "system"
         self.requests = RequestBuilder(self.ledger, config.model, self.has_system, self.tok.derived, self.tok.truncate)
-        cached = config.cache == "provider"
+        cached, provider = config.cache == "provider", config.model.price_provider
         self.cache = RequestCache(
-            cache_model(config.model.price_provider, config.model.name) if cached else NoCache(config.model.name),
-            policy.cache_placement,
+            (lambda name: cache_model(provider, name)) if cached else NoCache,
+            _placement(policy.cache_placement, config.cache_ttl),
             self.ledger,
             self.has_system,
             self._message_blocks,
             self.tok.count,
+            config.calibration.coefficients if config.calibration is not None else None,
         )
         self._times: tuple[float, ...] = ()  # when each script message is complete (sim.replay.caching)
         self._now = 0.0  # when the current request starts
@@ -577,6 +581,30 @@ class Engine:
         )
 
     # -- requests -----------------------------------------------------------------------------------
+    def _pricer(self, name: str) -> Pricer:
+        """The pricer of model ``name``; a recorded model missing from the price table is the user's to name."""
+        hit = self._pricers.get(name)
+        if hit is None:
+            try:
+                hit = self._pricers[name] = Pricer(name, self.config.model.price_provider)
+            except UnknownName:
+                if self.config.model.name is not None:
+                    raise
+                raise UnknownName(
+                    f"model in the genai-prices table (named by {self.conv.id!r}; give one with --model)",
+                    f"{self.config.model.price_provider}:{name}",
+                    [],
+                ) from None
+        return hit
+
+    def _use_model(self, reply: Message) -> None:
+        """The model serving the request ``reply`` answers: the run's, else the one the recording names."""
+        if self.config.model.name is None:
+            recorded = reply.meta.get("model")
+            if isinstance(recorded, str) and recorded:
+                self._model_name = recorded
+                self.pricer = self._pricer(recorded)
+
     def _charge(self, input_tokens: int, output_tokens: int, usage: CacheUsage) -> float:
         cost = self.pricer.cost(input_tokens, output_tokens, usage.read, usage.write_5m, usage.write_1h)
         self.tracker.tokens += input_tokens + output_tokens
@@ -624,6 +652,7 @@ class Engine:
                 usage.write_5m if billed else 0,
                 usage.write_1h if billed else 0,
                 self._now,
+                self._model_name,
             )
         )
 
@@ -679,6 +708,7 @@ class Engine:
     def _agent_request(self, reply: Message, grace: bool = False) -> None:
         """Send the request that ``reply`` answers (compacting and retrying on overflow as the policy says)."""
         st = self.state
+        self._use_model(reply)
         attempts = 1 + max(0, self.policy.retry_on_overflow)
         while True:
             view = st.view
@@ -754,18 +784,19 @@ class Engine:
 
     def _cache_usage(self, view: View, grace: bool, status: str | None, tokens: int) -> CacheUsage:
         """The prompt cache's bill of a request of ``tokens`` (as reported) for ``view``. With a calibration, the
-        provider's count differs from the blocks' sum: each part is scaled by the same factor, and the uncached
-        part takes the rounding."""
+        blocks carry the provider's count (sim.replay.caching) up to its ``after_compaction`` term and rounding,
+        which the uncached end takes."""
         status_tokens = MESSAGE_OVERHEAD + self.tok.count(status) if status else 0
         head = REQUEST_OVERHEAD + (0 if grace else self.tools_tokens)
-        usage = self.cache.usage(view, head, grace, status, status_tokens, self._now)
+        usage = self.cache.usage(view, head, grace, status, status_tokens, self._now, self._model_name)
         if usage.total == tokens:
             return usage
         if self.config.calibration is None:  # the blocks are the engine's own counts: they must agree
             raise AssertionError(f"cache blocks sum to {usage.total} tokens, the request has {tokens}")
-        f = tokens / usage.total if usage.total else 0.0
-        read, w5, w1 = round(usage.read * f), round(usage.write_5m * f), round(usage.write_1h * f)
-        return CacheUsage(max(0, tokens - read - w5 - w1), read, w5, w1)
+        cached = min(usage.read + usage.write_5m + usage.write_1h, tokens)
+        read = min(usage.read, cached)
+        w1 = min(usage.write_1h, cached - read)
+        return CacheUsage(tokens - cached, read, cached - read - w1, w1)
 
     def _record_violations(self, found: list[Violation]) -> None:
         for v in found:
@@ -959,8 +990,61 @@ class Engine:
         e.retention_by_kind = {k: list(v) for k, v in self.retention_by_kind.items()}
         return e
 
+    def _compaction_costs(self, compactions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each compaction row with what it cost and when it paid that back.
+
+        ``cost_usd``: its summariser calls, plus the cache rewrite it caused: the cache writes of the first agent
+        request after it, priced at what writing costs over reading (had the prompt not changed, the cache would
+        have read those tokens; new messages written at that request are counted too, a small overstatement).
+        ``payback_requests``: the agent requests after it until the tokens it removed, priced as the prompt
+        would have billed them (at the cache-read rate with caching, else the input rate), add up to its cost;
+        None when that does not happen within the run (or it removed nothing)."""
+        if not compactions:
+            return compactions
+        provider_cache = self.config.cache == "provider"
+        summariser: dict[str, float] = {}
+        first_after: dict[str, dict[str, Any]] = {}
+        later: dict[str, int] = {}  # agent requests after each compaction
+        pending: list[str] = []
+        for ev in self.log:
+            if isinstance(ev, CompactionCreated):
+                pending.append(ev.id)
+                later[ev.id] = 0
+            elif isinstance(ev, RequestSent) and ev.billed:
+                if ev.request_kind == "summariser":
+                    summariser[ev.compaction_id] = summariser.get(ev.compaction_id, 0.0) + ev.cost_usd
+                    continue
+                for cid in pending:
+                    first_after[cid] = ev.row()
+                pending = []
+                for cid in later:
+                    later[cid] += 1
+        out = []
+        for c in compactions:
+            cid = c["compaction_id"]
+            first = first_after.get(cid)
+            rewrite, unit = 0.0, 0.0
+            if first is not None:
+                r_in, _, r_cr, r_cw, r_cw1h = self._pricer(first["model"]).rates()
+                unit = (r_cr if provider_cache else r_in) / 1e6
+                rewrite = (
+                    first["cache_write_5m_tokens"] * (r_cw - r_cr) + first["cache_write_1h_tokens"] * (r_cw1h - r_cr)
+                ) / 1e6
+            cost = summariser.get(cid, 0.0) + max(rewrite, 0.0)
+            saved = (c["tokens_before"] - c["tokens_after"]) * unit
+            k = math.ceil(cost / saved) if saved > 0 else None
+            payback = k if k is not None and k <= later.get(cid, 0) else None
+            out.append({**c, "cost_usd": round(cost, 10), "payback_requests": payback})
+        return out
+
     def _result(self, reason: str, exhausted: str | None) -> RunResult:
         rows, compactions = request_rows(self.log), compaction_rows(self.log)  # the log is the record
+        parts = [0.0, 0.0, 0.0, 0.0]  # uncached input, cache reads, cache writes, output (USD)
+        for r in rows:
+            if r["billed"]:
+                split = self._pricer(r["model"]).split(*_usage_of(r))
+                parts = [a + b for a, b in zip(parts, split, strict=True)]
+        compactions = self._compaction_costs(compactions)
         agent = [r for r in rows if r["request_kind"] != "summariser" and not r["error"]]
         billed_input = sum(r["context_tokens"] for r in rows if r["billed"])
         summary = {
@@ -980,6 +1064,11 @@ class Engine:
             "cache_write_tokens": sum(r["cache_write_5m_tokens"] + r["cache_write_1h_tokens"] for r in rows),
             "cache_hit_share": _share(sum(r["cache_read_tokens"] for r in rows), billed_input),
             "summariser_cost_usd": round(sum(r["cost_usd"] for r in rows if r["request_kind"] == "summariser"), 10),
+            "cost_input_usd": round(parts[0], 10),
+            "cost_cache_read_usd": round(parts[1], 10),
+            "cost_cache_write_usd": round(parts[2], 10),
+            "cost_output_usd": round(parts[3], 10),
+            "compaction_cost_usd": round(sum(c["cost_usd"] for c in compactions), 10),
             "compactions": compactions,
             "compaction_count": len(compactions),
             "overflows": self.overflows,
@@ -1010,6 +1099,25 @@ class Engine:
             summary,
             self.fact_rows,
         )
+
+
+def _placement(placement: CachePlacement, ttl: str) -> CachePlacement:
+    """The policy's breakpoints with the run's TTL (``cache_ttl``; ``policy``: as the policy places them)."""
+    if ttl == "policy":
+        return placement
+    chosen: TTL = "1h" if ttl == "1h" else "5m"
+    return CachePlacement(chosen if placement.system else None, chosen if placement.last else None)
+
+
+def _usage_of(row: dict[str, Any]) -> tuple[int, int, int, int, int]:
+    """A request row's tokens as :meth:`sim.core.cost.Pricer.cost` takes them."""
+    return (
+        row["context_tokens"],
+        row["output_tokens"],
+        row["cache_read_tokens"],
+        row["cache_write_5m_tokens"],
+        row["cache_write_1h_tokens"],
+    )
 
 
 def _share(part: int, whole: int) -> float | None:

@@ -30,17 +30,29 @@ PART_OVERHEAD = 3
 REQUEST_OVERHEAD = 3
 
 
+#: The model priced when neither the run nor the recording names one.
+DEFAULT_MODEL = "claude-sonnet-4-5"
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """The simulated model: name for pricing, wire format, window and output reserve.
+
+    ``name`` None: each request is priced, and cached, as the model the recording names for its reply (Claude
+    Code sessions mix models), else as :data:`DEFAULT_MODEL`; the window stays ``context_window`` either way.
 
     Defaults: a Claude Sonnet model with a 200,000-token window (Anthropic's published window for
     Sonnet 4.5) and an output reserve of 8,192 tokens (the effect-agent seed sizes its own
     completion reserve at 4,096; real agents reserve more, Claude Code up to 20,000).
     """
 
-    name: str = field(
-        default="claude-sonnet-4-5", metadata={"flag": "model", "help": "model name for pricing (genai-prices)"}
+    name: str | None = field(
+        default=None,
+        metadata={
+            "flag": "model",
+            "help": "model for prices and cache rules (genai-prices name); default: the model a recording names "
+            f"for each reply, else {DEFAULT_MODEL}",
+        },
     )
     price_provider: str = field(
         default="anthropic", metadata={"flag": "price-provider", "help": "provider id in the price table"}

@@ -108,6 +108,7 @@ def summary(results: Results) -> pd.DataFrame:
 
 _METRICS = {  # short name in the compare table -> (heading with unit, format)
     "cost_usd": ("cost per conversation (USD)", "{:,.3f}"),
+    "cache_hit": ("prompt read from cache (%)", "{:.1f}"),
     "retention": ("retention (%)", "{:.1f}"),
     "input_tokens": ("cumulative input (tokens)", "{:,.0f}"),
     "peak_context": ("peak context (tokens)", "{:,.0f}"),
@@ -119,7 +120,7 @@ _METRICS = {  # short name in the compare table -> (heading with unit, format)
 
 def _cell(row: pd.Series, short: str, suffix: str = "", signed: bool = False) -> str:
     fmt = _METRICS[short][1].replace("{:", "{:+") if signed else _METRICS[short][1]
-    scale = 100.0 if short == "retention" else 1.0
+    scale = 100.0 if short in ("retention", "cache_hit") else 1.0
     names = (
         (f"{short}{suffix}", f"{short}{suffix}_lo", f"{short}{suffix}_hi")
         if suffix
@@ -215,6 +216,36 @@ def fig_cost_retention(table: pd.DataFrame, cmap: Mapping[str, tuple[float, floa
     ax.set_ylabel("retention: needed facts visible (%), 95% CI")
     ax.set_title(f"Cost against retention ({int(f['runs'].sum())} runs)")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    return fig
+
+
+#: Cost components of the compare table (short name -> legend label), in the order they are stacked.
+COST_PARTS = {
+    "cost_input": "uncached input",
+    "cost_cache_read": "cache reads",
+    "cost_cache_write": "cache writes",
+    "cost_output": "output",
+}
+
+
+def fig_cost_components(table: pd.DataFrame) -> Figure:
+    """Mean cost per conversation of each configuration (``table`` from :func:`summary`), split into uncached
+    input, cache reads, cache writes and output, with the summariser's share of the total marked; cheapest on
+    top. Where caching is on, reads are cheap and writes dear, so this is where a compaction's rewrite shows."""
+    f = table.sort_values("cost_usd_mean", ascending=False)
+    fig, ax = plt.subplots(figsize=(9, 0.5 * len(f) + 1.8))
+    left = np.zeros(len(f))
+    palette = plt.get_cmap("tab10")
+    for k, (short, label) in enumerate(COST_PARTS.items()):
+        values = f[f"{short}_mean"].to_numpy(dtype="float64")
+        ax.barh(f["config"], values, left=left, color=palette(k), label=label)
+        left += values
+    ax.scatter(
+        f["cost_summariser_mean"], f["config"], marker="|", s=220, color="black", zorder=3, label="of which summariser"
+    )
+    ax.set_xlabel("mean cost per conversation (USD)")
+    ax.set_title("Cost by component")
+    ax.legend(loc="lower right", frameon=False)
     return fig
 
 
@@ -399,6 +430,7 @@ __all__ = [
     "colours",
     "compare_tables",
     "fig_context",
+    "fig_cost_components",
     "fig_cost_retention",
     "fig_cumulative_cost",
     "fig_retention",

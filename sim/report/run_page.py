@@ -37,6 +37,14 @@ def overview(results: Results, run_key: str) -> pd.DataFrame:
         ("peak context", f"{r['peak_context_tokens']:,} tokens"),
         ("cumulative input", f"{r['cumulative_input_tokens']:,} tokens"),
         ("total cost", f"{r['total_cost_usd']:,.4f} USD"),
+        (
+            "cost by component",
+            f"uncached input {r['cost_input_usd']:,.4f}, cache reads {r['cost_cache_read_usd']:,.4f}, cache writes "
+            f"{r['cost_cache_write_usd']:,.4f}, output {r['cost_output_usd']:,.4f}; summariser "
+            f"{r['summariser_cost_usd']:,.4f} of it (USD)",
+        ),
+        ("prompt read from cache", "n/a" if pd.isna(r["cache_hit_share"]) else f"{100 * r['cache_hit_share']:.1f}%"),
+        ("compactions' cost", f"{r['compaction_cost_usd']:,.4f} USD (summariser calls and cache rewrites)"),
         ("compactions", f"{r['compaction_count']}"),
         ("overflows", f"{r['overflows']}"),
         ("retention", f"{recall} ({r['facts_visible']} of {r['facts_needed']} needed facts visible)"),
@@ -82,6 +90,15 @@ def _shown(view: Mapping[str, Any], n: int, has_system: bool) -> set[int]:
     if has_system and n:
         out.add(0)
     return out
+
+
+def compaction_costs(results: Results, run_key: str, steps: pd.DataFrame) -> pd.DataFrame:
+    """``steps`` (:func:`compaction_steps`) with each compaction's cost (USD: its summariser calls and the cache
+    rewrite it caused) and its payback (agent requests until what it saved covered that; empty: not within the
+    run), from the results' compactions table."""
+    comps = results.compactions[results.compactions["run_key"] == run_key]
+    costs = comps[["compaction_id", "cost_usd", "payback_requests"]].rename(columns={"compaction_id": "compaction"})
+    return steps.merge(costs, on="compaction", how="left")
 
 
 def compaction_steps(log: RunLog) -> pd.DataFrame:
@@ -312,6 +329,47 @@ def fig_view_size(results: Results, run_key: str, window: int | None, log: RunLo
     return fig
 
 
+def fig_cache(results: Results, run_key: str) -> Figure | None:
+    """Each agent request's prompt by how the prompt cache billed it (read, written, uncached), stacked, with
+    compactions marked and the simulated time of the request below; None when the run has no agent request."""
+    req = results.requests[results.requests["run_key"] == run_key]
+    agent = req[(req["request_kind"] != "summariser") & req["billed"].astype(bool)]
+    if agent.empty:
+        return None
+    comps = results.compactions[results.compactions["run_key"] == run_key]
+    read = agent["cache_read_tokens"].to_numpy(dtype="float64")
+    w5 = agent["cache_write_5m_tokens"].to_numpy(dtype="float64")
+    w1 = agent["cache_write_1h_tokens"].to_numpy(dtype="float64")
+    uncached = agent["context_tokens"].to_numpy(dtype="float64") - read - w5 - w1
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.2]})
+    turns = agent["turn"].to_numpy()
+    ax.stackplot(
+        turns,
+        read,
+        w5 + w1,
+        uncached,
+        labels=["read from cache", "written to cache", "uncached input"],
+        colors=["tab:green", "tab:orange", "tab:grey"],
+        step="post",
+        alpha=0.85,
+    )
+    for t in comps["turn"]:
+        ax.axvline(t, color="black", lw=0.9, ls="--", zorder=3)
+        bx.axvline(t, color="black", lw=0.9, ls="--", zorder=3)
+    ax.plot([], [], color="black", lw=0.9, ls="--", label="compaction")
+    total = read + w5 + w1 + uncached
+    share = 100 * read.sum() / total.sum() if total.sum() else 0.0
+    ax.set_title(f"Prompt cache per request: {share:.1f}% of prompt tokens read from cache")
+    ax.set_ylabel("prompt tokens")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
+    ax.legend(loc="upper left", frameon=True, framealpha=0.9)
+    bx.plot(turns, agent["time_seconds"].to_numpy(dtype="float64") / 60, color="tab:blue", drawstyle="steps-post")
+    bx.set_ylabel("request start (min)")
+    bx.set_xlabel("turn (agent request number)")
+    fig.tight_layout()
+    return fig
+
+
 def fig_compactions(steps: pd.DataFrame) -> Figure | None:
     """Per compaction: tokens before and after, and what happened to the messages in view."""
     if steps.empty:
@@ -355,9 +413,11 @@ def fig_compactions(steps: pd.DataFrame) -> Figure | None:
 
 
 __all__ = [
+    "compaction_costs",
     "compaction_steps",
     "facts_missed",
     "failed_compactions",
+    "fig_cache",
     "fig_compactions",
     "fig_view_size",
     "headline",

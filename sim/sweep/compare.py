@@ -33,6 +33,13 @@ from sim.sweep.results import SUMMARY, Results
 METRICS: dict[str, str] = {
     "cumulative_input_tokens": "input_tokens",
     "total_cost_usd": "cost_usd",
+    "cost_input_usd": "cost_input",
+    "cost_cache_read_usd": "cost_cache_read",
+    "cost_cache_write_usd": "cost_cache_write",
+    "cost_output_usd": "cost_output",
+    "summariser_cost_usd": "cost_summariser",
+    "compaction_cost_usd": "compaction_cost",
+    "cache_hit_share": "cache_hit",
     "peak_context_tokens": "peak_context",
     "retention_recall": "retention",
     "compaction_count": "compactions",

@@ -59,6 +59,11 @@ _SUMMARY_DTYPES: dict[str, str] = {
     "cache_write_tokens": "int64",
     "cache_hit_share": "float64",
     "summariser_cost_usd": "float64",
+    "cost_input_usd": "float64",
+    "cost_cache_read_usd": "float64",
+    "cost_cache_write_usd": "float64",
+    "cost_output_usd": "float64",
+    "compaction_cost_usd": "float64",
     "compaction_count": "int64",
     "overflows": "int64",
     "facts_needed": "int64",
@@ -89,6 +94,8 @@ COMPACTION_COLUMNS: dict[str, str] = {
     "cleared_through": "int64",
     "summary_facts": "int64",
     "facts_lost": "string",
+    "cost_usd": "float64",
+    "payback_requests": "Int64",
 }
 VIOLATION_COLUMNS: dict[str, str] = {
     "run_key": "string",
