@@ -115,7 +115,20 @@ def read(path: str | Path, fmt: str, *, lenient: bool = False) -> ImportResult:
     _load()
     if fmt == "auto":
         fmt = detect(path)
-    return FORMATS.get(fmt)(Path(path), lenient=lenient)
+    result = FORMATS.get(fmt)(Path(path), lenient=lenient)
+    _no_lone_surrogates(result, str(path))
+    return result
+
+
+def _no_lone_surrogates(result: ImportResult, path: str) -> None:
+    """Every reader mends or refuses lone surrogates where it parses JSON (naming the line); a string that
+    still holds one would fail later, when it is hashed or written as UTF-8, so it stops the import here."""
+    from sim.formats._common import SURROGATE_HINT, SURROGATE_PROBLEM, surrogate_at
+
+    for conv in result.conversations:
+        where = surrogate_at(conv)
+        if where is not None:
+            raise FormatError(path, None, f"conversation {conv.id!r}, {where}: {SURROGATE_PROBLEM}", SURROGATE_HINT)
 
 
 def _load() -> None:

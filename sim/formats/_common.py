@@ -13,13 +13,15 @@ list of :class:`Draft` messages and either reports them or repairs them with an 
 from __future__ import annotations
 
 import json
+import re
+import reprlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sim.core.conversation import Message, Part, Usage
+from sim.core.conversation import Conversation, Message, Part, Usage
 from sim.core.errors import FormatError
 from sim.formats import Skipped
 
@@ -53,6 +55,7 @@ class Issues:
 
     def problem(self, line: int | None, problem: str, hint: str = "") -> None:
         """Raise a FormatError (strict) or record the skip and return (lenient)."""
+        problem = clip(problem)
         if not self.lenient:
             raise FormatError(self.path, line, problem, hint)
         self.skipped.append(Skipped(self.path, line, problem))
@@ -77,9 +80,9 @@ class Issues:
         except FormatError as exc:
             if not self.lenient or isinstance(exc, Fatal):
                 raise
-            self.skipped.append(Skipped(self.path, exc.line if exc.line is not None else line, exc.problem))
+            self.skipped.append(Skipped(self.path, exc.line if exc.line is not None else line, clip(exc.problem)))
         except (BadRecord, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            reason = describe(exc)
+            reason = clip(describe(exc))
             if reason.startswith(what):  # the reason names the record already: say it once
                 reason = reason[len(what) :].lstrip(" :")
             problem = f"{what}: {reason}"
@@ -88,10 +91,33 @@ class Issues:
             self.skipped.append(Skipped(self.path, line, problem))
 
 
+#: The longest problem text an error or a skip line carries; longer ones are cut (a record can be huge).
+MAX_PROBLEM_CHARS = 300
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlong = 3, 60, 60, 40
+_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxdict = _SHOWN.maxset = _SHOWN.maxfrozenset = 5
+
+
+def shown(value: Any, width: int = 60) -> str:
+    """``value`` as a short repr for a message: at most ``width`` characters, and costing no more than
+    that whatever the value holds (``repr`` of a value built from nested YAML aliases would not end)."""
+    try:
+        text = _SHOWN.repr(value)
+    except (ValueError, RecursionError):  # an int too long to print, a structure too deep
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def clip(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying so."""
+    return text if len(text) <= limit else text[: limit - 14] + "... (cut here)"
+
+
 def describe(exc: BaseException) -> str:
     """A one-line reason for a shape error, phrased for a person reading a data file."""
     if isinstance(exc, KeyError):
-        return f"missing key {exc.args[0]!r}" if exc.args else "missing key"
+        return f"missing key {shown(exc.args[0])}" if exc.args else "missing key"
     if isinstance(exc, BadRecord):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
@@ -149,7 +175,123 @@ def read_jsonl(path: Path, issues: Issues, expected: str) -> Iterator[tuple[int,
         except json.JSONDecodeError as exc:
             issues.problem(number, f"invalid JSON: {exc.msg} at column {exc.colno}", "one JSON object per line")
             continue
-        yield number, value
+        except ValueError as exc:  # an integer past the interpreter's digit limit
+            issues.problem(number, f"invalid JSON: {clip(str(exc), 80)}", "one JSON object per line")
+            continue
+        yield number, mend_surrogates(value, issues, number, text)
+
+
+# --- lone surrogates --------------------------------------------------------------------------
+
+#: A UTF-16 surrogate code point. Text decoded from UTF-8 never holds one; JSON can (``"\\ud800"`` is valid
+#: JSON), and a string holding one cannot be written back as UTF-8, so every reader mends or refuses it here.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: A ``\\uD8xx``-``\\uDFxx`` escape, with the run of backslashes before it (an even run is an escaped backslash).
+_SURROGATE_ESCAPE = re.compile(r"(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})")
+SURROGATE_PROBLEM = "a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair) is not text"
+SURROGATE_HINT = "fix the string, or pass --lenient to replace each one with U+FFFD"
+
+
+def has_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a surrogate code point (a lone one: a parsed pair is one character)."""
+    return _SURROGATE.search(text) is not None
+
+
+def mend_surrogates(value: Any, issues: Issues, line: int | None, text: str | None = None) -> Any:
+    """``value`` (parsed JSON) with no lone surrogate left: strict mode refuses one, naming its line (found in
+    ``text``, the JSON it was parsed from, when ``line`` is None); lenient mode replaces each with U+FFFD
+    and lists the repair. With ``text``, a value whose JSON has no surrogate escape costs one regex search.
+    """
+    if text is not None and (r"\u" not in text or next(_lone_escapes(text), None) is None):
+        return value
+    if not _walk_strings(value, fix=False):
+        return value
+    if line is None and text is not None:
+        pos = next(_lone_escapes(text), None)
+        line = None if pos is None else text.count("\n", 0, pos) + 1
+    if not issues.lenient:
+        raise FormatError(issues.path, line, SURROGATE_PROBLEM, SURROGATE_HINT)
+    issues.repaired(line, "lone UTF-16 surrogates replaced by U+FFFD")
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    _walk_strings(value, fix=True)
+    return value
+
+
+def _lone_escapes(text: str) -> Iterator[int]:
+    """Positions of the surrogate escapes in JSON ``text`` that do not pair up (a high one, then a low one)."""
+    pending: tuple[int, int] | None = None  # the last high surrogate escape: (start, end)
+    for m in _SURROGATE_ESCAPE.finditer(text):
+        if len(m.group(1)) % 2 == 0:
+            continue  # "\\\\ud800": an escaped backslash, then plain letters
+        start = m.start() + len(m.group(1)) - 1
+        high = m.group(2)[1].lower() in "89ab"
+        if pending is not None:
+            if not high and start == pending[1]:
+                pending = None
+                continue
+            yield pending[0]
+            pending = None
+        if high:
+            pending = (start, m.end())
+        else:
+            yield start
+    if pending is not None:
+        yield pending[0]
+
+
+def _walk_strings(value: Any, *, fix: bool) -> bool:
+    """Whether a string (or key) of ``value`` holds a surrogate; with ``fix``, replace each with U+FFFD in
+    place. Iterative: a JSON value may nest as deep as the parser allowed."""
+    found = False
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            bad_keys = [k for k in node if isinstance(k, str) and has_surrogate(k)]
+            if bad_keys and not fix:
+                return True
+            found = found or bool(bad_keys)
+            for k in bad_keys:
+                node[_SURROGATE.sub("\ufffd", k)] = node.pop(k)
+            items: Any = node.items()
+        elif isinstance(node, list):
+            items = enumerate(node)
+        elif isinstance(node, str):
+            return has_surrogate(node)
+        else:
+            continue
+        for k, v in items:
+            if isinstance(v, str):
+                if has_surrogate(v):
+                    if not fix:
+                        return True
+                    found = True
+                    node[k] = _SURROGATE.sub("\ufffd", v)
+            elif isinstance(v, (dict, list)):
+                stack.append(v)
+    return found
+
+
+def surrogate_at(conversation: Conversation) -> str | None:
+    """Where a string of ``conversation`` still holds a lone surrogate ("message 'm3'"), or None: the check
+    :func:`sim.formats.read` makes of every importer's output, whatever the reader missed."""
+    c = conversation
+    if has_surrogate(c.id) or _walk_strings([dict(c.meta)], fix=False):
+        return "its id or meta"
+    for t in c.tools:
+        if any(has_surrogate(x) for x in (t.name, t.description, t.parameters)):
+            return f"tool {t.name!r}"
+    for m in c.messages:
+        texts = [m.id, *m.resolves]
+        for p in m.parts:
+            texts.extend(x for x in (p.text, p.call_id, p.name, p.args, p.ref) if x)
+        if any(has_surrogate(x) for x in texts) or _walk_strings([dict(m.meta)], fix=False):
+            return f"message {m.id!r}"
+    for f in c.facts:
+        if any(has_surrogate(x) for x in (f.id, f.text, f.source, *f.needed_at)):
+            return f"fact {f.id!r}"
+    return None
 
 
 # --- shape checks ----------------------------------------------------------------------------
@@ -175,10 +317,7 @@ def check(value: Any, kinds: type | tuple[type, ...], what: str) -> Any:
     kinds_t = kinds if isinstance(kinds, tuple) else (kinds,)
     ok = isinstance(value, kinds_t) and not (isinstance(value, bool) and bool not in kinds_t)
     if not ok:
-        shown = repr(value)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        raise BadRecord(f"{what} should be {_type_name(kinds)}, got {type(value).__name__} {shown}")
+        raise BadRecord(f"{what} should be {_type_name(kinds)}, got {type(value).__name__} {shown(value)}")
     return value
 
 
@@ -333,12 +472,19 @@ def read_json_document(path: Path, issues: Issues, expected: str) -> Any:
     """
     data = read_bytes(path, expected)
     text = decode_document(data, issues)
+    return mend_surrogates(parse_document(text, issues, expected), issues, None, text)
+
+
+def parse_document(text: str, issues: Issues, expected: str) -> Any:
+    """``text`` parsed as one JSON value; every way that fails stops the import, naming the line it can."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise issues.fatal(exc.lineno, f"invalid JSON: {exc.msg} at column {exc.colno}", expected) from exc
     except RecursionError as exc:
         raise issues.fatal(None, "JSON nested too deeply to read", expected) from exc
+    except ValueError as exc:  # an integer past the interpreter's digit limit
+        raise issues.fatal(None, f"invalid JSON: {clip(str(exc), 80)}", expected) from exc
 
 
 def read_json_object_with_list(path: Path, issues: Issues, key: str, expected: str) -> dict[str, Any]:

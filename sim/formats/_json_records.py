@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.formats._common import Issues, decode_document, element_lines, read_bytes, read_jsonl
+from sim.formats._common import (
+    Issues,
+    clip,
+    decode_document,
+    element_lines,
+    mend_surrogates,
+    read_bytes,
+    read_jsonl,
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +58,10 @@ def json_records(path: Path, issues: Issues, expected: str, *, split_lists: bool
         raise issues.fatal(exc.lineno, f"invalid JSON: {exc.msg} at column {exc.colno}", expected) from exc
     except RecursionError as exc:
         raise issues.fatal(None, "JSON nested too deeply to read", expected) from exc
+    except ValueError as exc:  # an integer past the interpreter's digit limit
+        raise issues.fatal(None, f"invalid JSON: {clip(str(exc), 80)}", expected) from exc
     text = decode_document(data, issues)  # strict: invalid UTF-8 stops here, naming its line
+    doc = mend_surrogates(doc, issues, None, text)
     if isinstance(doc, list) and split_lists:
         if not doc:
             raise issues.fatal(1, "the document is an empty list: nothing to import", expected)
