@@ -17,7 +17,7 @@ import pytest
 from sim.cli.main import main
 from sim.core.errors import FormatError
 from sim.formats import read
-from sim.formats._common import check, shown
+from sim.formats._common import check
 from sim.formats.native import dumps
 
 from tests.formats.test_formats_corruption import GOLDEN, SAMPLES
@@ -78,6 +78,8 @@ def test_a_few_aliases_as_recorders_write_them_still_read(tmp_path: Path) -> Non
 
 
 def test_error_messages_show_a_bounded_repr_of_any_value() -> None:
+    from sim.formats._common import shown
+
     shared: list[object] = [0] * 9
     for _ in range(30):  # 9**31 leaves behind 279 lists: repr() would never finish
         shared = [shared] * 9
