@@ -120,8 +120,8 @@ def _check_aliases(root: yaml.Node, issues: Issues) -> None:
         if key in expanded:
             continue
         if key in open_nodes:
-            line = node.start_mark.line + 1
-            raise issues.fatal(line, "a YAML alias refers to a node that contains it", "cassettes hold no recursive data")
+            problem = "a YAML alias refers to a node that contains it"
+            raise issues.fatal(node.start_mark.line + 1, problem, "cassettes hold no recursive data")
         open_nodes.add(key)
         distinct += 1
         stack.append((node, True))
