@@ -351,6 +351,15 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
 
 
+def kept_log_keys(root: str | Path) -> set[str]:
+    """Keys of the runs whose logs the results kept (``logs.parquet`` of each part)."""
+    keys: set[str] = set()
+    for d in finished_parts(Path(root)):
+        if (d / f"{LOGS}.parquet").is_file():
+            keys.update(read_table(d, LOGS)["run_key"].tolist())
+    return keys
+
+
 def stored_log(root: str | Path, run_key: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
     """The log of run ``run_key`` as a sweep kept it (``logs.parquet`` in its part; ``csim run`` keeps them),
     as :func:`sim.core.log.decode_log` reads it: a header and the events; None when the sweep kept no logs."""
@@ -395,15 +404,3 @@ def params_json(params: Mapping[str, Any]) -> str:
 def config_label(policy: str, params: Mapping[str, Any]) -> str:
     """``cloudflare-os trigger_ratio=0.8``: the policy and its given parameters, sorted by name."""
     return " ".join([policy, *(f"{k}={format_value(params[k])}" for k in sorted(params))])
-
-
-def non_default_params(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters of a policy spec that differ from its class defaults (all of them if it cannot load)."""
-    params = dict(spec.get("params", {}))
-    try:
-        from policies.base import load_policy_class
-
-        defaults = load_policy_class(str(spec.get("policy")))().params()
-    except Exception:  # noqa: BLE001 - a label is still useful for a policy this install cannot build
-        return params
-    return {k: v for k, v in params.items() if defaults.get(k, object()) != v}
