@@ -123,7 +123,7 @@ def read(path: str | Path, fmt: str, *, lenient: bool = False) -> ImportResult:
 def _no_lone_surrogates(result: ImportResult, path: str) -> None:
     """Every reader mends or refuses lone surrogates where it parses JSON (naming the line); a string that
     still holds one would fail later, when it is hashed or written as UTF-8, so it stops the import here."""
-    from sim.formats._common import SURROGATE_HINT, SURROGATE_PROBLEM, surrogate_at
+    from sim.formats._surrogates import SURROGATE_HINT, SURROGATE_PROBLEM, surrogate_at
 
     for conv in result.conversations:
         where = surrogate_at(conv)

@@ -13,7 +13,6 @@ list of :class:`Draft` messages and either reports them or repairs them with an 
 from __future__ import annotations
 
 import json
-import re
 import reprlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -21,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sim.core.conversation import Conversation, Message, Part, Usage
+from sim.core.conversation import Message, Part, Usage
 from sim.core.errors import FormatError
 from sim.formats import Skipped
+from sim.formats._surrogates import mend_surrogates
 
 #: The text of the tool result synthesised for a call whose result was never recorded.
 ABORTED_TEXT = "aborted: no result recorded"
@@ -181,119 +181,6 @@ def read_jsonl(path: Path, issues: Issues, expected: str) -> Iterator[tuple[int,
         yield number, mend_surrogates(value, issues, number, text)
 
 
-# --- lone surrogates --------------------------------------------------------------------------
-
-#: A UTF-16 surrogate code point. Text decoded from UTF-8 never holds one; JSON can (``"\\ud800"`` is valid
-#: JSON), and a string holding one cannot be written back as UTF-8, so every reader mends or refuses it here.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-#: A ``\\uD8xx``-``\\uDFxx`` escape, with the run of backslashes before it (an even run is an escaped backslash).
-_SURROGATE_ESCAPE = re.compile(r"(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})")
-SURROGATE_PROBLEM = "a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair) is not text"
-SURROGATE_HINT = "fix the string, or pass --lenient to replace each one with U+FFFD"
-
-
-def has_surrogate(text: str) -> bool:
-    """Whether ``text`` holds a surrogate code point (a lone one: a parsed pair is one character)."""
-    return _SURROGATE.search(text) is not None
-
-
-def mend_surrogates(value: Any, issues: Issues, line: int | None, text: str | None = None) -> Any:
-    """``value`` (parsed JSON) with no lone surrogate left: strict mode refuses one, naming its line (found in
-    ``text``, the JSON it was parsed from, when ``line`` is None); lenient mode replaces each with U+FFFD
-    and lists the repair. With ``text``, a value whose JSON has no surrogate escape costs one regex search.
-    """
-    if text is not None and (r"\u" not in text or next(_lone_escapes(text), None) is None):
-        return value
-    if not _walk_strings(value, fix=False):
-        return value
-    if line is None and text is not None:
-        pos = next(_lone_escapes(text), None)
-        line = None if pos is None else text.count("\n", 0, pos) + 1
-    if not issues.lenient:
-        raise FormatError(issues.path, line, SURROGATE_PROBLEM, SURROGATE_HINT)
-    issues.repaired(line, "lone UTF-16 surrogates replaced by U+FFFD")
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    _walk_strings(value, fix=True)
-    return value
-
-
-def _lone_escapes(text: str) -> Iterator[int]:
-    """Positions of the surrogate escapes in JSON ``text`` that do not pair up (a high one, then a low one)."""
-    pending: tuple[int, int] | None = None  # the last high surrogate escape: (start, end)
-    for m in _SURROGATE_ESCAPE.finditer(text):
-        if len(m.group(1)) % 2 == 0:
-            continue  # "\\\\ud800": an escaped backslash, then plain letters
-        start = m.start() + len(m.group(1)) - 1
-        high = m.group(2)[1].lower() in "89ab"
-        if pending is not None:
-            if not high and start == pending[1]:
-                pending = None
-                continue
-            yield pending[0]
-            pending = None
-        if high:
-            pending = (start, m.end())
-        else:
-            yield start
-    if pending is not None:
-        yield pending[0]
-
-
-def _walk_strings(value: Any, *, fix: bool) -> bool:
-    """Whether a string (or key) of ``value`` holds a surrogate; with ``fix``, replace each with U+FFFD in
-    place. Iterative: a JSON value may nest as deep as the parser allowed."""
-    found = False
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            bad_keys = [k for k in node if isinstance(k, str) and has_surrogate(k)]
-            if bad_keys and not fix:
-                return True
-            found = found or bool(bad_keys)
-            for k in bad_keys:
-                node[_SURROGATE.sub("\ufffd", k)] = node.pop(k)
-            items: Any = node.items()
-        elif isinstance(node, list):
-            items = enumerate(node)
-        elif isinstance(node, str):
-            return has_surrogate(node)
-        else:
-            continue
-        for k, v in items:
-            if isinstance(v, str):
-                if has_surrogate(v):
-                    if not fix:
-                        return True
-                    found = True
-                    node[k] = _SURROGATE.sub("\ufffd", v)
-            elif isinstance(v, (dict, list)):
-                stack.append(v)
-    return found
-
-
-def surrogate_at(conversation: Conversation) -> str | None:
-    """Where a string of ``conversation`` still holds a lone surrogate ("message 'm3'"), or None: the check
-    :func:`sim.formats.read` makes of every importer's output, whatever the reader missed."""
-    c = conversation
-    if has_surrogate(c.id) or _walk_strings([dict(c.meta)], fix=False):
-        return "its id or meta"
-    for t in c.tools:
-        if any(has_surrogate(x) for x in (t.name, t.description, t.parameters)):
-            return f"tool {t.name!r}"
-    for m in c.messages:
-        texts = [m.id, *m.resolves]
-        for p in m.parts:
-            texts.extend(x for x in (p.text, p.call_id, p.name, p.args, p.ref) if x)
-        if any(has_surrogate(x) for x in texts) or _walk_strings([dict(m.meta)], fix=False):
-            return f"message {m.id!r}"
-    for f in c.facts:
-        if any(has_surrogate(x) for x in (f.id, f.text, f.source, *f.needed_at)):
-            return f"fact {f.id!r}"
-    return None
-
-
 # --- shape checks ----------------------------------------------------------------------------
 
 _TYPE_NAMES = {
@@ -447,34 +334,6 @@ def content_parts(content: Any, what: str) -> list[Part]:
     return parts or [Part("text", "")]
 
 
-def element_lines(text: str) -> list[int]:
-    """Line on which each element of a top-level JSON list starts."""
-    decoder = json.JSONDecoder()
-    lines: list[int] = []
-    pos = text.index("[") + 1
-    line, counted = 1, 0
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text) or text[pos] == "]":
-            return lines
-        line += text.count("\n", counted, pos)
-        counted = pos
-        lines.append(line)
-        _, pos = decoder.raw_decode(text, pos)
-
-
-def read_json_document(path: Path, issues: Issues, expected: str) -> Any:
-    """The whole file parsed as one JSON value.
-
-    An empty, truncated or unparsable file stops the import in both modes (nothing in it can be
-    trusted); invalid UTF-8 is an error in strict mode and is replaced in lenient mode.
-    """
-    data = read_bytes(path, expected)
-    text = decode_document(data, issues)
-    return mend_surrogates(parse_document(text, issues, expected), issues, None, text)
-
-
 def parse_document(text: str, issues: Issues, expected: str) -> Any:
     """``text`` parsed as one JSON value; every way that fails stops the import, naming the line it can."""
     try:
@@ -485,12 +344,3 @@ def parse_document(text: str, issues: Issues, expected: str) -> Any:
         raise issues.fatal(None, "JSON nested too deeply to read", expected) from exc
     except ValueError as exc:  # an integer past the interpreter's digit limit
         raise issues.fatal(None, f"invalid JSON: {clip(str(exc), 80)}", expected) from exc
-
-
-def read_json_object_with_list(path: Path, issues: Issues, key: str, expected: str) -> dict[str, Any]:
-    """The file as one JSON object that holds a list under ``key``; anything else stops the import."""
-    doc = read_json_document(path, issues, expected)
-    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
-        shape = type(doc).__name__ if not isinstance(doc, dict) else f"an object without a {key!r} list"
-        raise issues.fatal(1, f"the document is {shape}", expected)
-    return doc

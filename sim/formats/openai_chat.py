@@ -32,13 +32,13 @@ from sim.formats._common import (
     clip,
     decode_document,
     dumps_args,
-    element_lines,
     get,
-    mend_surrogates,
     pair_calls,
     read_bytes,
     read_jsonl,
 )
+from sim.formats._json_records import element_lines
+from sim.formats._surrogates import mend_surrogates
 
 _EXPECTED = (
     "OpenAI chat messages: a JSON message list, an object with 'messages', a list of those, "

@@ -35,7 +35,8 @@ from sim.core.conversation import Conversation, Message, Usage
 from sim.formats import FORMATS, ImportResult, Skipped, sniffer
 from sim.formats import anthropic_messages as anthropic
 from sim.formats import openai_responses as responses
-from sim.formats._common import BadRecord, Issues, check, decode_document, get, mend_surrogates, read_bytes
+from sim.formats._common import BadRecord, Issues, check, decode_document, get, read_bytes
+from sim.formats._surrogates import mend_surrogates
 from sim.formats.openai_chat import _conversation as chat_conversation
 from sim.formats.openai_chat import _Source as ChatSource
 from sim.formats.usage import chat_usage

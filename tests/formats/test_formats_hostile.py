@@ -175,3 +175,26 @@ def test_an_integer_past_the_digit_limit_is_a_format_error(tmp_path: Path) -> No
     lines.write_text('{"messages": [{"role": "user", "content": "ok"}]}\n{"messages": ' + "1" * 5000 + "}\n")
     result = read(lines, "openai-chat", lenient=True)
     assert len(result.conversations) == 1 and result.skipped[0].line == 2
+
+
+# --- line numbers in the JSON-document importers -------------------------------------------------------
+
+DOCUMENT_FORMATS = ["swe-agent", "mini-swe-agent", "openhands-events", "openhands-llm"]
+
+
+@pytest.mark.parametrize("fmt", DOCUMENT_FORMATS)
+def test_a_bad_record_of_a_json_document_names_its_line(tmp_path: Path, fmt: str) -> None:
+    doc = json.loads((GOLDEN / SAMPLES[fmt][0]).read_text(encoding="utf-8"))
+    records = doc
+    for key in SAMPLES[fmt][1] or ():
+        records = records[key]
+    records[1] = 4242  # not an object
+    path = tmp_path / SAMPLES[fmt][0]
+    path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    with pytest.raises(FormatError, match="should be an object") as err:
+        read(path, fmt)
+    assert err.value.line is not None and lines[err.value.line - 1].strip().startswith("4242")
+    assert str(err.value).startswith(f"{path}:{err.value.line}: ")
+    skipped = [s for s in read(path, fmt, lenient=True).skipped if "should be an object" in s.reason]
+    assert [s.line for s in skipped] == [err.value.line]
