@@ -20,14 +20,17 @@ from sim.core.registry import Registry
 
 @dataclass(frozen=True)
 class Skipped:
-    """One record a lenient import passed over, and why."""
+    """One record a lenient import passed over, and why; or (``count`` > 1) how many more were like it."""
 
     path: str
     line: int | None
     reason: str
+    count: int = 1
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        if self.count > 1:
+            return f"{where}: {self.count:,} more skipped, not listed, like: {self.reason}"
         return f"{where}: skipped: {self.reason}"
 
 
@@ -117,6 +120,9 @@ def read(path: str | Path, fmt: str, *, lenient: bool = False) -> ImportResult:
         fmt = detect(path)
     result = FORMATS.get(fmt)(Path(path), lenient=lenient)
     _no_lone_surrogates(result, str(path))
+    summary = getattr(result.skipped, "summary", None)
+    if summary is not None:  # the skips past the first hundred, counted by kind of reason
+        result.skipped = [*result.skipped, *summary()]
     return result
 
 

@@ -13,6 +13,7 @@ list of :class:`Draft` messages and either reports them or repairs them with an 
 from __future__ import annotations
 
 import json
+import re
 import reprlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -39,6 +40,35 @@ class Fatal(FormatError):
     """A problem that stops the import in lenient mode too: nothing after it could be read."""
 
 
+#: Skips of one file listed one by one; past this many they are counted by kind of reason, so a file of a
+#: million bad records reports a few lines and holds a few counters, not a million skips.
+LISTED_SKIPS = 100
+_NUMBER = re.compile(r"\d+")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+class SkipList(list[Skipped]):
+    """The skips of one file: the first :data:`LISTED_SKIPS` kept, the others counted by kind of reason (its
+    text with numbers and quoted values blanked); :meth:`summary` gives one line per kind."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self.more: dict[str, int] = {}
+
+    def append(self, skip: Skipped) -> None:
+        if len(self) < LISTED_SKIPS:
+            super().append(skip)
+            return
+        kind = _QUOTED.sub("'…'", _NUMBER.sub("N", skip.reason))
+        self.more[kind] = self.more.get(kind, 0) + skip.count
+
+    def summary(self) -> list[Skipped]:
+        """One :class:`Skipped` per kind of reason past the first hundred, the most frequent first."""
+        kinds = sorted(self.more.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [Skipped(self.path, None, kind, count) for kind, count in kinds]
+
+
 class Issues:
     """Where an importer sends problems: raised in strict mode, listed as skips in lenient mode.
 
@@ -51,7 +81,7 @@ class Issues:
     def __init__(self, path: Path, lenient: bool) -> None:
         self.path = str(path)
         self.lenient = lenient
-        self.skipped: list[Skipped] = []
+        self.skipped: list[Skipped] = SkipList(self.path)
 
     def problem(self, line: int | None, problem: str, hint: str = "") -> None:
         """Raise a FormatError (strict) or record the skip and return (lenient)."""

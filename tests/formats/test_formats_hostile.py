@@ -198,3 +198,26 @@ def test_a_bad_record_of_a_json_document_names_its_line(tmp_path: Path, fmt: str
     assert str(err.value).startswith(f"{path}:{err.value.line}: ")
     skipped = [s for s in read(path, fmt, lenient=True).skipped if "should be an object" in s.reason]
     assert [s.line for s in skipped] == [err.value.line]
+
+
+# --- lenient mode on many bad records --------------------------------------------------------------------
+
+
+def test_lenient_mode_lists_a_hundred_skips_then_counts_the_rest_by_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "many.jsonl"
+    good = '{"messages": [{"role": "user", "content": "hi"}]}'
+    bad = ['{"messages": 5}', '{"messages": "x"}', "[1, 2"]  # two kinds of wrong type, one of invalid JSON
+    f.write_text("\n".join([good, *(bad[k % 3] for k in range(3000)), good]) + "\n")
+    result = read(f, "openai-chat", lenient=True)
+    assert len(result.conversations) == 2
+    listed = [s for s in result.skipped if s.count == 1]
+    counted = [s for s in result.skipped if s.count > 1]
+    assert len(listed) == 100 and all(s.line is not None for s in listed)
+    assert sum(s.count for s in result.skipped) == 3000
+    assert len(counted) == 3  # one per kind of reason: numbers and quoted values do not make a new kind
+    assert all(s.line is None and "N" in s.reason for s in counted)
+    assert main(["import", str(f), "--lenient", "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") < 110 and "3000 skipped" in out and "more skipped, not listed, like:" in out
