@@ -4,9 +4,11 @@ a second sweep on a folder in use is refused; leftovers of a killed sweep are cl
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -132,3 +134,44 @@ def test_leftovers_of_a_killed_sweep_are_cleared(copy: Path) -> None:
     stale.write_text("{")
     run_sweep(SPEC, copy, workers=1, progress=False)
     assert not stale.exists()
+
+
+# --- a disk that refuses writes -------------------------------------------------------------------------
+
+
+def test_a_full_disk_during_a_sweep_is_one_line_and_leaves_no_partial_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sim.core.metrics
+
+    def to_full_disk(frame: pd.DataFrame, path: Path) -> None:
+        frame.to_parquet("/dev/full", index=False, engine="pyarrow")  # ENOSPC, as pyarrow reports it
+
+    monkeypatch.setattr(sim.core.metrics, "write_parquet", to_full_disk)
+    out = tmp_path / "r"
+    args = ["sweep", "--policy", "none", "--scenario", "coding-agent", "-S", "turns=4", "--window", "12000"]
+    assert main([*args, "--workers", "1", "--quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"csim: error: cannot write {out / 'parts'}") and err.count("\n") == 1
+    assert "No space left on device" in err and "free some space" in err
+    assert not [p for p in (out / "parts").iterdir()]  # neither a part nor its temporary folder
+
+
+@pytest.mark.parametrize(
+    ("code", "advice"), [(errno.EROFS, "choose an --out folder you can write to"), (errno.ENOSPC, "free some space")]
+)
+def test_a_read_only_or_full_output_folder_of_csim_import_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], code: int, advice: str
+) -> None:
+    import sim.formats.importing
+
+    def refuse(report: object, out: str) -> None:
+        raise OSError(code, os.strerror(code), str(Path(out) / "chat.jsonl"))
+
+    monkeypatch.setattr(sim.formats.importing, "write_native", refuse)
+    f = tmp_path / "chat.json"
+    f.write_text('[{"id": "c", "messages": [{"role": "user", "content": "hi"}]}]')
+    assert main(["import", str(f), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"csim: error: cannot write {tmp_path / 'out' / 'chat.jsonl'}: {os.strerror(code)}; ")
+    assert advice in err and err.count("\n") == 1

@@ -583,7 +583,12 @@ def write_part(root: Path, frames: Mapping[str, pd.DataFrame]) -> Path:
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    write_part_tables(tmp, frames)
+    try:
+        write_part_tables(tmp, frames)
+    except OSError as exc:  # a full disk: free what was written and name the part (pyarrow names no file)
+        shutil.rmtree(tmp, ignore_errors=True)
+        exc.filename = exc.filename or str(final)
+        raise
     if final.exists():  # the same runs already finished (cannot happen when planned from the parts)
         shutil.rmtree(tmp)
         return final

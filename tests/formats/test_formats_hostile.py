@@ -221,3 +221,47 @@ def test_lenient_mode_lists_a_hundred_skips_then_counts_the_rest_by_reason(
     assert main(["import", str(f), "--lenient", "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert out.count("\n") < 110 and "3000 skipped" in out and "more skipped, not listed, like:" in out
+
+
+# --- import folders and output names -------------------------------------------------------------------
+
+_CHAT = '[{"id": "c", "messages": [{"role": "user", "content": "%s"}]}]'
+
+
+def test_an_import_folder_does_not_follow_links_out_of_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from sim.formats.importing import collect_paths
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secret.json").write_text(_CHAT % "secret")
+    folder = tmp_path / "downloads"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.json").write_text(_CHAT % "mine")
+    (folder / "link.json").symlink_to(outside / "secret.json")
+    (folder / "sub" / "dir.json").symlink_to(outside, target_is_directory=True)
+    (folder / "linkdir").symlink_to(outside, target_is_directory=True)
+    (folder / "inside.json").symlink_to(folder / "a.json")  # a link that stays inside is followed
+    assert collect_paths([folder]) == [folder / "a.json", folder / "inside.json"]
+    out = tmp_path / "out"
+    assert main(["import", str(folder), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"{folder / 'link.json'}: not read: a symbolic link to {outside / 'secret.json'}" in printed
+    assert f"{folder / 'linkdir'}: not read: a symbolic link to {outside}" in printed
+    assert "secret" not in "".join(p.read_text() for p in out.iterdir())
+    assert sorted(p.name for p in out.iterdir()) == ["a.jsonl", "inside.jsonl"]
+    assert main(["import", str(folder / "link.json"), "--out", str(tmp_path / "named")]) == 0  # named: read
+
+
+def test_inputs_whose_names_differ_only_in_case_or_unsafe_characters_get_distinct_files(tmp_path: Path) -> None:
+    from sim.formats.importing import FileReport, output_names
+
+    names = output_names(
+        [FileReport(Path(n), "openai-chat") for n in ["A b.json", "x/A_b.json", "a_B.json", "a?b.json"]]
+    )
+    assert len({n.casefold() for n in names}) == 4, names
+    for k, n in enumerate(["Log.json", "log.json"]):
+        (tmp_path / f"d{k}").mkdir()
+        (tmp_path / f"d{k}" / n).write_text(_CHAT % n)
+    out = tmp_path / "out"
+    assert main(["import", str(tmp_path / "d0"), str(tmp_path / "d1"), "--out", str(out)]) == 0
+    assert sorted(p.read_text().count("Log.json") + p.read_text().count("log.json") for p in out.iterdir()) == [1, 1]
