@@ -43,10 +43,11 @@ from sim.formats.usage import chat_usage
 
 _EXPECTED = "a VCR cassette (YAML with 'interactions: [{request: ..., response: ...}]')"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-#: How many nodes YAML aliases may add to a cassette once expanded. A recorder repeats a header block at
-#: most; nested aliases (``&a [*b, *b, ...]``, ten levels deep) would expand to billions of nodes from a
-#: few hundred bytes, so beyond this bound the file is refused before anything walks the expanded value.
-MAX_ALIAS_NODES = 10_000
+#: How much YAML aliases may add to a cassette once expanded, counting each node as 1 and each scalar as its
+#: characters too. A recorder repeats a header block at most; nested aliases (``&a [*b, *b, ...]``, ten levels
+#: deep) would expand to billions of nodes from a few hundred bytes, and ten thousand aliases of one long
+#: string to gigabytes of text, so beyond this bound the file is refused before anything walks the value.
+MAX_ALIAS_EXPANSION = 1_000_000
 
 
 @FORMATS.register("vcr-cassette", "VCR YAML cassettes of provider HTTP calls (Anthropic, OpenAI chat/responses)")
@@ -103,20 +104,20 @@ def _load(path: Path, issues: Issues) -> tuple[list[Any], list[int]]:
 
 
 def _check_aliases(root: yaml.Node, issues: Issues) -> None:
-    """Refuse a document whose aliases expand to more than :data:`MAX_ALIAS_NODES` extra nodes, or refer to
-    themselves. The composed graph shares an aliased node, so counting costs one visit per distinct node."""
-    expanded: dict[int, int] = {}  # node id -> nodes under it once aliases are expanded (itself included)
-    distinct = 0
+    """Refuse a document whose aliases add more than :data:`MAX_ALIAS_EXPANSION` once expanded, or refer to
+    themselves. The composed graph shares an aliased node, so measuring costs one visit per distinct node."""
+    expanded: dict[int, int] = {}  # node id -> its size once aliases are expanded (itself included)
+    distinct = 0  # the size of the nodes visited, each once
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     open_nodes: set[int] = set()
-    while stack:
+    over = False
+    while stack and not over:
         node, children_done = stack.pop()
         key = id(node)
         if children_done:
             open_nodes.discard(key)
-            expanded[key] = 1 + sum(expanded[id(c)] for c in _children(node))
-            if expanded[key] - distinct > MAX_ALIAS_NODES:
-                break
+            expanded[key] = _own_size(node) + sum(expanded[id(c)] for c in _children(node))
+            over = expanded[key] - distinct > MAX_ALIAS_EXPANSION
             continue
         if key in expanded:
             continue
@@ -124,16 +125,20 @@ def _check_aliases(root: yaml.Node, issues: Issues) -> None:
             problem = "a YAML alias refers to a node that contains it"
             raise issues.fatal(node.start_mark.line + 1, problem, "cassettes hold no recursive data")
         open_nodes.add(key)
-        distinct += 1
+        distinct += _own_size(node)
         stack.append((node, True))
         stack.extend((c, False) for c in _children(node) if id(c) not in expanded)
-    total = expanded.get(id(root), 0) if not stack else MAX_ALIAS_NODES + distinct + 1
-    if total - distinct > MAX_ALIAS_NODES:
+    if over:
         raise issues.fatal(
             None,
-            f"YAML aliases expand the document by more than {MAX_ALIAS_NODES:,} nodes (an alias bomb?)",
+            f"YAML aliases expand the document by more than {MAX_ALIAS_EXPANSION:,} nodes and characters "
+            "(an alias bomb?)",
             "a recorded cassette repeats little; write the data out instead of aliasing it",
         )
+
+
+def _own_size(node: yaml.Node) -> int:
+    return 1 + (len(node.value) if isinstance(node, yaml.ScalarNode) else 0)
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

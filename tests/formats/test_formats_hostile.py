@@ -45,16 +45,23 @@ def test_a_yaml_alias_bomb_is_refused_by_csim_import_with_format_auto(tmp_path: 
         pytest.fail("csim import hung on a 600-byte YAML alias bomb")
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    assert f"{bomb}: YAML aliases expand the document by more than 10,000 nodes" in done.stderr
+    assert f"{bomb}: YAML aliases expand the document by more than 1,000,000 nodes and characters" in done.stderr
 
 
 @pytest.mark.parametrize("lenient", [False, True])
 def test_alias_expansion_is_refused_before_the_value_is_built(tmp_path: Path, lenient: bool) -> None:
     bomb = tmp_path / "bomb.yaml"
-    bomb.write_text(_alias_bomb(5))  # 59,049 leaves: small enough to build, past the bound
+    bomb.write_text(_alias_bomb(7))  # 4.8 million leaves: built at once (aliases are shared), past the bound
     with pytest.raises(FormatError, match="YAML aliases expand the document") as err:
         read(bomb, "vcr-cassette", lenient=lenient)
     assert err.value.path == str(bomb)
+
+
+def test_aliases_of_one_long_string_count_its_characters(tmp_path: Path) -> None:
+    f = tmp_path / "long.yaml"
+    f.write_text(f"s: &s {'x' * 2000}\ninteractions: [{{request: [{', '.join(['*s'] * 600)}], response: {{}}}}]\n")
+    with pytest.raises(FormatError, match="YAML aliases expand the document"):
+        read(f, "vcr-cassette", lenient=True)  # 1.2 million characters from 600 aliases
 
 
 def test_a_self_referring_alias_is_refused_with_its_line(tmp_path: Path) -> None:
