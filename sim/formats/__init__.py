@@ -129,10 +129,14 @@ def read(path: str | Path, fmt: str, *, lenient: bool = False) -> ImportResult:
 def _no_lone_surrogates(result: ImportResult, path: str) -> None:
     """Every reader mends or refuses lone surrogates where it parses JSON (naming the line); a string that
     still holds one would fail later, when it is hashed or written as UTF-8, so it stops the import here."""
-    from sim.formats._surrogates import SURROGATE_HINT, SURROGATE_PROBLEM, surrogate_at
+    from sim.formats._surrogates import SURROGATE_HINT, SURROGATE_PROBLEM, has_surrogate, surrogate_at
 
     for conv in result.conversations:
         where = surrogate_at(conv)
+        if where is not None and has_surrogate(path):  # undecodable bytes of the name, which ids are made from
+            raise FormatError(
+                path, None, "the file name is not valid UTF-8, and conversation ids come from it", "rename the file"
+            )
         if where is not None:
             raise FormatError(path, None, f"conversation {conv.id!r}, {where}: {SURROGATE_PROBLEM}", SURROGATE_HINT)
 

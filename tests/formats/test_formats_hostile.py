@@ -8,6 +8,7 @@ traceback, and never in a half-written output file.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -272,3 +273,15 @@ def test_inputs_whose_names_differ_only_in_case_or_unsafe_characters_get_distinc
     out = tmp_path / "out"
     assert main(["import", str(tmp_path / "d0"), str(tmp_path / "d1"), "--out", str(out)]) == 0
     assert sorted(p.read_text().count("Log.json") + p.read_text().count("log.json") for p in out.iterdir()) == [1, 1]
+
+
+def test_a_file_name_that_is_not_utf8_is_one_line_saying_to_rename_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    name = os.fsdecode(b"bad\xff.json")  # the surrogate escape Python gives undecodable bytes of a name
+    (folder / name).write_text('[{"role": "user", "content": "hi"}]')  # a message list: its id is the name
+    assert main(["import", str(folder), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "the file name is not valid UTF-8" in err and "rename the file" in err and err.count("\n") == 1
