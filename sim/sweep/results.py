@@ -338,6 +338,8 @@ def results_lock(root: Path) -> Iterator[None]:
     """Hold ``root/.lock`` (an advisory ``flock``) while a sweep writes into ``root``; a second sweep on the
     same folder is refused instead of deleting the first one's part in progress. The kernel drops the lock
     when its process ends, a kill -9 included, so a stale lock never blocks the next run."""
+    if root.exists() and not root.is_dir():
+        raise InvalidConfig(f"--out {root} is a file; results go into a folder: give a folder's path")
     root.mkdir(parents=True, exist_ok=True)
     path = root / LOCK
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
