@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from sim.core.errors import InvalidConfig
+from sim.core.errors import CsimError, InvalidConfig
 from sim.sweep.results import Results
 
 if TYPE_CHECKING:
@@ -117,7 +117,10 @@ def replayable(results: Results, path: str | Path, allow: Collection[str] = ()) 
         return keys
     s = results.manifest.get("spec")
     spec = _spec(s, refused) if isinstance(s, dict) else None
-    safe = {st.label for st in settings(spec)} if spec is not None else set()
+    try:
+        safe = {st.label for st in settings(spec)} if spec is not None else set()
+    except CsimError:  # a bundled name this csim lacks: none of those runs can be replayed either
+        safe = set()
     kept = kept_log_keys(path)
     return [k for k, c in zip(keys, results.runs["config"].tolist(), strict=True) if c in safe or k in kept]
 
