@@ -175,3 +175,11 @@ def test_a_read_only_or_full_output_folder_of_csim_import_is_one_line(
     err = capsys.readouterr().err
     assert err.startswith(f"csim: error: cannot write {tmp_path / 'out' / 'chat.jsonl'}: {os.strerror(code)}; ")
     assert advice in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("text", ["[1]", "null", "{", "\xff"])
+def test_a_manifest_of_the_wrong_shape_is_one_line(copy: Path, text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    (copy / "manifest.json").write_bytes(text.encode("latin-1"))
+    assert main(["compare", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"csim: error: {copy / 'manifest.json'}: ") and err.count("\n") == 1

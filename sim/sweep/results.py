@@ -192,9 +192,12 @@ def finished_parts(root: Path) -> list[Path]:
 
 def read_manifest(root: Path) -> dict[str, Any]:
     try:
-        return dict(json.loads((root / MANIFEST).read_text(encoding="utf-8")))
-    except (OSError, json.JSONDecodeError) as exc:
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON
         raise InvalidConfig(f"{root / MANIFEST}: cannot read the sweep manifest: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise InvalidConfig(f"{root / MANIFEST}: the sweep manifest is {type(manifest).__name__}, not an object")
+    return manifest
 
 
 def _load_sweep(root: Path) -> Results:
