@@ -285,3 +285,21 @@ def test_a_file_name_that_is_not_utf8_is_one_line_saying_to_rename_it(
     assert main(["import", str(folder), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "the file name is not valid UTF-8" in err and "rename the file" in err and err.count("\n") == 1
+
+
+def test_csim_calibrate_on_a_folder_does_not_follow_links_out_of_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sim.cli.calibration import load_source
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "out").mkdir()
+    sample = (GOLDEN / "claude_code.jsonl").read_text(encoding="utf-8")
+    (tmp_path / "in" / "a.jsonl").write_text(sample)
+    (tmp_path / "out" / "secret.jsonl").write_text(sample.replace("0000aaaa", "5ec2e7aa"))
+    (tmp_path / "in" / "link.jsonl").symlink_to(tmp_path / "out" / "secret.jsonl")
+    groups, _, _ = load_source(str(tmp_path / "in"), "claude-code", None, False)
+    assert [c.id for _, convs in groups for c in convs] == [
+        c.id for c in read(tmp_path / "in" / "a.jsonl", "claude-code").conversations
+    ]
+    assert f"{tmp_path / 'in' / 'link.jsonl'}: not read: a symbolic link" in capsys.readouterr().err
