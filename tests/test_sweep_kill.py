@@ -107,3 +107,52 @@ def test_a_half_written_part_is_discarded(spec_file: Path, reference: Path, tmp_
     resumed = run_sweep(load_spec(spec_file), out, workers=1, progress=False)
     assert resumed.ran == 2 and resumed.parts_written == 1
     assert parquet_bytes(load_results(out).requests) == parquet_bytes(load_results(reference).requests)
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.update(int(x) for x in (task / "children").read_text().split())
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc to find the workers")
+def test_pool_workers_end_when_the_sweep_is_killed(tmp_path: Path) -> None:
+    """kill -9 of the sweep alone (not its process group): its workers and resource tracker follow it."""
+    spec = tmp_path / "long.toml"
+    spec.write_text(SPEC.replace('seeds = "0-5"', 'seeds = "0-11"').replace("turns = 14", "turns = 40"))
+    csim = Path(sys.executable).with_name("csim")
+    proc = subprocess.Popen(
+        [str(csim), "sweep", str(spec), "--out", str(tmp_path / "r"), "--workers", "2", "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    kids: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and len(kids) < 3 and time.monotonic() < deadline:  # two workers and the tracker
+            kids = _children(proc.pid)
+            time.sleep(0.02)
+        assert len(kids) >= 3, "the pool did not start"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(_running(k) for k in kids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [k for k in kids if _running(k)], "processes left behind by the killed sweep"
+    finally:
+        for k in kids:
+            if _running(k):
+                os.kill(k, signal.SIGKILL)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

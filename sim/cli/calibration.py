@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 from sim.core.conversation import Conversation
@@ -39,6 +40,11 @@ def load_source(
     if not fmt:
         raise InvalidConfig(f"{source}: a path needs --format NAME (csim list formats)")
     paths = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.name not in _NOT_DATA)
+    if not path.is_file():  # a folder's links are followed only to files inside it, as csim import does
+        inside = path.resolve()
+        for p in [p for p in paths if not p.resolve().is_relative_to(inside)]:
+            print(f"{p}: not read: a symbolic link to {p.resolve()}, outside {path}", file=sys.stderr)
+            paths.remove(p)
     convs: list[Conversation] = []
     for p in paths:
         convs.extend(read(p, fmt, lenient=lenient).conversations)

@@ -30,7 +30,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         + (f" ({unread} not read)" if unread else "")
         + f", {plural(len(convs), 'conversation')}, {plural(report.total('messages'), 'message')}, "
         f"{plural(report.total('tool_calls'), 'tool call')}, usage on {report.total('with_usage')} messages, "
-        f"{len(report.skipped)} skipped; wrote {plural(len(written), 'file')} to {args.out}"
+        f"{sum(s.count for s in report.skipped)} skipped; wrote {plural(len(written), 'file')} to {args.out}"
     )
     return 0
 

@@ -7,6 +7,7 @@ saying what was wrong and what to do, and exit with status 2; never a traceback.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
@@ -204,13 +205,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Errors of the disk rather than of csim: a full disk or quota, a read-only or forbidden folder.
+_STORAGE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG})
+
+
+def storage_error(exc: OSError) -> str:
+    """One line for a write the disk refused: which file, why, and what to do (nothing is left half-written:
+    parts, manifests and imported files are written beside their place and renamed into it)."""
+    where = f"cannot write {exc.filename}" if exc.filename else "cannot write the output"
+    advice = {
+        errno.ENOSPC: "free some space (or choose another --out) and run the same command again: finished work is kept",
+        errno.EDQUOT: "free some of your quota (or choose another --out) and run the same command again",
+        errno.EFBIG: "the file system refuses a file this large; choose another --out",
+    }.get(exc.errno or 0, "choose an --out folder you can write to")
+    return f"{where}: {exc.strerror or exc}; {advice}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a path with undecodable bytes prints escaped, never raises
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
     except CsimError as exc:
         print(f"csim: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.errno not in _STORAGE_ERRORS:
+            raise
+        print(f"csim: error: {storage_error(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("csim: interrupted", file=sys.stderr)

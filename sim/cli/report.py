@@ -9,7 +9,9 @@ from pathlib import Path
 def cmd_report(args: argparse.Namespace) -> int:
     from sim.report.notebooks import write_report
 
-    index = write_report(args.results, args.out, show_code=args.show_code, run_key=args.run)
+    index = write_report(
+        args.results, args.out, show_code=args.show_code, run_key=args.run, allow_code=args.policy or ()
+    )
     out = index.parent
     print(f"wrote {out / 'compare.html'}, {out / 'run.html'} and {index} (open {index} in a browser)")
     return 0
@@ -29,4 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--out", required=True, type=Path, help="where to write the HTML and executed notebooks")
     p.add_argument("--run", metavar="RUN_KEY", help="the run to show in depth (the run_key column of the results)")
     p.add_argument("--show-code", action="store_true", help="keep the notebooks' code cells in the HTML")
+    p.add_argument(
+        "--policy",
+        action="append",
+        metavar="MODULE:CLASS",
+        help="allow importing this policy of yours to replay a run whose log the results did not keep "
+        "(repeatable); csim report never imports code a results folder names otherwise",
+    )
     p.set_defaults(func=cmd_report)

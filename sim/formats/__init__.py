@@ -20,14 +20,17 @@ from sim.core.registry import Registry
 
 @dataclass(frozen=True)
 class Skipped:
-    """One record a lenient import passed over, and why."""
+    """One record a lenient import passed over, and why; or (``count`` > 1) how many more were like it."""
 
     path: str
     line: int | None
     reason: str
+    count: int = 1
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        if self.count > 1:
+            return f"{where}: {self.count:,} more skipped, not listed, like: {self.reason}"
         return f"{where}: skipped: {self.reason}"
 
 
@@ -115,7 +118,27 @@ def read(path: str | Path, fmt: str, *, lenient: bool = False) -> ImportResult:
     _load()
     if fmt == "auto":
         fmt = detect(path)
-    return FORMATS.get(fmt)(Path(path), lenient=lenient)
+    result = FORMATS.get(fmt)(Path(path), lenient=lenient)
+    _no_lone_surrogates(result, str(path))
+    summary = getattr(result.skipped, "summary", None)
+    if summary is not None:  # the skips past the first hundred, counted by kind of reason
+        result.skipped = [*result.skipped, *summary()]
+    return result
+
+
+def _no_lone_surrogates(result: ImportResult, path: str) -> None:
+    """Every reader mends or refuses lone surrogates where it parses JSON (naming the line); a string that
+    still holds one would fail later, when it is hashed or written as UTF-8, so it stops the import here."""
+    from sim.formats._surrogates import SURROGATE_HINT, SURROGATE_PROBLEM, has_surrogate, surrogate_at
+
+    for conv in result.conversations:
+        where = surrogate_at(conv)
+        if where is not None and has_surrogate(path):  # undecodable bytes of the name, which ids are made from
+            raise FormatError(
+                path, None, "the file name is not valid UTF-8, and conversation ids come from it", "rename the file"
+            )
+        if where is not None:
+            raise FormatError(path, None, f"conversation {conv.id!r}, {where}: {SURROGATE_PROBLEM}", SURROGATE_HINT)
 
 
 def _load() -> None:

@@ -13,6 +13,8 @@ list of :class:`Draft` messages and either reports them or repairs them with an 
 from __future__ import annotations
 
 import json
+import re
+import reprlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ from typing import Any, Literal
 from sim.core.conversation import Message, Part, Usage
 from sim.core.errors import FormatError
 from sim.formats import Skipped
+from sim.formats._surrogates import mend_surrogates
 
 #: The text of the tool result synthesised for a call whose result was never recorded.
 ABORTED_TEXT = "aborted: no result recorded"
@@ -37,6 +40,35 @@ class Fatal(FormatError):
     """A problem that stops the import in lenient mode too: nothing after it could be read."""
 
 
+#: Skips of one file listed one by one; past this many they are counted by kind of reason, so a file of a
+#: million bad records reports a few lines and holds a few counters, not a million skips.
+LISTED_SKIPS = 100
+_NUMBER = re.compile(r"\d+")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+class SkipList(list[Skipped]):
+    """The skips of one file: the first :data:`LISTED_SKIPS` kept, the others counted by kind of reason (its
+    text with numbers and quoted values blanked); :meth:`summary` gives one line per kind."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self.more: dict[str, int] = {}
+
+    def append(self, skip: Skipped) -> None:
+        if len(self) < LISTED_SKIPS:
+            super().append(skip)
+            return
+        kind = _QUOTED.sub("'…'", _NUMBER.sub("N", skip.reason))
+        self.more[kind] = self.more.get(kind, 0) + skip.count
+
+    def summary(self) -> list[Skipped]:
+        """One :class:`Skipped` per kind of reason past the first hundred, the most frequent first."""
+        kinds = sorted(self.more.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [Skipped(self.path, None, kind, count) for kind, count in kinds]
+
+
 class Issues:
     """Where an importer sends problems: raised in strict mode, listed as skips in lenient mode.
 
@@ -49,10 +81,11 @@ class Issues:
     def __init__(self, path: Path, lenient: bool) -> None:
         self.path = str(path)
         self.lenient = lenient
-        self.skipped: list[Skipped] = []
+        self.skipped: list[Skipped] = SkipList(self.path)
 
     def problem(self, line: int | None, problem: str, hint: str = "") -> None:
         """Raise a FormatError (strict) or record the skip and return (lenient)."""
+        problem = clip(problem)
         if not self.lenient:
             raise FormatError(self.path, line, problem, hint)
         self.skipped.append(Skipped(self.path, line, problem))
@@ -77,9 +110,9 @@ class Issues:
         except FormatError as exc:
             if not self.lenient or isinstance(exc, Fatal):
                 raise
-            self.skipped.append(Skipped(self.path, exc.line if exc.line is not None else line, exc.problem))
+            self.skipped.append(Skipped(self.path, exc.line if exc.line is not None else line, clip(exc.problem)))
         except (BadRecord, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            reason = describe(exc)
+            reason = clip(describe(exc))
             if reason.startswith(what):  # the reason names the record already: say it once
                 reason = reason[len(what) :].lstrip(" :")
             problem = f"{what}: {reason}"
@@ -88,10 +121,33 @@ class Issues:
             self.skipped.append(Skipped(self.path, line, problem))
 
 
+#: The longest problem text an error or a skip line carries; longer ones are cut (a record can be huge).
+MAX_PROBLEM_CHARS = 300
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlong = 3, 60, 60, 40
+_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxdict = _SHOWN.maxset = _SHOWN.maxfrozenset = 5
+
+
+def shown(value: Any, width: int = 60) -> str:
+    """``value`` as a short repr for a message: at most ``width`` characters, and costing no more than
+    that whatever the value holds (``repr`` of a value built from nested YAML aliases would not end)."""
+    try:
+        text = _SHOWN.repr(value)
+    except (ValueError, RecursionError):  # an int too long to print, a structure too deep
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def clip(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying so."""
+    return text if len(text) <= limit else text[: limit - 14] + "... (cut here)"
+
+
 def describe(exc: BaseException) -> str:
     """A one-line reason for a shape error, phrased for a person reading a data file."""
     if isinstance(exc, KeyError):
-        return f"missing key {exc.args[0]!r}" if exc.args else "missing key"
+        return f"missing key {shown(exc.args[0])}" if exc.args else "missing key"
     if isinstance(exc, BadRecord):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
@@ -149,7 +205,10 @@ def read_jsonl(path: Path, issues: Issues, expected: str) -> Iterator[tuple[int,
         except json.JSONDecodeError as exc:
             issues.problem(number, f"invalid JSON: {exc.msg} at column {exc.colno}", "one JSON object per line")
             continue
-        yield number, value
+        except ValueError as exc:  # an integer past the interpreter's digit limit
+            issues.problem(number, f"invalid JSON: {clip(str(exc), 80)}", "one JSON object per line")
+            continue
+        yield number, mend_surrogates(value, issues, number, text)
 
 
 # --- shape checks ----------------------------------------------------------------------------
@@ -175,10 +234,7 @@ def check(value: Any, kinds: type | tuple[type, ...], what: str) -> Any:
     kinds_t = kinds if isinstance(kinds, tuple) else (kinds,)
     ok = isinstance(value, kinds_t) and not (isinstance(value, bool) and bool not in kinds_t)
     if not ok:
-        shown = repr(value)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        raise BadRecord(f"{what} should be {_type_name(kinds)}, got {type(value).__name__} {shown}")
+        raise BadRecord(f"{what} should be {_type_name(kinds)}, got {type(value).__name__} {shown(value)}")
     return value
 
 
@@ -308,43 +364,13 @@ def content_parts(content: Any, what: str) -> list[Part]:
     return parts or [Part("text", "")]
 
 
-def element_lines(text: str) -> list[int]:
-    """Line on which each element of a top-level JSON list starts."""
-    decoder = json.JSONDecoder()
-    lines: list[int] = []
-    pos = text.index("[") + 1
-    line, counted = 1, 0
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text) or text[pos] == "]":
-            return lines
-        line += text.count("\n", counted, pos)
-        counted = pos
-        lines.append(line)
-        _, pos = decoder.raw_decode(text, pos)
-
-
-def read_json_document(path: Path, issues: Issues, expected: str) -> Any:
-    """The whole file parsed as one JSON value.
-
-    An empty, truncated or unparsable file stops the import in both modes (nothing in it can be
-    trusted); invalid UTF-8 is an error in strict mode and is replaced in lenient mode.
-    """
-    data = read_bytes(path, expected)
-    text = decode_document(data, issues)
+def parse_document(text: str, issues: Issues, expected: str) -> Any:
+    """``text`` parsed as one JSON value; every way that fails stops the import, naming the line it can."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise issues.fatal(exc.lineno, f"invalid JSON: {exc.msg} at column {exc.colno}", expected) from exc
     except RecursionError as exc:
         raise issues.fatal(None, "JSON nested too deeply to read", expected) from exc
-
-
-def read_json_object_with_list(path: Path, issues: Issues, key: str, expected: str) -> dict[str, Any]:
-    """The file as one JSON object that holds a list under ``key``; anything else stops the import."""
-    doc = read_json_document(path, issues, expected)
-    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
-        shape = type(doc).__name__ if not isinstance(doc, dict) else f"an object without a {key!r} list"
-        raise issues.fatal(1, f"the document is {shape}", expected)
-    return doc
+    except ValueError as exc:  # an integer past the interpreter's digit limit
+        raise issues.fatal(None, f"invalid JSON: {clip(str(exc), 80)}", expected) from exc

@@ -9,6 +9,7 @@ input file (all of its conversations, in order), named after the input so reruns
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,24 +75,52 @@ class ImportReport:
 
 def collect_paths(paths: list[str | Path]) -> list[Path]:
     """The files to read: each file as given; a directory's recording files, walked in sorted order."""
-    found: list[Path] = []
+    return [p for p, refused in _walk_paths(paths) if refused is None]
+
+
+def _walk_paths(paths: list[str | Path]) -> list[tuple[Path, str | None]]:
+    """Each file to read, with None; or a symbolic link a directory walk does not follow, with the reason.
+
+    A file named on the command line is read wherever it points. Inside a directory, a link is followed
+    only to a file in that directory: a folder of downloaded recordings must not pull in files from
+    elsewhere on the machine, and a linked directory is never walked (its files are walked where they are).
+    """
+    found: list[tuple[Path, str | None]] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found.extend(
-                sorted(
-                    f
-                    for f in p.rglob("*")
-                    if f.is_file()
-                    and f.suffix.lower() in RECORDING_SUFFIXES
-                    and not any(part.startswith(".") for part in f.relative_to(p).parts)
-                )
-            )
+            found.extend(_walk_dir(p))
         elif p.exists():
-            found.append(p)
+            found.append((p, None))
         else:
             raise FormatError(str(p), None, "no such file or directory")
     return found
+
+
+def _walk_dir(root: Path) -> list[tuple[Path, str | None]]:
+    real_root = root.resolve()
+    out: list[tuple[Path, str | None]] = []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        base = Path(folder)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in [*dirs, *files]:
+            f = base / name
+            is_link_dir = name in dirs and f.is_symlink()
+            if name in dirs and not is_link_dir:
+                continue
+            if name.startswith(".") or (not is_link_dir and Path(name).suffix.lower() not in RECORDING_SUFFIXES):
+                continue
+            if f.is_symlink():
+                target = f.resolve()
+                if not target.is_relative_to(real_root):
+                    out.append((f, f"a symbolic link to {target}, outside {root}: not followed (name it to read it)"))
+                    continue
+                if is_link_dir or not target.is_file():
+                    continue
+            elif not f.is_file():
+                continue
+            out.append((f, None))
+    return sorted(out, key=lambda item: item[0])
 
 
 def import_paths(paths: list[str | Path], fmt: str = "auto", lenient: bool = False) -> ImportReport:
@@ -101,7 +130,10 @@ def import_paths(paths: list[str | Path], fmt: str = "auto", lenient: bool = Fal
     cannot be read at all in its report and goes on with the next.
     """
     report = ImportReport()
-    for path in collect_paths(paths):
+    for path, refused in _walk_paths(paths):
+        if refused is not None:
+            report.files.append(FileReport(path, "", error=refused))
+            continue
         name = fmt
         try:
             if fmt == "auto":
@@ -122,13 +154,13 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def output_names(files: list[FileReport]) -> list[str]:
     """A native file name per input: its stem made filesystem-safe, numbered when two inputs collide."""
     names: list[str] = []
-    used: set[str] = set()
+    used: set[str] = set()  # case-folded: on macOS and Windows "A.jsonl" and "a.jsonl" are one file
     for f in files:
         base = _UNSAFE.sub("_", f.path.stem).strip("_") or "conversation"
         name, n = f"{base}.jsonl", 2
-        while name in used:
+        while name.casefold() in used:
             name, n = f"{base}-{n}.jsonl", n + 1
-        used.add(name)
+        used.add(name.casefold())
         names.append(name)
     return names
 
@@ -138,6 +170,8 @@ def write_native(report: ImportReport, out: str | Path) -> list[Path]:
     target = Path(out)
     target.mkdir(parents=True, exist_ok=True)
     written = []
+    for stale in target.glob(".*.jsonl.tmp-*"):  # a file a killed import did not finish writing
+        stale.unlink(missing_ok=True)
     for f, name in zip(report.files, output_names(report.files), strict=True):
         if f.conversations:
             written.append(write(f.conversations, target / name))

@@ -33,8 +33,9 @@ from sim.formats._common import (
     dumps_args,
     get,
     pair_calls,
-    read_json_object_with_list,
+    shown,
 )
+from sim.formats._json_records import read_object_with_list
 from sim.formats.usage import any_usage
 
 _EXPECTED = (
@@ -49,25 +50,27 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
     path = Path(path)
     issues = Issues(path, lenient)
     result = ImportResult(skipped=issues.skipped)
-    doc = read_json_object_with_list(path, issues, "messages", _EXPECTED)
+    doc, lines = read_object_with_list(path, issues, "messages", _EXPECTED)
     version = doc.get("trajectory_format")
     if not (isinstance(version, str) and version.startswith(_FORMAT_PREFIX)):
-        raise issues.fatal(1, f"trajectory_format is {version!r}, not {_FORMAT_PREFIX!r} or 1.x", _EXPECTED)
+        problem = f"trajectory_format is {shown(version)}, not {_FORMAT_PREFIX!r} or 1.x"
+        raise issues.fatal(lines.of("trajectory_format") or 1, problem, _EXPECTED)
     drafts: list[Draft] = []
     call_names: dict[str, str] = {}
     exits: list[str] = []
     for i, raw in enumerate(doc["messages"]):
         what = f"messages[{i}]"
-        with issues.record(None, what):
+        with issues.record(lines.of("messages", i), what):
             check(raw, dict, what)
             if raw.get("role") == "exit":
                 exits.append(str(raw.get("content") or ""))
                 continue
             drafts.append(_message(raw, i, not drafts, call_names, what))
+            drafts[-1].line = lines.of("messages", i)
     if not drafts:
         raise issues.fatal(1, "'messages' holds no message to import", _EXPECTED)
     meta: dict[str, Any] = {"source": "mini-swe-agent", "trajectory_format": version}
-    with issues.record(None, "info"):
+    with issues.record(lines.of("info"), "info"):
         meta.update(_info(doc))
     if exits:
         meta["exit_messages"] = len(exits)

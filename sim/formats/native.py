@@ -9,6 +9,7 @@ and ``read(write(x)) == x``. ``datasets/FORMAT-native.md`` documents the format 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,9 +113,22 @@ def write(conversations: Conversation | Iterable[Conversation], path: str | Path
     if isinstance(conversations, Conversation):
         conversations = [conversations]
     target = Path(path)
-    text = "".join(dumps(c) for c in conversations)
-    with target.open("w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
+    chunks = []
+    for c in conversations:
+        try:
+            chunks.append(dumps(c).encode("utf-8"))
+        except UnicodeEncodeError as exc:  # a lone surrogate: importers refuse or mend them, callers may not
+            raise InvalidConfig(
+                f"conversation {c.id!r} cannot be written to {target} as UTF-8: {exc.reason} "
+                f"({exc.object[exc.start : exc.end]!a}); replace it with U+FFFD first"
+            ) from None
+    # Written beside the target and renamed: an interrupted or failed write never leaves a partial file.
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_bytes(b"".join(chunks))
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
     return target
 
 

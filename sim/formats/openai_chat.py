@@ -29,14 +29,16 @@ from sim.formats._common import (
     Draft,
     Issues,
     check,
+    clip,
     decode_document,
     dumps_args,
-    element_lines,
     get,
     pair_calls,
     read_bytes,
     read_jsonl,
 )
+from sim.formats._json_records import element_lines
+from sim.formats._surrogates import mend_surrogates
 
 _EXPECTED = (
     "OpenAI chat messages: a JSON message list, an object with 'messages', a list of those, "
@@ -95,8 +97,10 @@ def _sources(path: Path, issues: Issues) -> list[_Source]:
         raise issues.fatal(exc.lineno, f"invalid JSON: {exc.msg} at column {exc.colno}", _EXPECTED) from exc
     except RecursionError as exc:
         raise issues.fatal(None, "JSON nested too deeply to read", _EXPECTED) from exc
+    except ValueError as exc:  # an integer past the interpreter's digit limit
+        raise issues.fatal(None, f"invalid JSON: {clip(str(exc), 80)}", _EXPECTED) from exc
     text = decode_document(data, issues)  # strict: invalid UTF-8 stops here, naming its line
-    return _doc_sources(doc, text, path, issues)
+    return _doc_sources(mend_surrogates(doc, issues, None, text), text, path, issues)
 
 
 def _jsonl_sources(path: Path, issues: Issues) -> list[_Source]:

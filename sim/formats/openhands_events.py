@@ -36,7 +36,8 @@ from typing import Any, cast
 from sim.core.conversation import Conversation, Part, Tool
 from sim.core.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
-from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls, read_json_document
+from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls
+from sim.formats._json_records import read_json_with_lines
 from sim.formats.usage import any_usage
 
 _EXPECTED = "an OpenHands event stream: a JSON list of events with 'id', 'source' and 'action' or 'observation'"
@@ -71,18 +72,21 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
     path = Path(path)
     issues = Issues(path, lenient)
     result = ImportResult(skipped=issues.skipped)
-    doc = read_json_document(path, issues, _EXPECTED)
-    events = doc
+    doc, lines = read_json_with_lines(path, issues, _EXPECTED)
+    events, key = doc, ""
     if isinstance(doc, dict) and isinstance(doc.get("events"), list):
-        events = doc["events"]
+        events, key = doc["events"], "events"
     if not isinstance(events, list):
         raise issues.fatal(1, f"the document is {type(doc).__name__}, not a list of events", _EXPECTED)
     if not events:
         raise issues.fatal(1, "the event list is empty: no message to import", _EXPECTED)
     stream = _Stream()
     for k, raw in enumerate(events):
-        with issues.record(None, f"event [{k}]"):
+        before = len(stream.drafts)
+        with issues.record(lines.of(key, k), f"event [{k}]"):
             _event(stream, raw, f"event [{k}]")
+        for draft in stream.drafts[before:]:
+            draft.line = lines.of(key, k)
     meta: dict[str, Any] = {
         "source": "openhands-events",
         "events": len(events),

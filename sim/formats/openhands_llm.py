@@ -17,7 +17,7 @@ function calling the reply taken is ``raw_response`` (the text the model wrote a
 otherwise ``response``.
 
 Messages are parsed by :mod:`sim.formats.openai_chat`, whose functions are reused here; the document
-is read with :func:`sim.formats._common.read_json_object_with_list` and the usage with
+is read with :func:`sim.formats._json_records.read_object_with_list` and the usage with
 :func:`sim.formats.usage.any_usage`, as the other JSON-document importers do.
 """
 
@@ -37,8 +37,8 @@ from sim.formats._common import (
     check,
     get,
     pair_calls,
-    read_json_object_with_list,
 )
+from sim.formats._json_records import read_object_with_list
 from sim.formats.openai_chat import _assistant, _message, _State, _tools
 from sim.formats.usage import any_usage
 
@@ -64,18 +64,19 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
     path = Path(path)
     issues = Issues(path, lenient)
     result = ImportResult(skipped=issues.skipped)
-    doc = read_json_object_with_list(path, issues, "messages", _EXPECTED)
+    doc, lines = read_object_with_list(path, issues, "messages", _EXPECTED)
     state = _State()
     for i, raw in enumerate(doc["messages"]):
         what = f"messages[{i}]"
-        with issues.record(None, what):
+        with issues.record(lines.of("messages", i), what):
             draft = _message(raw, i, state, what)
+            draft.line = lines.of("messages", i)
             state.drafts.append(draft)
     tools: tuple[Any, ...] = ()
-    with issues.record(None, "tools"):
+    with issues.record(lines.of("tools"), "tools"):
         tools = _tools(doc, "the log")
     meta = _meta(doc)
-    with issues.record(None, "response"):
+    with issues.record(lines.of("response"), "response"):
         state.drafts.append(_response(doc, len(doc["messages"]), state, meta))
     drafts = pair_calls(state.drafts, issues, "report")
     try:

@@ -41,8 +41,8 @@ from sim.formats._common import (
     dumps_args,
     get,
     pair_calls,
-    read_json_object_with_list,
 )
+from sim.formats._json_records import read_object_with_list
 
 _EXPECTED = "a SWE-agent trajectory: a JSON object with a 'history' list of {role, content} messages"
 _STATS = ("tokens_sent", "tokens_received", "api_calls", "instance_cost", "total_cost")
@@ -54,17 +54,18 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
     path = Path(path)
     issues = Issues(path, lenient)
     result = ImportResult(skipped=issues.skipped)
-    doc = read_json_object_with_list(path, issues, "history", _EXPECTED)
+    doc, lines = read_object_with_list(path, issues, "history", _EXPECTED)
     if not doc["history"]:
         raise issues.fatal(1, "'history' is empty: no message to import", _EXPECTED)
     drafts: list[Draft] = []
     call_names: dict[str, str] = {}
     for i, raw in enumerate(doc["history"]):
         what = f"history[{i}]"
-        with issues.record(None, what):
+        with issues.record(lines.of("history", i), what):
             drafts.append(_entry(raw, i, not drafts, call_names, what))
+            drafts[-1].line = lines.of("history", i)
     meta: dict[str, Any] = {"source": "swe-agent"}
-    with issues.record(None, "info"):
+    with issues.record(lines.of("info"), "info"):
         meta.update(_info(doc))
     meta["function_calling"] = any(d.role == "tool" for d in drafts)
     meta["demo_messages"] = sum(1 for d in drafts if d.meta.get("is_demo"))

@@ -24,7 +24,7 @@ realtime cassettes. Conversation ids are ``<file stem>-<interaction index>``.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -36,12 +36,18 @@ from sim.formats import FORMATS, ImportResult, Skipped, sniffer
 from sim.formats import anthropic_messages as anthropic
 from sim.formats import openai_responses as responses
 from sim.formats._common import BadRecord, Issues, check, decode_document, get, read_bytes
+from sim.formats._surrogates import mend_surrogates
 from sim.formats.openai_chat import _conversation as chat_conversation
 from sim.formats.openai_chat import _Source as ChatSource
 from sim.formats.usage import chat_usage
 
 _EXPECTED = "a VCR cassette (YAML with 'interactions: [{request: ..., response: ...}]')"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: How much YAML aliases may add to a cassette once expanded, counting each node as 1 and each scalar as its
+#: characters too. A recorder repeats a header block at most; nested aliases (``&a [*b, *b, ...]``, ten levels
+#: deep) would expand to billions of nodes from a few hundred bytes, and ten thousand aliases of one long
+#: string to gigabytes of text, so beyond this bound the file is refused before anything walks the value.
+MAX_ALIAS_EXPANSION = 1_000_000
 
 
 @FORMATS.register("vcr-cassette", "VCR YAML cassettes of provider HTTP calls (Anthropic, OpenAI chat/responses)")
@@ -76,6 +82,8 @@ def _load(path: Path, issues: Issues) -> tuple[list[Any], list[int]]:
     loader = _LOADER(text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            _check_aliases(node, issues)
         doc = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
@@ -93,6 +101,52 @@ def _load(path: Path, issues: Issues) -> tuple[list[Any], list[int]]:
         if getattr(key, "value", None) == "interactions" and isinstance(value, yaml.SequenceNode):
             lines = [n.start_mark.line + 1 for n in value.value]
     return doc["interactions"], lines
+
+
+def _check_aliases(root: yaml.Node, issues: Issues) -> None:
+    """Refuse a document whose aliases add more than :data:`MAX_ALIAS_EXPANSION` once expanded, or refer to
+    themselves. The composed graph shares an aliased node, so measuring costs one visit per distinct node."""
+    expanded: dict[int, int] = {}  # node id -> its size once aliases are expanded (itself included)
+    distinct = 0  # the size of the nodes visited, each once
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_nodes: set[int] = set()
+    over = False
+    while stack and not over:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            open_nodes.discard(key)
+            expanded[key] = _own_size(node) + sum(expanded[id(c)] for c in _children(node))
+            over = expanded[key] - distinct > MAX_ALIAS_EXPANSION
+            continue
+        if key in expanded:
+            continue
+        if key in open_nodes:
+            problem = "a YAML alias refers to a node that contains it"
+            raise issues.fatal(node.start_mark.line + 1, problem, "cassettes hold no recursive data")
+        open_nodes.add(key)
+        distinct += _own_size(node)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node) if id(c) not in expanded)
+    if over:
+        raise issues.fatal(
+            None,
+            f"YAML aliases expand the document by more than {MAX_ALIAS_EXPANSION:,} nodes and characters "
+            "(an alias bomb?)",
+            "a recorded cassette repeats little; write the data out instead of aliasing it",
+        )
+
+
+def _own_size(node: yaml.Node) -> int:
+    return 1 + (len(node.value) if isinstance(node, yaml.ScalarNode) else 0)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
 
 
 class _NotImported(Exception):
@@ -128,7 +182,8 @@ def _interaction(it: Any, k: int, path: Path, line: int | None, issues: Issues) 
     status = _status(response, what)
     if not 200 <= status < 300:
         raise _NotImported(f"response status {status}: {_error_text(response)}")
-    body = _json_body(request, f"{what} request")
+    src = _Where(issues, line)
+    body = _json_body(request, f"{what} request", src)
     check(body, dict, f"{what} request body")
     for key in ("previous_response_id", "conversation"):
         if body.get(key):
@@ -140,13 +195,13 @@ def _interaction(it: Any, k: int, path: Path, line: int | None, issues: Issues) 
     host = urlsplit(uri).netloc
     meta = {"interaction": k, "endpoint": urlsplit(uri).path, "host": host, "streamed": sse is not None}
     if kind == "anthropic":
-        reply = _anthropic_sse(sse, what) if sse is not None else _json_body(response, f"{what} response")
+        reply = _anthropic_sse(sse, what, src) if sse is not None else _json_body(response, f"{what} response", src)
         meta["provider"] = "anthropic"
         return anthropic.conversation(
             body, check(reply, dict, f"{what} response"), cid, what, line, issues, extra_meta=meta
         )
     if kind == "openai-responses":
-        reply = _responses_sse(sse, what) if sse is not None else _json_body(response, f"{what} response")
+        reply = _responses_sse(sse, what, src) if sse is not None else _json_body(response, f"{what} response", src)
         meta["provider"] = "openai"
         return responses.conversation(
             body, check(reply, dict, f"{what} response"), cid, what, line, issues, extra_meta=meta
@@ -155,7 +210,13 @@ def _interaction(it: Any, k: int, path: Path, line: int | None, issues: Issues) 
         raise _NotImported("a streamed chat-completions response (SSE chunks) is not reassembled")
     meta["provider"] = "openai"
     return _chat(
-        body, check(_json_body(response, f"{what} response"), dict, f"{what} response"), cid, what, line, issues, meta
+        body,
+        check(_json_body(response, f"{what} response", src), dict, f"{what} response"),
+        cid,
+        what,
+        line,
+        issues,
+        meta,
     )
 
 
@@ -197,7 +258,19 @@ def _looks_json(body: Any) -> bool:
     return isinstance(body, str) and body.lstrip()[:1] in ("{", "[")
 
 
-def _json_body(part: dict[str, Any], what: str) -> Any:
+@dataclass(frozen=True)
+class _Where:
+    """The interaction being read, for the JSON texts inside it: lone surrogates are mended or refused there."""
+
+    issues: Issues
+    line: int | None
+
+    def loads(self, text: str) -> Any:
+        """``text`` parsed as JSON (json.loads' errors propagate), with no lone surrogate left."""
+        return mend_surrogates(json.loads(text), self.issues, self.line, text)
+
+
+def _json_body(part: dict[str, Any], what: str, src: _Where) -> Any:
     """``parsed_body``, else ``body`` parsed as JSON."""
     if part.get("parsed_body") is not None:
         return part["parsed_body"]
@@ -205,12 +278,12 @@ def _json_body(part: dict[str, Any], what: str) -> Any:
     if not isinstance(body, str) or not body.strip():
         raise BadRecord(f"{what} has neither parsed_body nor a JSON body")
     try:
-        return json.loads(body)
+        return src.loads(body)
     except json.JSONDecodeError as exc:
         raise BadRecord(f"{what} body is not JSON: {exc.msg} at column {exc.colno}") from None
 
 
-def _sse_events(text: str, what: str) -> list[dict[str, Any]]:
+def _sse_events(text: str, what: str, src: _Where) -> list[dict[str, Any]]:
     """The JSON ``data:`` payloads of an SSE stream, in order (``[DONE]`` and blank data skipped)."""
     events = []
     for raw in text.splitlines():
@@ -220,20 +293,20 @@ def _sse_events(text: str, what: str) -> list[dict[str, Any]]:
         if not data or data == "[DONE]":
             continue
         try:
-            event = json.loads(data)
+            event = src.loads(data)
         except json.JSONDecodeError as exc:
             raise BadRecord(f"{what} SSE data is not JSON: {exc.msg}") from None
         events.append(check(event, dict, f"{what} SSE event"))
     return events
 
 
-def _anthropic_sse(text: str, what: str) -> dict[str, Any]:
+def _anthropic_sse(text: str, what: str, src: _Where) -> dict[str, Any]:
     """Reassemble an Anthropic message stream: blocks from their deltas, usage from start and deltas."""
     message: dict[str, Any] = {}
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, str] = {}
     usage: dict[str, Any] = {}
-    for ev in _sse_events(text, what):
+    for ev in _sse_events(text, what, src):
         kind = ev.get("type")
         if kind == "message_start":
             message = dict(get(ev, "message", dict, f"{what} message_start"))
@@ -259,7 +332,7 @@ def _anthropic_sse(text: str, what: str) -> dict[str, Any]:
             raise BadRecord(f"{what} stream ended in an error event: {ev.get('error')!r}")
     for i, text_json in partial.items():
         try:
-            blocks[i]["input"] = json.loads(text_json) if text_json.strip() else {}
+            blocks[i]["input"] = src.loads(text_json) if text_json.strip() else {}
         except json.JSONDecodeError as exc:
             raise BadRecord(f"{what} tool input of block {i} is not JSON: {exc.msg}") from None
     if not message:
@@ -269,10 +342,10 @@ def _anthropic_sse(text: str, what: str) -> dict[str, Any]:
     return message
 
 
-def _responses_sse(text: str, what: str) -> dict[str, Any]:
+def _responses_sse(text: str, what: str, src: _Where) -> dict[str, Any]:
     """The response object of a Responses stream's final ``response.completed`` (or incomplete) event."""
     final = None
-    for ev in _sse_events(text, what):
+    for ev in _sse_events(text, what, src):
         if ev.get("type") in ("response.completed", "response.incomplete", "response.failed"):
             final = get(ev, "response", dict, f"{what} {ev.get('type')} event")
     if final is None:

@@ -5,20 +5,28 @@ texts, the view at every compaction). ``csim run`` writes it beside its results;
 logs, so :func:`run_log` replays the one run from the sweep's manifest. A run is deterministic, so the
 replay is that run (the replayed summary is checked against the stored row), and costs one run.
 
+Reading results never imports code they name: a replay builds bundled policies only. A run of a user's
+policy (``module:Class`` in the manifest) is replayed only when the caller allows that reference
+(``csim report --policy module:Class``); otherwise its log must have been kept (``--keep-logs``).
+
 Choices a report makes without being told (which conversation to draw for every policy, which run to
 show in depth) live here, so the notebooks, ``csim report`` and the tests agree on them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from sim.core.errors import InvalidConfig
+from sim.core.errors import CsimError, InvalidConfig
 from sim.sweep.results import Results
+
+if TYPE_CHECKING:
+    from sim.sweep.grid import SweepSpec
 
 
 @dataclass(frozen=True)
@@ -51,9 +59,13 @@ def choose_conversation(results: Results) -> str:
     return str(g["conversation"].iloc[0])
 
 
-def choose_run(results: Results) -> str:
-    """The run with the most compactions, then most violations, then lowest retention, then smallest key."""
-    r = results.runs.assign(_ret=results.runs["retention_recall"].astype("float64").fillna(1.0))
+def choose_run(results: Results, among: Collection[str] | None = None) -> str:
+    """The run with the most compactions, then most violations, then lowest retention, then smallest key;
+    only runs whose keys are ``among`` when it is given (and not empty)."""
+    runs = results.runs
+    if among:
+        runs = runs.loc[runs["run_key"].isin(list(among))]
+    r = runs.assign(_ret=runs["retention_recall"].astype("float64").fillna(1.0))
     r = r.sort_values(
         ["compaction_count", "violation_count", "_ret", "run_key"], ascending=[False, False, True, True], kind="stable"
     )
@@ -71,9 +83,10 @@ def run_row(results: Results, run_key: str) -> pd.Series:
     return rows.iloc[0]
 
 
-def run_log(results: Results, path: str | Path, run_key: str) -> RunLog:
+def run_log(results: Results, path: str | Path, run_key: str, allow: Collection[str] = ()) -> RunLog:
     """The log of one run: the one its part kept (``csim run``, or ``csim sweep`` asked to keep logs), or,
-    when the sweep kept none, the run replayed from the sweep's manifest."""
+    when the sweep kept none, the run replayed from the sweep's manifest. A replay imports no code the
+    results name: only bundled policies, and ``module:Class`` references listed in ``allow``."""
     from sim.sweep.results import stored_log
 
     row = run_row(results, run_key)
@@ -81,23 +94,51 @@ def run_log(results: Results, path: str | Path, run_key: str) -> RunLog:
     if kept is not None:
         header, events = kept
         return RunLog(header, events, f"kept in {header['source']}")
-    return _replay(results, row)
+    return _replay(results, row, allow)
 
 
-def _replay(results: Results, row: pd.Series) -> RunLog:
-    """Run ``row`` again from the sweep's spec: the same plan, conversation, policy and run config."""
-    from policies.base import make_policy
-    from sim.core.log import to_plain
-    from sim.replay.engine import run
-    from sim.sweep.grid import PolicyGrid, Source, SweepSpec, plan
-
+def user_code(results: Results, allow: Collection[str] = ()) -> list[str]:
+    """The policy references of the sweep's spec that are code to import (``module:Class``) and not allowed."""
     s = results.manifest.get("spec")
-    if not isinstance(s, dict):
-        raise InvalidConfig("the sweep manifest has no spec to replay the run from")
-    spec = SweepSpec(
-        policies=tuple(
-            PolicyGrid(g["policy"], tuple((k, tuple(v)) for k, v in g.get("params", {}).items())) for g in s["policies"]
-        ),
+    grids = s.get("policies", []) if isinstance(s, dict) else []
+    refs = [str(g.get("policy")) for g in grids if isinstance(g, dict)]
+    return sorted({r for r in refs if ":" in r and r not in allow})
+
+
+def replayable(results: Results, path: str | Path, allow: Collection[str] = ()) -> list[str]:
+    """Keys of the runs whose log can be shown without importing code the results name: runs whose log was
+    kept, and runs of the configurations of bundled (or allowed) policies."""
+    from sim.sweep.grid import settings
+    from sim.sweep.results import kept_log_keys
+
+    refused = user_code(results, allow)
+    keys: list[str] = results.runs["run_key"].tolist()
+    if not refused:
+        return keys
+    s = results.manifest.get("spec")
+    spec = _spec(s, refused) if isinstance(s, dict) else None
+    try:
+        safe = {st.label for st in settings(spec)} if spec is not None else set()
+    except CsimError:  # a bundled name this csim lacks: none of those runs can be replayed either
+        safe = set()
+    kept = kept_log_keys(path)
+    return [k for k, c in zip(keys, results.runs["config"].tolist(), strict=True) if c in safe or k in kept]
+
+
+def _spec(s: dict[str, Any], refused: Collection[str] = ()) -> SweepSpec | None:
+    """The SweepSpec of a manifest's spec, less the grids of the ``refused`` policy references (None when
+    no grid is left)."""
+    from sim.sweep.grid import PolicyGrid, Source, SweepSpec
+
+    grids = tuple(
+        PolicyGrid(g["policy"], tuple((k, tuple(v)) for k, v in g.get("params", {}).items()))
+        for g in s["policies"]
+        if str(g.get("policy")) not in refused
+    )
+    if not grids:
+        return None
+    return SweepSpec(
+        policies=grids,
         sources=tuple(
             Source(
                 src["kind"],
@@ -112,6 +153,25 @@ def _replay(results: Results, row: pd.Series) -> RunLog:
         run=tuple(sorted(s.get("run", {}).items())),
         name=s.get("name", ""),
     )
+
+
+def _replay(results: Results, row: pd.Series, allow: Collection[str] = ()) -> RunLog:
+    """Run ``row`` again from the sweep's spec: the same plan, conversation, policy and run config. Planning
+    builds every policy of the spec, so the grids of code not allowed are left out before it."""
+    from policies.base import make_policy
+    from sim.core.log import to_plain
+    from sim.replay.engine import run
+    from sim.sweep.grid import plan
+
+    s = results.manifest.get("spec")
+    if not isinstance(s, dict):
+        raise InvalidConfig("the sweep manifest has no spec to replay the run from")
+    refused = user_code(results, allow)
+    if str(row["policy"]) in refused:
+        raise InvalidConfig(_refusal(row, refused))
+    spec = _spec(s, refused)
+    if spec is None:
+        raise InvalidConfig(_refusal(row, refused))
     tasks, shared, _ = plan(spec)
     for task in tasks:
         for planned in task.runs:
@@ -142,10 +202,30 @@ def _replay(results: Results, row: pd.Series) -> RunLog:
                     "the log shown is the replay)"
                 )
             return RunLog(header, [to_plain(e) for e in result.log], source)
+    if refused:
+        raise InvalidConfig(_refusal(row, refused))
     raise InvalidConfig(
         f"run {row['run_key']!r} ({row['config']} on {row['conversation']} seed {row['seed']}) is "
         "not in the sweep's plan: was the sweep made by another version of csim?"
     )
 
 
-__all__ = ["RunLog", "choose_conversation", "choose_run", "context_window", "run_log", "run_row"]
+def _refusal(row: pd.Series, refused: list[str]) -> str:
+    flags = " ".join(f"--policy {r}" for r in refused)
+    return (
+        f"run {row['run_key']!r} ({row['config']}) kept no log, and replaying it could mean importing "
+        f"{', '.join(repr(r) for r in refused)}, code the results name: reading results never imports it. "
+        f"Run the sweep with --keep-logs, or allow the import explicitly: csim report ... {flags}"
+    )
+
+
+__all__ = [
+    "RunLog",
+    "choose_conversation",
+    "choose_run",
+    "context_window",
+    "replayable",
+    "run_log",
+    "run_row",
+    "user_code",
+]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,7 @@ def write_report(
     show_code: bool = False,
     run_key: str | None = None,
     notebooks: Path | None = None,
+    allow_code: Sequence[str] = (),
 ) -> Path:
     """Execute the report notebooks on ``results_path`` and write ``out_dir``/{compare,run,index}.html.
 
@@ -130,6 +132,8 @@ def write_report(
         show_code: keep the code cells in the HTML.
         run_key: the run the ``run`` page shows; default: the run with the most compactions.
         notebooks: folder of the report notebooks; default: this checkout's ``notebooks/``.
+        allow_code: ``module:Class`` policy references the run page may import to replay a run whose log
+            the results did not keep. Nothing else a results folder names is ever imported.
 
     Returns:
         The path of ``index.html``.
@@ -138,19 +142,31 @@ def write_report(
         InvalidConfig: the results cannot be read or ``run_key`` is not in them.
         NotebookFailed: a notebook raised; names the notebook and the cell.
     """
-    from sim.report.data import choose_run, run_row
+    from sim.report.data import choose_run, replayable, run_row, user_code
     from sim.sweep.results import load_results as load
 
     src = Path(results_path).resolve()
     data = load(src)  # fail here, with the loader's message, rather than inside a kernel
     if data.runs.empty:
         raise InvalidConfig(f"{src} holds no finished runs to report on")
-    run_key = run_key or choose_run(data)
+    showable = replayable(data, src, allow_code)  # no import of code the results name, unless allowed
+    if not showable or (run_key is not None and run_key not in showable):
+        shown = run_row(data, run_key or choose_run(data))
+        flags = " ".join(f"--policy {r}" for r in user_code(data, allow_code))
+        raise InvalidConfig(
+            f"the run page needs the log of run {shown['run_key']!r} ({shown['config']}), which the results did "
+            "not keep, and replaying it means importing code the results name; csim report imports none unless "
+            f"told: pass {flags} to allow it, or run the sweep with --keep-logs"
+        )
+    run_key = run_key or choose_run(data, showable)
     row = run_row(data, run_key)
     folder = notebooks or notebooks_dir()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    params = {"compare": {"results": str(src)}, "run": {"results": str(src), "run_key": run_key}}
+    params: dict[str, dict[str, Any]] = {
+        "compare": {"results": str(src)},
+        "run": {"results": str(src), "run_key": run_key, "allow_code": list(allow_code)},
+    }
     books: dict[str, nbformat.NotebookNode] = {}
     for name in NOTEBOOKS:
         path = folder / f"{name}.ipynb"
@@ -160,7 +176,7 @@ def write_report(
             )
         books[name] = parameterise(nbformat.read(path, as_version=4), params[name])
     try:
-        execute(books, Path.cwd())  # the caller's folder: a user's policy module imports as in the sweep
+        execute(books, Path.cwd())  # the caller's folder: an allowed policy module imports as in the sweep
     finally:
         for name, nb in books.items():  # kept, also when a cell failed: the traceback is in there
             nbformat.write(nb, out / f"{name}.ipynb")

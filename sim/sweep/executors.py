@@ -82,7 +82,12 @@ def _local(
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=exit_with_parent,
+        initargs=(os.getpid(),),
+    ) as pool:
         # keep a bounded window in flight, so a huge grid does not pickle every task up front
         pending: set[Future[R]] = set()
         queue = iter(items)
@@ -101,6 +106,25 @@ def _local(
         finally:
             for fut in pending:
                 fut.cancel()
+
+
+#: How often a pool worker checks that the sweep that started it is still there.
+PARENT_CHECK_S = 0.5
+
+
+def exit_with_parent(parent: int) -> None:
+    """Pool initializer: a daemon thread that ends this worker once its parent is gone. A sweep killed with
+    SIGKILL cannot shut its pool down, and an idle worker waits on a queue whose other end it holds itself,
+    so without this the workers (and the resource tracker, which waits for them) would stay forever."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="csim-exit-with-parent", daemon=True).start()
 
 
 def _dask(

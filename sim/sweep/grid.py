@@ -28,6 +28,7 @@ import sys
 import time
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,13 +50,17 @@ from sim.sweep.results import (
     SWEEP_FACT_COLUMNS,
     SWEEP_REQUEST_COLUMNS,
     VIOLATION_COLUMNS,
+    check_part,
     config_label,
     finished_parts,
     params_json,
     part_name,
     read_manifest,
+    read_table,
+    results_lock,
     run_key,
     typed,
+    write_part_tables,
 )
 
 SOURCE_KINDS = ("scenario", "dataset", "conversation")
@@ -554,18 +559,23 @@ def task_frames(unit: Unit, results: Sequence[tuple[PlannedRun, RunResult]]) -> 
 
 
 # -- the driver -----------------------------------------------------------------------------------------------
-def done_run_keys(root: Path) -> set[str]:
-    """Run keys in the finished parts under ``root``."""
+def done_run_keys(root: Path, notes: list[str] | None = None) -> set[str]:
+    """Run keys in the finished parts under ``root``. Each part is checked first (every table readable, as its
+    ``part.json`` lists it); a damaged one is removed, so its runs run again, and ``notes`` says so."""
     keys: set[str] = set()
     for d in finished_parts(root):
-        keys.update(pd.read_parquet(d / "runs.parquet", columns=["run_key"])["run_key"].tolist())
+        reason = check_part(d)
+        if reason is not None:
+            shutil.rmtree(d, ignore_errors=True)
+            if notes is not None:
+                notes.append(f"{d}: {reason}; removed, its runs run again")
+            continue
+        keys.update(read_table(d, "runs")["run_key"].tolist())
     return keys
 
 
 def write_part(root: Path, frames: Mapping[str, pd.DataFrame]) -> Path:
     """Write one part atomically: into ``parts/.tmp-*`` first, then a single rename into place."""
-    from sim.core.metrics import write_parquet
-
     parts = root / PARTS
     name = part_name(frames["runs"]["run_key"].tolist())
     final = parts / name
@@ -573,8 +583,12 @@ def write_part(root: Path, frames: Mapping[str, pd.DataFrame]) -> Path:
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    for table, frame in frames.items():
-        write_parquet(frame, tmp / f"{table}.parquet")
+    try:
+        write_part_tables(tmp, frames)
+    except OSError as exc:  # a full disk: free what was written and name the part (pyarrow names no file)
+        shutil.rmtree(tmp, ignore_errors=True)
+        exc.filename = exc.filename or str(final)
+        raise
     if final.exists():  # the same runs already finished (cannot happen when planned from the parts)
         shutil.rmtree(tmp)
         return final
@@ -619,11 +633,27 @@ def run_sweep(
     """Run the grid into ``out``, skipping runs already in its parts; returns counts and wall time. With
     ``logs``, each part keeps its runs' logs too (``logs.parquet``: run key, the log as JSON lines), which the
     report's run page then reads instead of replaying the run (``csim run`` keeps them)."""
+    with ExitStack() as held:  # the folder's lock, once there is a folder
+        return _sweep(spec, Path(out), held, executor, workers, scheduler, progress, logs)
+
+
+def _sweep(
+    spec: SweepSpec,
+    root: Path,
+    held: ExitStack,
+    executor: str,
+    workers: int | None,
+    scheduler: str | None,
+    progress: bool,
+    logs: bool,
+) -> SweepOutcome:
     from sim.core.metrics import versions
     from sim.sweep.executors import ExecutorSpec, run_all
 
     ex = ExecutorSpec(executor, workers, scheduler)
-    root = Path(out)
+    if root.exists():
+        held.enter_context(results_lock(root))  # before anything in it is read, removed or written
+    locked = root.exists()
     normalised = spec.normalised()
     version = package_version(g.policy for g in spec.policies)
     started = _now()
@@ -645,12 +675,19 @@ def run_sweep(
     parts = root / PARTS
     for stale in parts.glob(".tmp-*"):  # a part a killed sweep did not finish writing
         shutil.rmtree(stale, ignore_errors=True)
-    done = done_run_keys(root)
+    for stale_file in root.glob(f".{MANIFEST}.tmp-*"):  # a manifest a killed sweep did not finish writing
+        stale_file.unlink(missing_ok=True)
+    notes: list[str] = []
+    done = done_run_keys(root, notes)
+    for note in notes:
+        print(f"sweep: {note}", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     tasks, shared, total = plan(spec, done)  # before anything is written: a mistake in the spec leaves no folder
     if logs:
         tasks = [replace(t, logs=True) for t in tasks]
     parts.mkdir(parents=True, exist_ok=True)
+    if not locked:
+        held.enter_context(results_lock(root))
     manifest = {
         "kind": "sweep",
         "spec": normalised,
@@ -673,7 +710,7 @@ def run_sweep(
         bar.close()
     manifest["finished"] = _now()
     _write_manifest(root, manifest)
-    return SweepOutcome(root, total, total - todo, todo, written, time.perf_counter() - t0, ex.describe())
+    return SweepOutcome(root, total, total - todo, todo, written, time.perf_counter() - t0, ex.describe(), notes=notes)
 
 
 class Progress:

@@ -12,7 +12,10 @@ Layout of a sweep's results directory::
 
 A part is written into a temporary directory and renamed into ``parts/`` in one ``os.replace``, so a
 part either exists whole or not at all: a run is finished exactly when its row is in a part. The part's
-name is a hash of the run keys it holds, so the same runs always land in the same part.
+name is a hash of the run keys it holds, so the same runs always land in the same part. Each part lists
+its tables in ``part.json`` (rows, bytes and SHA-256 of each file): a part damaged since (a truncated or
+deleted table, an emptied folder) fails :func:`check_part`, which a rerun asks of every part before it
+counts its runs as done, and which :func:`load_results` turns into an error that says how to redo it.
 
 :func:`load_results` reads that directory into :class:`Results`, every frame sorted by run key then by
 the order of requests within the run, so results compare equal whichever executor made them.
@@ -21,8 +24,11 @@ the order of requests within the run, so results compare equal whichever executo
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -122,6 +128,8 @@ TABLES: dict[str, dict[str, str]] = {
 MANIFEST = "manifest.json"
 PARTS = "parts"
 SUMMARY = "summary.parquet"
+#: Inside each part: its tables' rows, bytes and SHA-256, written last, before the part is renamed into place.
+PART_MANIFEST = "part.json"
 
 
 @dataclass(frozen=True)
@@ -195,17 +203,18 @@ def finished_parts(root: Path) -> list[Path]:
 
 def read_manifest(root: Path) -> dict[str, Any]:
     try:
-        return dict(json.loads((root / MANIFEST).read_text(encoding="utf-8")))
-    except (OSError, json.JSONDecodeError) as exc:
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON
         raise InvalidConfig(f"{root / MANIFEST}: cannot read the sweep manifest: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise InvalidConfig(f"{root / MANIFEST}: the sweep manifest is {type(manifest).__name__}, not an object")
+    return manifest
 
 
 def _load_sweep(root: Path) -> Results:
     manifest = read_manifest(root)
     parts = finished_parts(root)
-    frames = {
-        name: concat((pd.read_parquet(d / f"{name}.parquet") for d in parts), cols) for name, cols in TABLES.items()
-    }
+    frames = {name: concat((read_table(d, name) for d in parts), cols) for name, cols in TABLES.items()}
     return Results(
         "sweep",
         manifest,
@@ -220,7 +229,167 @@ def _load_sweep(root: Path) -> Results:
 
 def _summary(root: Path) -> pd.DataFrame | None:
     f = root / SUMMARY
-    return pd.read_parquet(f) if f.is_file() else None
+    if not f.is_file():
+        return None
+    try:
+        return pd.read_parquet(f)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a damaged file
+        raise InvalidConfig(f"{f}: cannot be read ({_first_line(exc)}); run csim compare {root} again") from None
+
+
+# -- the parts' own manifests ------------------------------------------------------------------------------------
+def write_part_tables(folder: Path, frames: Mapping[str, pd.DataFrame]) -> None:
+    """Write ``frames`` as ``<table>.parquet`` files into ``folder``, then ``part.json`` listing each one."""
+    from sim.core.metrics import write_parquet
+
+    listing: dict[str, dict[str, Any]] = {}
+    for table, frame in frames.items():
+        path = folder / f"{table}.parquet"
+        write_parquet(frame, path)
+        data = path.read_bytes()
+        listing[table] = {"rows": len(frame), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    text = json.dumps({"tables": listing}, indent=1, sort_keys=True) + "\n"
+    (folder / PART_MANIFEST).write_text(text, encoding="utf-8")
+
+
+def part_listing(part: Path) -> dict[str, dict[str, Any]]:
+    """``part.json``'s tables: name -> rows, bytes, sha256. Raises DamagedPart when it is missing or unreadable."""
+    try:
+        listing = json.loads((part / PART_MANIFEST).read_text(encoding="utf-8"))["tables"]
+    except FileNotFoundError:
+        names = sorted(f.name for f in part.iterdir()) if part.is_dir() else []
+        raise DamagedPart(part, f"has no {PART_MANIFEST}" + ("" if names else " (the folder is empty)")) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DamagedPart(part, f"{PART_MANIFEST} cannot be read ({_first_line(exc)})") from None
+    if not isinstance(listing, dict) or not all(isinstance(v, dict) for v in listing.values()):
+        raise DamagedPart(part, f"{PART_MANIFEST} does not list tables")
+    return listing
+
+
+class DamagedPart(InvalidConfig):
+    """A part of a results folder is not as it was written: a table is missing, unreadable or changed."""
+
+    def __init__(self, part: Path, reason: str) -> None:
+        self.part, self.reason = part, reason
+        root = part.parent.parent
+        super().__init__(
+            f"{part}: {reason}; run the same csim sweep (or csim run) again with --out {root}: "
+            "it checks every part and redoes the damaged ones"
+        )
+
+
+def read_table(part: Path, table: str) -> pd.DataFrame:
+    """One table of a part, checked against the part's listing (bytes, SHA-256, rows); DamagedPart if not.
+
+    A part written before parts had a listing is read as it is; only a file that does not parse fails."""
+    path = part / f"{table}.parquet"
+    listing = part_listing(part) if (part / PART_MANIFEST).exists() or not path.exists() else None
+    data = _table_bytes(part, table, listing)
+    try:
+        frame = pd.read_parquet(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError and others for damage
+        raise DamagedPart(part, f"{table}.parquet cannot be read ({_first_line(exc)})") from None
+    entry = None if listing is None else listing[table]
+    if entry is not None and len(frame) != entry.get("rows"):
+        raise DamagedPart(part, f"{table}.parquet has {len(frame)} rows, its listing {entry.get('rows')}")
+    return frame
+
+
+def _table_bytes(part: Path, table: str, listing: dict[str, dict[str, Any]] | None) -> bytes:
+    """The bytes of one table, the same the listing (when there is one) says were written."""
+    entry = None if listing is None else listing.get(table)
+    if listing is not None and entry is None:
+        raise DamagedPart(part, f"{PART_MANIFEST} does not list {table}.parquet")
+    try:
+        data = (part / f"{table}.parquet").read_bytes()
+    except FileNotFoundError:
+        raise DamagedPart(part, f"{table}.parquet is missing") from None
+    except OSError as exc:
+        raise DamagedPart(part, f"{table}.parquet cannot be read ({exc.strerror or exc})") from None
+    if entry is not None and (
+        len(data) != entry.get("bytes") or hashlib.sha256(data).hexdigest() != entry.get("sha256")
+    ):
+        raise DamagedPart(
+            part,
+            f"{table}.parquet is not the file that was written ({len(data):,} bytes, "
+            f"{entry.get('bytes'):,} written; or its SHA-256 differs)",
+        )
+    return data
+
+
+def check_part(part: Path) -> str | None:
+    """Why ``part`` cannot be counted as done, or None when it is whole: its listing names the five tables of
+    :data:`TABLES` at least, and every table it names is there with the bytes written (size and SHA-256) and
+    a Parquet footer that gives the rows listed. The bytes are what was written, so they read; no table is
+    decoded, which keeps a rerun's check at the cost of hashing the parts."""
+    import pyarrow.parquet as pq
+
+    try:
+        listing = part_listing(part)
+        for table in sorted(set(TABLES) | set(listing)):
+            data = _table_bytes(part, table, listing)
+            try:
+                rows = pq.read_metadata(io.BytesIO(data)).num_rows
+            except Exception as exc:  # noqa: BLE001 - a footer pyarrow cannot parse, whatever it raises
+                raise DamagedPart(part, f"{table}.parquet cannot be read ({_first_line(exc)})") from None
+            if rows != listing[table].get("rows"):
+                raise DamagedPart(part, f"{table}.parquet has {rows} rows, its listing {listing[table].get('rows')}")
+    except DamagedPart as exc:
+        return exc.reason
+    return None
+
+
+# -- one sweep at a time -----------------------------------------------------------------------------------------
+LOCK = ".lock"
+
+
+class ResultsInUse(InvalidConfig):
+    """Another process is writing into the same results folder."""
+
+
+@contextmanager
+def results_lock(root: Path) -> Iterator[None]:
+    """Hold ``root/.lock`` (an advisory ``flock``) while a sweep writes into ``root``; a second sweep on the
+    same folder is refused instead of deleting the first one's part in progress. The kernel drops the lock
+    when its process ends, a kill -9 included, so a stale lock never blocks the next run."""
+    if root.exists() and not root.is_dir():
+        raise InvalidConfig(f"--out {root} is a file; results go into a folder: give a folder's path")
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock, as before
+            fcntl = None  # type: ignore[assignment]
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "another process"
+                raise ResultsInUse(
+                    f"{root} is in use by another csim sweep or run (process {holder}); wait for it to finish, "
+                    "or give another --out"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
+
+
+def kept_log_keys(root: str | Path) -> set[str]:
+    """Keys of the runs whose logs the results kept (``logs.parquet`` of each part)."""
+    keys: set[str] = set()
+    for d in finished_parts(Path(root)):
+        if (d / f"{LOGS}.parquet").is_file():
+            keys.update(read_table(d, LOGS)["run_key"].tolist())
+    return keys
 
 
 def stored_log(root: str | Path, run_key: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
@@ -232,7 +401,7 @@ def stored_log(root: str | Path, run_key: str) -> tuple[dict[str, Any], list[dic
         path = d / f"{LOGS}.parquet"
         if not path.is_file():
             continue
-        frame = pd.read_parquet(path)
+        frame = read_table(d, LOGS)
         hit = frame[frame["run_key"] == run_key]
         if len(hit):
             header, events = decode_log(str(hit["log"].iloc[0]), f"{path} (run {run_key})")
@@ -267,15 +436,3 @@ def params_json(params: Mapping[str, Any]) -> str:
 def config_label(policy: str, params: Mapping[str, Any]) -> str:
     """``cloudflare-os trigger_ratio=0.8``: the policy and its given parameters, sorted by name."""
     return " ".join([policy, *(f"{k}={format_value(params[k])}" for k in sorted(params))])
-
-
-def non_default_params(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters of a policy spec that differ from its class defaults (all of them if it cannot load)."""
-    params = dict(spec.get("params", {}))
-    try:
-        from policies.base import load_policy_class
-
-        defaults = load_policy_class(str(spec.get("policy")))().params()
-    except Exception:  # noqa: BLE001 - a label is still useful for a policy this install cannot build
-        return params
-    return {k: v for k, v in params.items() if defaults.get(k, object()) != v}
