@@ -54,8 +54,8 @@ from sim.core.view import Item, Messages, Rule, View, layout
 from sim.replay.model import MESSAGE_OVERHEAD
 from sim.replay.request import common_units
 
-#: (content identity, tokens) of each block of one message as rules edit it: the engine's, memoised.
-MessageBlocks = Callable[[int, tuple[Rule, ...]], Sequence[tuple[object, int]]]
+#: (content identity, tokens) of each block of a message as rules edit it: the engine's, memoised.
+MessageBlocks = Callable[[Message, tuple[Rule, ...]], Sequence[tuple[object, int]]]
 _ELIGIBLE_ROLES = frozenset({"user", "system", "tool"})
 
 
@@ -157,7 +157,7 @@ class RequestCache:
         elif view is self._view:  # the same view: only messages appended since, all in its tail
             msgs = self.ledger.messages
             for i in range(max(self._n, view.start), n):
-                self._add(self._message_blocks(i, view.rules_at(i)), msgs[i].role in _ELIGIBLE_ROLES)
+                self._add(self._message_blocks(msgs[i], view.rules_at(i)), msgs[i].role in _ELIGIBLE_ROLES)
         else:
             new = layout(view, n, self.has_system)
             same = min(common_units(layout(self._view, n, self.has_system), new), len(self._unit_end))
@@ -180,7 +180,7 @@ class RequestCache:
                     skip -= size
                     continue
                 for i in range(item.a + skip, item.b):
-                    self._add(self._message_blocks(i, item.rules), msgs[i].role in _ELIGIBLE_ROLES)
+                    self._add(self._message_blocks(msgs[i], item.rules), msgs[i].role in _ELIGIBLE_ROLES)
             elif skip:
                 skip -= 1
                 continue

@@ -257,11 +257,11 @@ class Engine:
                 out.append((j, rule, p.chars - len(p.text) + len(cut), self._part_tokens(p, cut)))
         return out
 
-    def _message_blocks(self, i: int, rules: tuple[Rule, ...]) -> tuple[tuple[object, int], ...]:
-        """Message ``i`` as ``rules`` edit it, as prompt-cache blocks (sim.replay.caching): one per part kept,
-        keyed by the message's content hash, the part's index and the rule that edited it; the first block also
-        carries the message's overhead. They sum to the message's tokens. Memoised per message object."""
-        m = self.ledger.messages[i]
+    def _message_blocks(self, m: Message, rules: tuple[Rule, ...]) -> tuple[tuple[object, int], ...]:
+        """``m`` as ``rules`` edit it, as prompt-cache blocks (sim.replay.caching): one per part kept, keyed by the
+        message's content hash, the part's index and the rule that edited it; the first block also carries the
+        message's overhead. They sum to the message's tokens. Memoised per message object; reads nothing of the
+        run, so a copied engine's cache may keep calling the original's."""
         key = (id(m), ("blocks", rules))
         hit = self.tok.derived.get(key)
         if hit is not None and hit[0] is m:
