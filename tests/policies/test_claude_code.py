@@ -206,10 +206,8 @@ def test_the_recorded_sessions_compact_where_claude_code_compacted(tmp_path: Pat
     from sim.formats import read
 
     for sid, other in (SESSIONS, SESSIONS[::-1]):
-        (tmp_path / other).mkdir()
-        (tmp_path / other / f"{other}.jsonl").symlink_to(folder / f"{other}.jsonl")
         cal = tmp_path / f"cal-{other}.json"
-        assert main(["calibrate", str(tmp_path / other), "--format", "claude-code", "--out", str(cal)]) == 0
+        assert main(["calibrate", str(folder / f"{other}.jsonl"), "--format", "claude-code", "--out", str(cal)]) == 0
         path = folder / f"{sid}.jsonl"
         out = tmp_path / f"run-{sid}"
         args = ["run", "--policy", "claude-code", "--conversation", str(path), "--format", "claude-code"]
