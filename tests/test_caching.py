@@ -12,11 +12,11 @@ from policies.baselines import NoCompaction
 from sim.core.cache import CachePlacement
 from sim.core.conversation import Conversation, Message, Part
 from sim.core.errors import InvalidConfig
-from sim.core.view import Edit, Rule, Summary, View
+from sim.core.view import Rule
 from sim.replay.caching import RequestCache, message_times
 from sim.replay.engine import Engine, RunConfig, run
 from sim.replay.model import ModelConfig
-from sim.replay.strategies import conversations, small_model
+from sim.replay.strategies import conversations, small_model, views
 from tests.test_engine import agent_loop
 
 _RULES = (
@@ -24,20 +24,6 @@ _RULES = (
     Rule(kinds=frozenset({"tool_result"}), text="[cleared]"),
     Rule(kinds=frozenset({"tool_result"}), action="truncate", max_tokens=5),
 )
-
-
-@st.composite
-def _views(draw: st.DrawFn, n: int) -> View:
-    start = draw(st.integers(1, n))
-    spans: tuple[tuple[int, int], ...] = ()
-    if start > 2 and draw(st.booleans()):
-        a = draw(st.integers(1, start - 1))
-        spans = ((a, draw(st.integers(a + 1, start))),)
-    edits = tuple(
-        Edit(r, draw(st.integers(1, n))) for r in draw(st.lists(st.sampled_from(_RULES), max_size=2, unique=True))
-    )
-    summary = Summary(f"SUMMARY {draw(st.integers(0, 2))}", through=start) if draw(st.booleans()) else None
-    return View(start=start, spans=spans, edits=edits, summary=summary)
 
 
 def _fresh(engine: Engine) -> RequestCache:
@@ -62,7 +48,7 @@ def test_blocks_kept_between_requests_equal_blocks_built_afresh(data: st.DataObj
     for step in range(data.draw(st.integers(1, 6))):
         for m in c.messages[len(eng.ledger.messages) : len(eng.ledger.messages) + data.draw(st.integers(1, 8))]:
             eng._append(m)
-        view = data.draw(_views(len(eng.ledger.messages)), label=f"view {step}")
+        view = data.draw(views(len(eng.ledger.messages), _RULES, summaries=3), label=f"view {step}")
         kept.usage(view, 7, False, None, 0, 0.0, "claude-sonnet-4-5")
         new = _fresh(eng)
         new.usage(view, 7, False, None, 0, 0.0, "claude-sonnet-4-5")

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from sim.core.conversation import Message, Part
 from sim.core.errors import InvalidRequest
 from sim.core.state import Ledger
-from sim.core.view import Edit, Rule, Summary, View, edited
+from sim.core.view import Rule, View, edited
 from sim.replay import request
 from sim.replay.model import ModelConfig
 from sim.replay.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
-from sim.replay.strategies import conversations
+from sim.replay.strategies import conversations, views
 
 pieces_st = st.lists(st.text(alphabet="ab \n…", max_size=12), min_size=1, max_size=8)
 
@@ -56,21 +56,6 @@ _RULES = (
 )
 
 
-@st.composite
-def _views(draw: st.DrawFn, n: int) -> View:
-    """A view of an ``n``-message log: a tail, sometimes a kept span before it, a summary, and edits."""
-    start = draw(st.integers(1, n))
-    spans: tuple[tuple[int, int], ...] = ()
-    if start > 2 and draw(st.booleans()):
-        a = draw(st.integers(1, start - 1))
-        spans = ((a, draw(st.integers(a + 1, start))),)
-    edits = tuple(
-        Edit(rule, draw(st.integers(1, n))) for rule in draw(st.lists(st.sampled_from(_RULES), max_size=3, unique=True))
-    )
-    summary = Summary("SUMMARY", through=start) if draw(st.booleans()) else None
-    return View(start=start, spans=spans, edits=edits, summary=summary)
-
-
 def _outcome(builder: RequestBuilder, view: View) -> str:
     try:
         builder.validate(view, None)
@@ -98,5 +83,5 @@ def test_validation_resumed_from_a_checkpoint_agrees_with_validation_from_scratc
     for step in range(data.draw(st.integers(1, 6))):
         for m in c.messages[len(ledger.messages) : len(ledger.messages) + data.draw(st.integers(1, 8))]:
             ledger.append(m, m.chars, 0)
-        view = data.draw(_views(len(ledger.messages)), label=f"view {step}")
+        view = data.draw(views(len(ledger.messages), _RULES), label=f"view {step}")
         assert _outcome(incremental, view) == _outcome(RequestBuilder(ledger, model, has_system=True), view)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from sim.core.conversation import Conversation, Fact, Message, Part, Tool, validate
+from sim.core.view import Edit, Rule, Summary, View
 from sim.replay.model import MESSAGE_OVERHEAD, PART_OVERHEAD, ModelConfig
 
 WORDS = ("alpha", "river", "stone", "cloud", "maple", "ember", "orbit", "lemon", "pixel", "delta")
@@ -157,6 +158,24 @@ def conversations(draw: st.DrawFn, window: int = 8_000, max_turns: int = 40) -> 
     runs = draw(st.lists(st.lists(_TURN, min_size=1, max_size=5), min_size=1, max_size=max(1, -(-max_turns // 3))))
     turns = [_decode_turn(t, window) for run in runs for t in run][:max_turns]
     return build_conversation(system, turns, window)
+
+
+@st.composite
+def views(draw: st.DrawFn, n: int, rules: tuple[Rule, ...], summaries: int = 1) -> View:
+    """A view of an ``n``-message log (``n >= 1``): an open tail, sometimes one kept span before it, sometimes a
+    summary (one of ``summaries`` texts), and edits with up to three of ``rules`` at bounds anywhere in the log.
+    Not necessarily a view a policy would make: for checking what renders, counts and caches views."""
+    start = draw(st.integers(1, n))
+    spans: tuple[tuple[int, int], ...] = ()
+    if start > 2 and draw(st.booleans()):
+        a = draw(st.integers(1, start - 1))
+        spans = ((a, draw(st.integers(a + 1, start))),)
+    chosen = draw(st.lists(st.sampled_from(rules), max_size=3, unique=True)) if rules else []
+    edits = tuple(Edit(rule, draw(st.integers(1, n))) for rule in chosen)
+    summary = None
+    if draw(st.booleans()):
+        summary = Summary(f"SUMMARY {draw(st.integers(0, max(0, summaries - 1)))}", through=start)
+    return View(start=start, spans=spans, edits=edits, summary=summary)
 
 
 # -- building: specs to messages, deterministically --------------------------------------------------
@@ -364,4 +383,5 @@ __all__ = [
     "conversations",
     "describe",
     "small_model",
+    "views",
 ]
