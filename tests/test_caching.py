@@ -11,6 +11,7 @@ from policies import make_policy
 from policies.baselines import NoCompaction
 from sim.core.cache import CachePlacement
 from sim.core.conversation import Conversation, Message, Part
+from sim.core.cost import Pricer
 from sim.core.errors import InvalidConfig
 from sim.core.view import Rule
 from sim.replay.caching import RequestCache, message_times
@@ -154,3 +155,35 @@ def test_an_hour_away_past_the_ttl_rewrites_the_prefix() -> None:
     assert [row["cache_read_tokens"] > 0 for row in rows] == [True, True, True, False]
     assert rows[0]["cache_read_tokens"] < rows[1]["cache_read_tokens"] < rows[2]["cache_read_tokens"]
     assert rows[-1]["cache_write_5m_tokens"] == rows[-1]["context_tokens"] - rows[-1]["cache_read_tokens"]
+
+
+@pytest.mark.parametrize("cache", ["provider", "off"])
+def test_cost_components_add_up_to_the_total(cache: str) -> None:
+    conv = agent_loop(60, result_chars=2_000)
+    r = run(make_policy("claude-code", {}), conv, RunConfig(model=ModelConfig(context_window=40_000), cache=cache))  # type: ignore[arg-type]
+    s = r.summary
+    parts = s["cost_input_usd"] + s["cost_cache_read_usd"] + s["cost_cache_write_usd"] + s["cost_output_usd"]
+    assert parts == pytest.approx(s["total_cost_usd"], rel=1e-9)
+    assert 0 < s["summariser_cost_usd"] < s["total_cost_usd"]
+    if cache == "off":
+        assert s["cost_cache_read_usd"] == s["cost_cache_write_usd"] == 0
+
+
+def test_a_compaction_costs_its_summary_and_the_rewrite_and_pays_back_in_requests() -> None:
+    """claude-code on a long loop: each compaction's cost is its summariser call plus (write - read) rate on the
+    writes of the first request after it; its payback is the first k with k x (tokens removed x read rate) >= cost."""
+    conv = agent_loop(120, result_chars=2_000)
+    r = run(make_policy("claude-code", {}), conv, RunConfig(model=ModelConfig(context_window=60_000)))
+    _, _, r_cr, _, r_cw1h = Pricer("claude-sonnet-4-5", "anthropic").rates()
+    summaries = {row["compaction_id"]: row["cost_usd"] for row in r.rows if row["request_kind"] == "summariser"}
+    agents = [row for row in r.rows if row["request_kind"] == "agent" and row["billed"]]
+    assert len(r.compactions) >= 2
+    for c in r.compactions:
+        first = next(row for row in agents if row["turn"] >= c["turn"])
+        rewrite = first["cache_write_1h_tokens"] * (r_cw1h - r_cr) / 1e6  # claude-code writes with the 1h TTL
+        assert c["cost_usd"] == pytest.approx(summaries[c["compaction_id"]] + rewrite, rel=1e-9)
+        saved = (c["tokens_before"] - c["tokens_after"]) * r_cr / 1e6
+        later = sum(1 for row in agents if row["turn"] >= c["turn"])
+        k = -(-c["cost_usd"] // saved)
+        assert c["payback_requests"] == (int(k) if k <= later else None)
+    assert r.summary["compaction_cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in r.compactions))
