@@ -1,5 +1,10 @@
 """Fidelity: does the simulator, calibrated, report the prompt tokens the provider recorded?
 
+Two accountings (``accounting``): ``anchored`` (the default) counts each recorded message as the provider did,
+from the recording's own usage (:mod:`sim.calibration.anchor`), and estimates only what no usage covers (the
+first request after a recorded compaction is reported with its overhead estimated: how well what a compaction
+leaves is estimated); ``calibrated`` estimates every request from the engine's count with the calibration.
+
 A recorded session (Claude Code transcripts hold per-reply usage and their real compactions) is
 replayed through the engine under the ``none`` policy with a :class:`~sim.calibration.fit.Calibration` in
 the run config, so each agent request's ``context_tokens`` is the calibrated count the engine itself
@@ -45,6 +50,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from sim.calibration.anchor import anchors_for
 from sim.calibration.fit import Calibration, opens_with_summary, replay_counts, segments
 from sim.core.conversation import Conversation, Message
 from sim.core.cost import Pricer
@@ -52,6 +58,7 @@ from sim.core.errors import InvalidConfig, UnknownName
 from sim.replay.model import DEFAULT_MODEL
 
 Across = Literal["continue", "stop"]
+Accounting = Literal["calibrated", "anchored"]
 CURVE_COLUMNS = [
     "turn",
     "segment",
@@ -77,6 +84,8 @@ class Fidelity:
 
     conversation: str
     across: str
+    accounting: str = "calibrated"
+    estimated_messages: int | None = None  # anchored: recorded messages no usage covered
     rows: list[dict[str, Any]] = field(default_factory=list)
     compactions: list[dict[str, Any]] = field(default_factory=list)
 
@@ -88,6 +97,8 @@ class Fidelity:
         return {
             "conversation": self.conversation,
             "across": self.across,
+            "accounting": self.accounting,
+            "estimated_messages": self.estimated_messages,
             "requests": int(e.size),
             "median_abs_relative_error": float(np.median(e)) if e.size else None,
             "p90_abs_relative_error": float(np.percentile(e, 90)) if e.size else None,
@@ -121,20 +132,31 @@ class Fidelity:
         }
 
 
-def replay(conv: Conversation, calibration: Calibration, across: Across = "continue") -> Fidelity:
-    """The calibrated replay of one recorded session; see the module docstring."""
+def replay(
+    conv: Conversation, calibration: Calibration, across: Across = "continue", accounting: Accounting = "anchored"
+) -> Fidelity:
+    """The calibrated replay of one recorded session; see the module docstring. ``accounting="anchored"`` counts
+    the recorded messages as the provider did (:mod:`sim.calibration.anchor`), estimating only the rest."""
     if across not in ("continue", "stop"):
         raise InvalidConfig(f"across={across!r} must be 'continue' or 'stop'")
+    if accounting not in ("calibrated", "anchored"):
+        raise InvalidConfig(f"accounting={accounting!r} must be 'calibrated' or 'anchored'")
+    anchors = anchors_for(conv, calibration) if accounting == "anchored" else None
     segs = segments(conv)
     if across == "stop":
         segs = segs[:1]
     boundaries = [m.meta["compact_boundary"] for m in conv.messages[1:] if "compact_boundary" in m.meta]
-    out = Fidelity(conv.id, across)
+    out = Fidelity(conv.id, across, accounting, anchors.estimated if anchors is not None else None)
+    firsts: dict[int, tuple[int, int]] = {}
     ttl = recorded_ttl(conv.messages)
     turn = 0
     for k, seg in enumerate(segs):
         has_next = k < len(boundaries)
-        rows = replay_counts(seg, calibration.tokenizer, calibration, probe_end=has_next, cache_ttl=ttl)
+        seg_anchors = anchors.for_segment(k) if anchors is not None else None
+        rows = replay_counts(
+            seg, calibration.tokenizer, calibration, probe_end=has_next, cache_ttl=ttl, anchors=seg_anchors
+        )
+        first_estimated = anchors.estimated_first(k) if anchors is not None else None
         replies = [m for m in seg.messages if m.role == "assistant"]
         for m, row in zip(replies, rows, strict=False):
             turn += 1
@@ -147,6 +169,8 @@ def replay(conv: Conversation, calibration: Calibration, across: Across = "conti
             rec_cost = pricer.cost(
                 recorded, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens - one_hour, one_hour
             )
+            if k not in firsts:  # the segment's first recorded request; with anchors, its overhead estimated
+                firsts[k] = (recorded, simulated if first_estimated is None else first_estimated)
             out.rows.append(
                 {
                     "turn": turn,
@@ -179,6 +203,10 @@ def replay(conv: Conversation, calibration: Calibration, across: Across = "conti
                     "relative_error": (sim_pre - pre) / pre if isinstance(pre, int) and pre > 0 else None,
                 }
             )
+    for c in out.compactions:  # the first request after each compaction: summary and what came back, estimated
+        rec, est = firsts.get(c["compaction"], (None, None))
+        c["first_after_recorded"], c["first_after_simulated"] = rec, est
+        c["first_after_relative_error"] = (est - rec) / rec if rec and est is not None else None
     return out
 
 
@@ -206,7 +234,19 @@ def write(result: Fidelity, out: str | Path) -> tuple[Path, Path]:
     curve, comp = d / "fidelity.csv", d / "compactions.csv"
     _write_csv(curve, CURVE_COLUMNS, result.rows)
     _write_csv(
-        comp, ["compaction", "after_turn", "trigger", "pre_tokens", "simulated", "relative_error"], result.compactions
+        comp,
+        [
+            "compaction",
+            "after_turn",
+            "trigger",
+            "pre_tokens",
+            "simulated",
+            "relative_error",
+            "first_after_recorded",
+            "first_after_simulated",
+            "first_after_relative_error",
+        ],
+        result.compactions,
     )
     return curve, comp
 

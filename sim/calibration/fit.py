@@ -220,12 +220,14 @@ def replay_counts(
     calibration: Calibration | None = None,
     probe_end: bool = False,
     cache_ttl: str = "policy",
+    anchors: Any = None,
 ) -> list[dict[str, Any]]:
     """The engine's agent-request rows for ``conv`` replayed under ``none`` (one per assistant message).
 
     ``probe_end`` appends one synthetic assistant reply so the last row is a request holding the whole
     conversation (the prompt at the moment of a compaction that follows it). ``cache_ttl`` is the run's
     (:class:`~sim.core.config.RunConfig`): the TTL the recorded client wrote its cache entries with.
+    ``anchors`` (:class:`sim.calibration.anchor.Anchors`): count the recorded messages as the provider did.
     """
     from policies.base import make_policy
     from sim.core.conversation import Message, Part
@@ -241,6 +243,7 @@ def replay_counts(
         tokenizer=tokenizer,
         calibration=calibration,
         cache_ttl=cache_ttl,  # type: ignore[arg-type]
+        anchors=anchors,
     )
     result = run(make_policy("none"), conv, config)
     rows = [r for r in result.rows if r["request_kind"] == "agent"]

@@ -91,7 +91,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                 cal.agent_of(conv),
                 where=args.calibration,
             )
-            res = fidelity.replay(conv, c, args.across_compactions)
+            res = fidelity.replay(conv, c, args.across_compactions, args.accounting)
             s = res.summary()
             summaries.append(s)
             line = (
@@ -102,12 +102,19 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                 if s["requests"]
                 else f"{conv.id}: no requests"
             )
+            if s["estimated_messages"] is not None:
+                line += f" (anchored; {s['estimated_messages']} recorded messages estimated: no usage covered them)"
             for k in res.compactions:
                 err = "n/a" if k["relative_error"] is None else f"{k['relative_error']:+.2%}"
                 line += (
                     f"\n    compaction {k['compaction']} after turn {k['after_turn']}: simulated "
                     f"{k['simulated']:,} vs preTokens {k['pre_tokens']:,} ({err})"
                 )
+                if k["first_after_relative_error"] is not None:
+                    line += (
+                        f"; first request after it {k['first_after_simulated']:,} (estimated) vs "
+                        f"{k['first_after_recorded']:,} recorded ({k['first_after_relative_error']:+.2%})"
+                    )
             cache = s["cache"]
             if cache is not None:
                 line += (
@@ -175,6 +182,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         choices=("continue", "stop"),
         default="continue",
         help="continue from each recorded summary (default) or stop at the first compaction",
+    )
+    p.add_argument(
+        "--accounting",
+        choices=("anchored", "calibrated"),
+        default="anchored",
+        help="anchored (default): recorded messages at the sizes the recorded usage gives them, the rest estimated "
+        "with the calibration; calibrated: every request estimated with the calibration",
     )
     p.add_argument("--all-agents", action="store_true", help="also replay subagent and compaction transcripts")
     p.add_argument("--out", metavar="DIR", help="write DIR/<session>/fidelity.csv, compactions.csv, DIR/summary.json")

@@ -25,6 +25,7 @@ from sim.replay.model import ModelConfig
 from sim.replay.summariser import SummariserConfig
 
 if TYPE_CHECKING:
+    from sim.calibration.anchor import Anchors
     from sim.calibration.fit import Calibration
 
 
@@ -63,6 +64,8 @@ class RunConfig:
     deep_checks: bool = False
     #: Fitted map from the engine's prompt count to the provider's (``csim calibrate``); None = raw counts.
     calibration: Calibration | None = None
+    #: Provider-counted sizes of a recording's messages (sim.calibration.anchor); None = counted by the engine.
+    anchors: Anchors | None = None
 
     def __post_init__(self) -> None:
         if self.run_status not in ("auto", "appended", "off"):

@@ -140,7 +140,13 @@ class Engine:
         self._pricers: dict[str, Pricer] = {}
         self._model_name = config.model.name or DEFAULT_MODEL  # the model of the latest request
         self.pricer = self._pricer(self._model_name)
-        self.ledger = Ledger(sizer=self._edited_sizes, count=self.tok.count)
+        # Usage-anchored accounting (sim.calibration.anchor): recorded messages at the provider's own counts,
+        # what the simulator writes estimated. Sizes then depend on the anchors, so they get a memo of their own.
+        self.anchors = config.anchors
+        self._memo = (
+            self.tok.derived if self.anchors is None else memoised(self.tok.derived, self.anchors, "memo", _new_memo)
+        )
+        self.ledger = Ledger(sizer=self._edited_sizes, count=self._text_tokens)
         self.state = RunState(self.ledger, config.model)
         self.state.view = View(placeholder=policy.placeholder)
         self.state.checkpoints.append(self.state.view)
@@ -165,7 +171,7 @@ class Engine:
             self.has_system,
             self._message_blocks,
             self.tok.count,
-            config.calibration.coefficients if config.calibration is not None else None,
+            config.calibration.coefficients if config.calibration is not None and config.anchors is None else None,
         )
         self._times: tuple[float, ...] = ()  # when each script message is complete (sim.replay.caching)
         self._now = 0.0  # when the current request starts
@@ -208,16 +214,48 @@ class Engine:
         # Memoised per message object in the worker's memo: every configuration a worker runs over the same
         # conversation reuses them, so a sweep pays for a message's sizes once. (memoised() inlined: hot path.)
         key = (id(m), "sizes")  # memoised() written out: this is the hottest lookup of a run
-        hit = self.tok.derived.get(key)
+        hit = self._memo.get(key)
         if hit is not None and hit[0] is m:
             return hit[1]  # type: ignore[no-any-return]
         sizes = self._measure(m)
-        self.tok.derived[key] = (m, sizes)
+        self._memo[key] = (m, sizes)
         return sizes
 
     def _measure(self, m: Message) -> MessageSizes:
-        tokens = MESSAGE_OVERHEAD + sum(self._part_tokens(p) for p in m.parts)
+        tokens = self._message_overhead(m) + sum(t for _, _, _, t in self._part_sizes(m, ()))
         return MessageSizes(m.chars, tokens, len(m.calls), hash(m))
+
+    def _raw_tokens(self, m: Message) -> int:
+        """The engine's own count of ``m`` (framing included), whatever the anchors say."""
+        return MESSAGE_OVERHEAD + sum(self._part_tokens(p) for p in m.parts)
+
+    def _anchor_of(self, m: Message) -> tuple[int, float]:
+        """With anchors: ``m``'s provider size and the factor from the engine's count of a part to its share."""
+        assert self.anchors is not None
+        key = (id(m), "anchor")
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is m:
+            return hit[1]  # type: ignore[no-any-return]
+        raw = self._raw_tokens(m)
+        total = self.anchors.message_tokens(m, raw)
+        value = (total, total / raw if raw else 0.0)
+        self._memo[key] = (m, value)
+        return value
+
+    def _message_overhead(self, m: Message) -> int:
+        """A message's framing: the engine's constant, or with anchors what its provider size leaves after its
+        parts' shares (parts round down, so it is never negative)."""
+        if self.anchors is None:
+            return MESSAGE_OVERHEAD
+        total, _ = self._anchor_of(m)
+        return total - sum(t for _, rule, _, t in self._part_sizes(m, ()) if rule is None)
+
+    def _text_tokens(self, text: str) -> int:
+        """Tokens of a text the view adds as a message of its own (summary, injected), framing excluded: the
+        ledger's count."""
+        if self.anchors is None:
+            return self.tok.count(text)
+        return self.anchors.estimate(MESSAGE_OVERHEAD + self.tok.count(text)) - MESSAGE_OVERHEAD
 
     def _edited_sizes(self, m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
         """Characters and tokens of ``m`` as ``rules`` edit it ((0, 0): not sent); the ledger's sizer."""
@@ -225,18 +263,18 @@ class Engine:
             sz = self._sizes(m)
             return sz.chars, sz.tokens
         key = (id(m), ("sizes", rules))  # memoised() written out: asked for every message a view edits
-        hit = self.tok.derived.get(key)
+        hit = self._memo.get(key)
         if hit is not None and hit[0] is m:
             return hit[1]  # type: ignore[no-any-return]
         sizes = self._measure_edited(m, rules)
-        self.tok.derived[key] = (m, sizes)
+        self._memo[key] = (m, sizes)
         return sizes
 
     def _measure_edited(self, m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
         sizes = self._part_sizes(m, rules)
         if not sizes:
             return 0, 0
-        return sum(s[2] for s in sizes), MESSAGE_OVERHEAD + sum(s[3] for s in sizes)
+        return sum(s[2] for s in sizes), self._message_overhead(m) + sum(s[3] for s in sizes)
 
     def _part_sizes(self, m: Message, rules: tuple[Rule, ...]) -> list[tuple[int, Rule | None, int, int]]:
         """(index, rule, characters, tokens) of each part of ``m`` that ``rules`` keep, as edited.
@@ -244,17 +282,22 @@ class Engine:
         One pass over the parts, counting as sim.core.view.edit_parts edits and sim.core.view.edited_chars
         counts (a test holds them together), without building the edited parts."""
         out: list[tuple[int, Rule | None, int, int]] = []
+        a = self.anchors
+        f = self._anchor_of(m)[1] if a is not None else 1.0
         for j, p in enumerate(m.parts):
             rule = rule_for(p, rules) if rules else None
-            if rule is None:
-                out.append((j, None, p.chars, self._part_tokens(p)))
-            elif rule.action == "placeholder":
+            if rule is None:  # with anchors, the part's share of the message's provider size
+                t = self._part_tokens(p)
+                out.append((j, None, p.chars, t if a is None else math.floor(t * f)))
+            elif rule.action == "placeholder":  # text the simulator writes: estimated
                 text = rule.placeholder_for(p)
                 edit = (None, text) if p.kind == "tool_call" else (text, None)
-                out.append((j, rule, len(text), self._part_tokens(p, *edit)))
+                t = self._part_tokens(p, *edit)
+                out.append((j, rule, len(text), t if a is None else a.scale(t)))
             elif rule.action == "truncate":
                 cut = self.tok.truncate(p.text, rule.max_tokens, rule.head_share, rule.text)
-                out.append((j, rule, p.chars - len(p.text) + len(cut), self._part_tokens(p, cut)))
+                t = self._part_tokens(p, cut)
+                out.append((j, rule, p.chars - len(p.text) + len(cut), t if a is None else a.scale(t)))
         return out
 
     def _message_blocks(self, m: Message, rules: tuple[Rule, ...]) -> tuple[tuple[object, int], ...]:
@@ -263,19 +306,18 @@ class Engine:
         message's overhead. They sum to the message's tokens. Memoised per message object; reads nothing of the
         run, so a copied engine's cache may keep calling the original's."""
         key = (id(m), ("blocks", rules))
-        hit = self.tok.derived.get(key)
+        hit = self._memo.get(key)
         if hit is not None and hit[0] is m:
             return hit[1]  # type: ignore[no-any-return]
         h = self._sizes(m).content_hash
         sizes = self._part_sizes(m, rules)
+        frame = self._message_overhead(m)
         blocks: tuple[tuple[object, int], ...]
         if sizes:
-            blocks = tuple(
-                ((h, j, rule), t + (MESSAGE_OVERHEAD if k == 0 else 0)) for k, (j, rule, _, t) in enumerate(sizes)
-            )
+            blocks = tuple(((h, j, rule), t + (frame if k == 0 else 0)) for k, (j, rule, _, t) in enumerate(sizes))
         else:  # a message without parts is sent as its overhead; an edited one left empty is not sent
-            blocks = (((h, -1, None), MESSAGE_OVERHEAD),) if not rules and not m.parts else ()
-        self.tok.derived[key] = (m, blocks)
+            blocks = (((h, -1, None), frame),) if not rules and not m.parts else ()
+        self._memo[key] = (m, blocks)
         return blocks
 
     def view_size(self, view: View) -> tuple[int, int]:
@@ -534,7 +576,9 @@ class Engine:
             + self.tok.count(prev_text)
             + body_tokens
         )
-        if self.config.calibration is not None:  # the summariser call carries the agent's prompt overhead too
+        if self.anchors is not None:  # the agent's overhead, and the summariser's own text estimated
+            input_tokens = self.anchors.overhead + self.anchors.estimate(input_tokens)
+        elif self.config.calibration is not None:  # the summariser call carries the agent's prompt overhead too
             input_tokens = self.config.calibration.apply(input_tokens, 3, before.summary is not None)
         cfg = self.config.summariser
         cap = cfg.max_output_tokens or self.model.output_reserve
@@ -660,16 +704,26 @@ class Engine:
         """The status line, prompt tokens and messages of a request for ``view`` (pure)."""
         status = self.tracker.status_line() if self.status else None
         _, view_tokens, in_view = self.state._totals(view)
-        tokens = (
-            REQUEST_OVERHEAD
-            + view_tokens
-            + (0 if grace else self.tools_tokens)
-            + (MESSAGE_OVERHEAD + self.tok.count(status) if status else 0)
-        )
-        if self.config.calibration is not None:  # report what the provider would count (sim.calibration.fit)
+        tokens = self._head_tokens(grace) + view_tokens + self._status_tokens(status)
+        if (
+            self.config.calibration is not None and self.anchors is None
+        ):  # report what the provider would count (sim.calibration.fit)
             summarised = view.summary is not None or self._opens_summarised
             tokens = self.config.calibration.apply(tokens, in_view, summarised)
         return status, tokens, in_view
+
+    def _head_tokens(self, grace: bool) -> int:
+        """Prompt tokens outside the messages: framing and tool definitions, or with anchors the recording's
+        overhead (which holds its tools: a grace request without tools keeps it)."""
+        if self.anchors is not None:
+            return self.anchors.overhead
+        return REQUEST_OVERHEAD + (0 if grace else self.tools_tokens)
+
+    def _status_tokens(self, status: str | None) -> int:
+        if not status:
+            return 0
+        raw = MESSAGE_OVERHEAD + self.tok.count(status)
+        return raw if self.anchors is None else self.anchors.estimate(raw)
 
     def _auto_compact(self, k: int, after_rollback: bool) -> None:
         """The policy's automatic compaction before the request answered by message ``k``; in lockstep, the
@@ -786,12 +840,13 @@ class Engine:
         """The prompt cache's bill of a request of ``tokens`` (as reported) for ``view``. With a calibration, the
         blocks carry the provider's count (sim.replay.caching) up to its ``after_compaction`` term and rounding,
         which the uncached end takes."""
-        status_tokens = MESSAGE_OVERHEAD + self.tok.count(status) if status else 0
-        head = REQUEST_OVERHEAD + (0 if grace else self.tools_tokens)
+        head, status_tokens = self._head_tokens(grace), self._status_tokens(status)
         usage = self.cache.usage(view, head, grace, status, status_tokens, self._now, self._model_name)
         if usage.total == tokens:
             return usage
-        if self.config.calibration is None:  # the blocks are the engine's own counts: they must agree
+        if (
+            self.config.calibration is None or self.anchors is not None
+        ):  # the blocks are the engine's own counts: they must agree
             raise AssertionError(f"cache blocks sum to {usage.total} tokens, the request has {tokens}")
         cached = min(usage.read + usage.write_5m + usage.write_1h, tokens)
         read = min(usage.read, cached)
@@ -1118,6 +1173,10 @@ def _usage_of(row: dict[str, Any]) -> tuple[int, int, int, int, int]:
         row["cache_write_5m_tokens"],
         row["cache_write_1h_tokens"],
     )
+
+
+def _new_memo(_: object) -> dict[Any, Any]:
+    return {}
 
 
 def _share(part: int, whole: int) -> float | None:

@@ -1,0 +1,151 @@
+"""Usage-anchored accounting: each recorded message's size as the provider counted it.
+
+A recording with provider usage has had every prompt counted already. The request answered by reply ``r``
+holds everything before ``r``; so the prompt of one request minus the prompt of the one before it is the
+provider's count of what was appended between them: the earlier reply (now in the history) and the user and
+tool messages after it. :func:`anchor` shares each such difference among those messages in proportion to the
+calibration's estimate of each (so a long tool result takes most of it, and parallel results split it), and
+derives the session's fixed overhead (the system prompt and tool schemas the transcript does not hold) from its
+first request: its prompt minus the estimate of the messages before it.
+
+What the provider never counted is estimated with the calibration (``fixed + per_message x messages + scale x
+tokens``, its ``scale`` and ``per_message`` per message): messages after the last recorded request, messages
+between two requests whose prompts did not grow (a recording that restarted, stripped content, or compacted),
+and, in the engine, every text the simulator creates (summaries, placeholders, injected messages, truncation
+envelopes, the status line). :attr:`Anchors.estimated` says how many messages were estimated.
+
+Streamed duplicates are one message already (the importer merges records of one response id); a reply whose
+response id reappears after a user message (``api_id_repeated``) repeats an earlier usage and anchors nothing.
+Requests without usage are gaps: the difference across the gap covers every message in it. After a recorded
+compaction (a later segment, :func:`sim.calibration.fit.segments`) the prompt starts over from the summary, so
+each segment is anchored on its own. The overhead is the first segment's; each later segment's own (its first
+request's prompt minus the estimate of the messages before it) is in :attr:`Anchors.segment_overheads`, for a
+replay of that segment alone (``csim fidelity``), and :meth:`Anchors.estimated_first` is what the first request
+of a later segment comes to when its overhead is estimated instead (the first segment's plus the calibration's
+``after_compaction``): the figure that says how well what a compaction leaves is estimated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from sim.calibration.fit import Calibration, Coefficients, segments
+from sim.core.conversation import Conversation, Message
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """Provider-counted sizes of a recording's messages, the prompt's fixed overhead, and how to estimate the rest.
+
+    Attributes:
+        overhead: provider tokens of each prompt outside its messages (system prompt, tools, framing).
+        sizes: message id -> provider tokens of that message, for the messages the usage covers.
+        coefficients: the calibration that estimates everything else.
+        estimated: recorded messages sized by the calibration (no usage covered them).
+        conversation: the recording's id (the anchors belong to it).
+    """
+
+    overhead: int
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    coefficients: Coefficients = field(default_factory=lambda: Coefficients(0.0, 0.0, 1.0))
+    estimated: int = 0
+    conversation: str = ""
+    #: per segment: (its overhead, or None without usage; the estimate of its messages before its first request)
+    segment_overheads: tuple[tuple[int | None, int], ...] = ()
+
+    def for_segment(self, k: int) -> Anchors:
+        """These anchors with segment ``k``'s own overhead, to replay that segment alone."""
+        own = self.segment_overheads[k][0] if k < len(self.segment_overheads) else None
+        return replace(self, overhead=self.overhead if own is None else own)
+
+    def estimated_first(self, k: int) -> int | None:
+        """The first request of segment ``k`` with its overhead estimated: the first segment's overhead, the
+        calibration's ``after_compaction`` for a later segment, and the estimate of the messages before it."""
+        if k >= len(self.segment_overheads) or self.segment_overheads[k][0] is None:
+            return None
+        after = self.coefficients.after_compaction if k > 0 else 0.0
+        return math.floor(self.overhead + after + self.segment_overheads[k][1] + 0.5)
+
+    def estimate(self, raw_tokens: int) -> int:
+        """The provider's count of one message the engine counts as ``raw_tokens`` (framing included)."""
+        c = self.coefficients
+        return max(0, math.floor(c.scale * raw_tokens + c.per_message + 0.5))
+
+    def scale(self, raw_tokens: int) -> int:
+        """The provider's count of a piece of text (no message of its own) the engine counts as ``raw_tokens``."""
+        return max(0, math.floor(self.coefficients.scale * raw_tokens + 0.5))
+
+    def message_tokens(self, m: Message, raw_tokens: int) -> int:
+        """``m``'s provider size: anchored when the usage covered it, else estimated."""
+        size = self.sizes.get(m.id)
+        return self.estimate(raw_tokens) if size is None else size
+
+
+def anchor(
+    segments: Sequence[Sequence[Message]],
+    raw_tokens: Callable[[Message], int],
+    coefficients: Coefficients,
+    cid: str = "",
+) -> Anchors:
+    """Anchors for a recording cut into ``segments`` (see the module docstring); ``raw_tokens`` is the engine's
+    count of a message, framing included."""
+    sizes: dict[str, int] = {}
+    estimated = 0
+    overhead: int | None = None
+    per_segment: list[tuple[int | None, int]] = []
+    probe = Anchors(0, {}, coefficients)
+    for seg in segments:
+        est = [probe.estimate(raw_tokens(m)) for m in seg]
+        anchors = [
+            (i, m.usage.prompt_tokens)
+            for i, m in enumerate(seg)
+            if m.role == "assistant"
+            and m.usage is not None
+            and m.usage.prompt_tokens > 0
+            and not m.meta.get("api_id_repeated")
+        ]
+        if not anchors:
+            estimated += len(seg)
+            per_segment.append((None, 0))
+            continue
+        first, prompt = anchors[0]
+        own = max(0, prompt - sum(est[:first]))
+        per_segment.append((own, sum(est[:first])))
+        if overhead is None:
+            overhead = own
+        estimated += first + len(seg) - anchors[-1][0]  # before the first request, and from the last reply on
+        for (a, pa), (b, pb) in zip(anchors, anchors[1:], strict=False):
+            share = _share(pb - pa, est[a:b])
+            if share is None:
+                estimated += b - a
+                continue
+            for m, n in zip(seg[a:b], share, strict=True):
+                sizes[m.id] = n
+    return Anchors(overhead or 0, sizes, coefficients, estimated, cid, tuple(per_segment))
+
+
+def _share(total: int, weights: Sequence[int]) -> list[int] | None:
+    """``total`` split in proportion to ``weights`` in whole tokens that add up to it exactly (largest
+    remainders, ties to the earlier message); None when there is nothing to split or nothing grew."""
+    whole = sum(weights)
+    if total <= 0 or whole <= 0:
+        return None
+    exact = [total * w / whole for w in weights]
+    out = [math.floor(x) for x in exact]
+    left = total - sum(out)
+    for i in sorted(range(len(out)), key=lambda k: (out[k] - exact[k], k))[:left]:
+        out[i] += 1
+    return out
+
+
+def anchors_for(conv: Conversation, calibration: Calibration) -> Anchors:
+    """:func:`anchor` for a recording, the engine counting its messages with the calibration's tokenizer."""
+    from policies.base import make_policy
+    from sim.core.config import RunConfig
+    from sim.replay.engine import Engine
+
+    engine = Engine(make_policy("none"), conv, RunConfig(tokenizer=calibration.tokenizer))
+    parts = [seg.messages for seg in segments(conv)]
+    return anchor(parts, engine._raw_tokens, calibration.coefficients, conv.id)
