@@ -139,11 +139,14 @@ def test_samples_come_from_the_engine_counts() -> None:
     msgs[1] = replace(msgs[1], usage=Usage(input_tokens=5, cache_read_tokens=20_000, cache_write_tokens=100))
     conv = Conversation("t", tuple(msgs))
     rows = cal.samples([conv], "native")
-    engine = run(make_policy("none"), conv, RunConfig(run_status="off"))
+    engine = run(make_policy("none"), conv, RunConfig(run_status="off", accounting="counted"))
     assert len(rows) == 1  # only the reply with usage
     assert rows[0].recorded == 20_105
     assert rows[0].tokens == engine.rows[0]["context_tokens"]
     assert rows[0].messages == engine.rows[0]["messages_in_view"]
+    # anchored (the default for a recording with usage), the request is what the provider counted
+    anchored = run(make_policy("none"), conv, RunConfig(run_status="off"))
+    assert anchored.rows[0]["context_tokens"] == 20_105
 
 
 # --- the real Claude Code sessions ------------------------------------------------------------------

@@ -140,12 +140,19 @@ def _share(total: int, weights: Sequence[int]) -> list[int] | None:
     return out
 
 
-def anchors_for(conv: Conversation, calibration: Calibration) -> Anchors:
-    """:func:`anchor` for a recording, the engine counting its messages with the calibration's tokenizer."""
+#: Without a calibration, what the simulator writes is counted as the engine counts it.
+IDENTITY = Coefficients(0.0, 0.0, 1.0)
+
+
+def anchors_for(conv: Conversation, calibration: Calibration | None, tokenizer: str | None = None) -> Anchors:
+    """:func:`anchor` for a recording, the engine counting its messages with the calibration's tokenizer (or
+    ``tokenizer``); without a calibration the rest is counted, not estimated."""
     from policies.base import make_policy
     from sim.core.config import RunConfig
     from sim.replay.engine import Engine
 
-    engine = Engine(make_policy("none"), conv, RunConfig(tokenizer=calibration.tokenizer))
+    tok = tokenizer or (calibration.tokenizer if calibration is not None else "cl100k_base")
+    engine = Engine(make_policy("none"), conv, RunConfig(tokenizer=tok, accounting="counted"))
     parts = [seg.messages for seg in segments(conv)]
-    return anchor(parts, engine._raw_tokens, calibration.coefficients, conv.id)
+    coefficients = calibration.coefficients if calibration is not None else IDENTITY
+    return anchor(parts, engine._raw_tokens, coefficients, conv.id)

@@ -243,6 +243,7 @@ def replay_counts(
         tokenizer=tokenizer,
         calibration=calibration,
         cache_ttl=cache_ttl,  # type: ignore[arg-type]
+        accounting="counted",  # what the calibration is fitted to and applied on, unless anchors are given
         anchors=anchors,
     )
     result = run(make_policy("none"), conv, config)

@@ -64,7 +64,17 @@ class RunConfig:
     deep_checks: bool = False
     #: Fitted map from the engine's prompt count to the provider's (``csim calibrate``); None = raw counts.
     calibration: Calibration | None = None
-    #: Provider-counted sizes of a recording's messages (sim.calibration.anchor); None = counted by the engine.
+    accounting: Literal["anchored", "counted"] = field(
+        default="anchored",
+        metadata={
+            "flag": "accounting",
+            "help": "anchored = a recording's messages at the sizes its recorded usage gives them, the rest "
+            "estimated (with --calibration, else counted); counted = every message counted by the tokenizer "
+            "(and --calibration applied to whole requests)",
+        },
+    )
+    #: Provider-counted sizes of the messages (sim.calibration.anchor), given explicitly; None = derived from the
+    #: recording when ``accounting`` is ``anchored``.
     anchors: Anchors | None = None
 
     def __post_init__(self) -> None:
@@ -72,6 +82,8 @@ class RunConfig:
             raise InvalidConfig(f"run_status={self.run_status!r} must be 'auto', 'appended' or 'off'")
         if self.cache not in ("provider", "off"):
             raise InvalidConfig(f"cache={self.cache!r} must be 'provider' or 'off'")
+        if self.accounting not in ("anchored", "counted"):
+            raise InvalidConfig(f"accounting={self.accounting!r} must be 'anchored' or 'counted'")
         if self.cache_ttl not in ("policy", "5m", "1h"):
             raise InvalidConfig(f"cache_ttl={self.cache_ttl!r} must be 'policy', '5m' or '1h'")
         if not 0 <= self.seed < 2**63:

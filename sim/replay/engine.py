@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from policies.base import AskPoint, Plan, Policy
+from sim.calibration.anchor import Anchors, anchors_for
 from sim.calibration.fit import opens_with_summary
 from sim.core.budgets import BudgetTracker
 from sim.core.cache import TTL, CachePlacement, CacheUsage, NoCache, cache_model
@@ -142,7 +143,7 @@ class Engine:
         self.pricer = self._pricer(self._model_name)
         # Usage-anchored accounting (sim.calibration.anchor): recorded messages at the provider's own counts,
         # what the simulator writes estimated. Sizes then depend on the anchors, so they get a memo of their own.
-        self.anchors = config.anchors
+        self.anchors = config.anchors if config.anchors is not None else self._derive_anchors(conversation, config)
         self._memo = (
             self.tok.derived if self.anchors is None else memoised(self.tok.derived, self.anchors, "memo", _new_memo)
         )
@@ -170,8 +171,8 @@ class Engine:
             self.ledger,
             self.has_system,
             self._message_blocks,
-            self.tok.count,
-            config.calibration.coefficients if config.calibration is not None and config.anchors is None else None,
+            self._text_tokens,
+            config.calibration.coefficients if config.calibration is not None and self.anchors is None else None,
         )
         self._times: tuple[float, ...] = ()  # when each script message is complete (sim.replay.caching)
         self._now = 0.0  # when the current request starts
@@ -199,6 +200,15 @@ class Engine:
         self._last_auto_turn = -10
         self.retained = {"needed": 0, "visible": 0}
         self.retention_by_kind: dict[str, list[int]] = {}
+
+    def _derive_anchors(self, conversation: Conversation, config: RunConfig) -> Anchors | None:
+        """Anchors for a recording with usage under ``accounting="anchored"`` (once per conversation, tokenizer
+        and calibration in a worker); None for a conversation without usage (a synthetic scenario)."""
+        if config.accounting != "anchored" or not any(m.usage for m in conversation.messages):
+            return None
+        cal = config.calibration
+        key = ("anchors", config.tokenizer, cal)
+        return memoised(self.tok.derived, conversation, key, lambda c: anchors_for(c, cal, config.tokenizer))
 
     # -- sizes ------------------------------------------------------------------------------------
     def _part_tokens(self, p: Part, text: str | None = None, args: str | None = None) -> int:
