@@ -196,3 +196,24 @@ def test_real_session_cache_usage_out_of_sample(held_out_calibration: Path, tmp_
     assert abs(c["simulated_cost_usd"] + rewrite_usd - c["recorded_cost_usd"]) < 0.02 * c["recorded_cost_usd"]
     reads = sum(r["simulated_cache_read"] for r in res.rows) / sum(r["recorded_cache_read"] for r in res.rows)
     assert 0.97 < reads < 1.03
+
+
+def test_every_shared_claude_code_session_replays_at_its_recorded_prompts_held_out() -> None:
+    """Anchored, under ``none``, each shared Claude Code session with usage reproduces its recorded prompt tokens
+    (median <= 0.5%, p90 <= 2%), the calibration for what is estimated fitted on the other sessions only."""
+    folder = RECORDED / "claude-code"
+    if not folder.is_dir():
+        pytest.skip(f"recorded sample not found at {folder} (set CSIM_RECORDED to its folder)")
+    from sim.formats import read
+
+    convs = {p.name: c for p in sorted(folder.glob("*.jsonl")) for c in read(p, "claude-code").conversations}
+    checked = 0
+    for name, conv in convs.items():
+        if cal.agent_of(conv) != "main" or not any(m.usage for m in conv.messages):
+            continue
+        others = [c for n, c in convs.items() if n != name]
+        fits = cal.calibrate(cal.samples(others, "claude-code"), tokenizer="cl100k_base", fitted_on="-", checksum="-")
+        s = fidelity.replay(conv, next(c for c in fits if c.agent == "main")).summary()
+        assert s["median_abs_relative_error"] <= 0.005 and s["p90_abs_relative_error"] <= 0.02, (name, s)
+        checked += 1
+    assert checked >= 4
