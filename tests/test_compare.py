@@ -29,6 +29,8 @@ def fake_results(rows: list[dict[str, object]]) -> Results:
             "violation_count",
             "facts_needed",
             "facts_visible",
+            "cache_read_tokens",
+            "cache_write_tokens",
         ),
         0,
     )

@@ -145,6 +145,7 @@ def write_summary(table: pd.DataFrame, root: Path) -> tuple[Path, Path]:
 _FORMATS = {
     "input_tokens": "{:,.0f}",
     "cost_usd": "{:,.4f}",
+    "cache_hit": "{:.1%}",
     "peak_context": "{:,.0f}",
     "retention": "{:.3f}",
     "compactions": "{:.2f}",
@@ -152,9 +153,11 @@ _FORMATS = {
     "violations": "{:.2f}",
     "completed": "{:.2f}",
 }
+#: The columns ``csim compare`` prints (all of METRICS are in the summary file and the report).
 _HEAD = {
     "input_tokens": "input tokens",
     "cost_usd": "cost $",
+    "cache_hit": "cache read",
     "peak_context": "peak context",
     "retention": "retention",
     "compactions": "compactions",
@@ -186,7 +189,7 @@ def render(table: pd.DataFrame, by: Sequence[str] = ()) -> str:
             **{k: table[k] for k in keys},
             "runs": table["runs"],
             "convs": table["conversations"],
-            **{_HEAD[s]: [_cell(table, i, s) for i in range(len(table))] for s in METRICS.values()},
+            **{_HEAD[s]: [_cell(table, i, s) for i in range(len(table))] for s in _HEAD},
             "pareto": np.where(table["pareto"], "*", ""),
         }
     )
