@@ -230,8 +230,9 @@ COST_PARTS = {
 
 def fig_cost_components(table: pd.DataFrame) -> Figure:
     """Mean cost per conversation of each configuration (``table`` from :func:`summary`), split into uncached
-    input, cache reads, cache writes and output, with the summariser's share of the total marked; cheapest on
-    top. Where caching is on, reads are cheap and writes dear, so this is where a compaction's rewrite shows."""
+    input, cache reads, cache writes and output, each bar labelled with its total and the summariser's share of
+    it; cheapest on top. Where caching is on, reads are cheap and writes dear, so this is where a compaction's
+    rewrite shows."""
     f = table.sort_values("cost_usd_mean", ascending=False)
     fig, ax = plt.subplots(figsize=(9, 0.5 * len(f) + 1.8))
     left = np.zeros(len(f))
@@ -240,12 +241,13 @@ def fig_cost_components(table: pd.DataFrame) -> Figure:
         values = f[f"{short}_mean"].to_numpy(dtype="float64")
         ax.barh(f["config"], values, left=left, color=palette(k), label=label)
         left += values
-    ax.scatter(
-        f["cost_summariser_mean"], f["config"], marker="|", s=220, color="black", zorder=3, label="of which summariser"
-    )
+    for y, (total, summ) in enumerate(zip(left, f["cost_summariser_mean"].to_numpy(dtype="float64"), strict=True)):
+        note = f"  {total:,.2f}" + (f" (summariser {summ:,.2f})" if summ > 0 else "")  # no "$": matplotlib math
+        ax.annotate(note, (total, y), va="center", fontsize=8)
+    ax.set_xlim(0, left.max() * 1.35 if len(left) and left.max() > 0 else 1)
     ax.set_xlabel("mean cost per conversation (USD)")
     ax.set_title("Cost by component")
-    ax.legend(loc="lower right", frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4, frameon=False)
     return fig
 
 
