@@ -187,3 +187,22 @@ def test_a_compaction_costs_its_summary_and_the_rewrite_and_pays_back_in_request
         k = -(-c["cost_usd"] // saved)
         assert c["payback_requests"] == (int(k) if k <= later else None)
     assert r.summary["compaction_cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in r.compactions))
+
+
+def test_openai_prefix_caching_reads_what_the_recorded_gpt_4o_request_read() -> None:
+    """The one shared recording with OpenAI ``cached_tokens`` (an OpenHands trajectory on gpt-4o-2024-08-06, 35 s
+    after the request before it): its recorded 2,304 cached tokens are the 1,024-minimum, 128-step prefix the
+    simulated cache reads. The earlier replies name no model: they are the recording's model."""
+    from sim.formats import read
+    from tests.test_fidelity import RECORDED
+
+    path = RECORDED / "openhands" / "runtime_trajs" / "basic_interactions.json"
+    if not path.is_file():
+        pytest.skip(f"recorded OpenHands trajectory not found at {path} (set CSIM_RECORDED to its folder)")
+    conv = read(path, "openhands-events").conversations[0]
+    [recorded] = [m.usage for m in conv.messages if m.usage is not None]
+    r = run(NoCompaction(), conv, RunConfig())
+    rows = [row for row in r.rows if row["request_kind"] == "agent"]
+    assert {row["model"] for row in rows} == {"gpt-4o-2024-08-06"}
+    assert rows[-1]["context_tokens"] == recorded.prompt_tokens  # anchored on the recorded usage
+    assert rows[-1]["cache_read_tokens"] == recorded.cache_read_tokens == 2_304

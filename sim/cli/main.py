@@ -68,6 +68,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         seeds=args.seed,
         **options,
     )
+    from sim.replay.model import DEFAULT_MODEL
+
     out = Path(args.out)
     run_sweep(spec, out, workers=1, progress=True, logs=True)
     for _, r in load_results(out).runs.iterrows():
@@ -76,8 +78,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{r['conversation']}: {r['finish_reason']}, {r['agent_requests']} agent requests, "
             f"peak {r['peak_context_tokens']:,} tokens, cumulative input {r['cumulative_input_tokens']:,}, "
             f"cost ${r['total_cost_usd']:.4f}, {r['compaction_count']} compactions, {r['overflows']} overflows, "
-            f"retention {recall}, {r['violation_count']} violations"
+            f"retention {recall}, {r['violation_count']} violations, "
+            + ("no request" if pd.isna(r["cache_hit_share"]) else f"{r['cache_hit_share']:.1%} of the prompt")
+            + " read from cache"
         )
+        if isinstance(r["unpriced_models"], str) and r["unpriced_models"]:
+            print(
+                f"  note: the price table does not know {r['unpriced_models']} (named by the recording); those "
+                f"requests are priced as {DEFAULT_MODEL}: name the model with --model to price them as another"
+            )
     print(f"wrote {out} (manifest.json and parts/: runs, requests, facts, compactions, violations, logs)")
     return 0
 

@@ -73,6 +73,7 @@ SUMMARY_COLUMNS = (
     "cache_write_tokens",
     "cache_hit_share",
     "summariser_cost_usd",
+    "unpriced_models",
     "cost_input_usd",
     "cost_cache_read_usd",
     "cost_cache_write_usd",

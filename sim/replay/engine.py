@@ -139,6 +139,11 @@ class Engine:
         self.tok = tokenizer or get_tokenizer(config.tokenizer)
         self.model = config.model
         self._pricers: dict[str, Pricer] = {}
+        self.unpriced: set[str] = set()  # recorded models the price table does not know (priced as the default)
+        # A reply the recording names no model for was served by the recording's (most frequent) model.
+        named = [m.meta.get("model") for m in conversation.messages if m.role == "assistant"]
+        counts = {n: named.count(n) for n in named if isinstance(n, str) and n}
+        self._recorded_model = max(sorted(counts), key=counts.__getitem__) if counts else None
         self._model_name = config.model.name or DEFAULT_MODEL  # the model of the latest request
         self.pricer = self._pricer(self._model_name)
         # Usage-anchored accounting (sim.calibration.anchor): recorded messages at the provider's own counts,
@@ -636,25 +641,34 @@ class Engine:
 
     # -- requests -----------------------------------------------------------------------------------
     def _pricer(self, name: str) -> Pricer:
-        """The pricer of model ``name``; a recorded model missing from the price table is the user's to name."""
+        """The pricer of model ``name``: the run's model (an unknown one is the user's error), or a recorded
+        model looked up at the run's price provider, then at any provider, then without a routing prefix
+        (``litellm_proxy/claude-...``); one the table does not know is priced as :data:`DEFAULT_MODEL` and
+        named in the run's ``unpriced_models``."""
         hit = self._pricers.get(name)
-        if hit is None:
-            try:
-                hit = self._pricers[name] = Pricer(name, self.config.model.price_provider)
-            except UnknownName:
-                if self.config.model.name is not None:
-                    raise
-                raise UnknownName(
-                    f"model in the genai-prices table (named by {self.conv.id!r}; give one with --model)",
-                    f"{self.config.model.price_provider}:{name}",
-                    [],
-                ) from None
+        if hit is not None:
+            return hit
+        provider = self.config.model.price_provider
+        if self.config.model.name is not None or name == DEFAULT_MODEL:
+            hit = Pricer(name, provider)
+        else:
+            short = name.rsplit("/", 1)[-1]
+            for model, prov in ((name, provider), (name, None), (short, provider), (short, None)):
+                try:
+                    hit = Pricer(model, prov)  # type: ignore[arg-type]
+                    break
+                except UnknownName:
+                    continue
+            if hit is None:
+                self.unpriced.add(name)
+                hit = self._pricer(DEFAULT_MODEL)
+        self._pricers[name] = hit
         return hit
 
     def _use_model(self, reply: Message) -> None:
         """The model serving the request ``reply`` answers: the run's, else the one the recording names."""
         if self.config.model.name is None:
-            recorded = reply.meta.get("model")
+            recorded = reply.meta.get("model") or self._recorded_model
             if isinstance(recorded, str) and recorded:
                 self._model_name = recorded
                 self.pricer = self._pricer(recorded)
@@ -1049,6 +1063,7 @@ class Engine:
         e.log = self.log.copy()
         e.tracker = replace(self.tracker, warned=set(self.tracker.warned))
         e.violations, e.fact_rows = list(self.violations), list(self.fact_rows)
+        e.unpriced, e._pricers = set(self.unpriced), dict(self._pricers)
         e._index = dict(self._index)
         e._lost_on_entry = set(self._lost_on_entry)
         e._due, e.retained = list(self._due), dict(self.retained)
@@ -1129,6 +1144,7 @@ class Engine:
             "cache_write_tokens": sum(r["cache_write_5m_tokens"] + r["cache_write_1h_tokens"] for r in rows),
             "cache_hit_share": _share(sum(r["cache_read_tokens"] for r in rows), billed_input),
             "summariser_cost_usd": round(sum(r["cost_usd"] for r in rows if r["request_kind"] == "summariser"), 10),
+            "unpriced_models": ", ".join(sorted(self.unpriced)),
             "cost_input_usd": round(parts[0], 10),
             "cost_cache_read_usd": round(parts[1], 10),
             "cost_cache_write_usd": round(parts[2], 10),

@@ -65,6 +65,7 @@ _SUMMARY_DTYPES: dict[str, str] = {
     "cache_write_tokens": "int64",
     "cache_hit_share": "float64",
     "summariser_cost_usd": "float64",
+    "unpriced_models": "string",
     "cost_input_usd": "float64",
     "cost_cache_read_usd": "float64",
     "cost_cache_write_usd": "float64",
