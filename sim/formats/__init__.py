@@ -65,6 +65,7 @@ FORMAT_MODULES: tuple[str, ...] = (
     "sim.formats.swe_agent",
     "sim.formats.mini_swe_agent",
     "sim.formats.openhands_events",
+    "sim.formats.openhands_eval",
     "sim.formats.openhands_llm",
     "sim.formats.tau_bench",
 )
