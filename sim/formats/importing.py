@@ -155,6 +155,10 @@ def _walk_dir(root: Path) -> list[_Found]:
             is_link_dir = name in dirs and f.is_symlink()
             if (name in dirs and not is_link_dir) or name.startswith("."):
                 continue
+            if not is_link_dir and Path(name).suffix.lower() not in RECORDING_SUFFIXES:
+                if f.is_file() or f.is_symlink():
+                    out.append(_Found(f, True, other=f"not a recording (a folder's {_SUFFIXES_TEXT} files are read)"))
+                continue
             if f.is_symlink():
                 target = f.resolve()
                 if not target.is_relative_to(real_root):
@@ -164,9 +168,6 @@ def _walk_dir(root: Path) -> list[_Found]:
                 if is_link_dir or not target.is_file():
                     continue
             elif not f.is_file():
-                continue
-            if Path(name).suffix.lower() not in RECORDING_SUFFIXES:
-                out.append(_Found(f, True, other=f"not a recording (a folder's {_SUFFIXES_TEXT} files are read)"))
                 continue
             out.append(_Found(f, True))
     return sorted(out, key=lambda item: item.path)
