@@ -24,7 +24,9 @@ reads and writes (as :func:`sim.formats.usage.chat_usage` reads LiteLLM usage); 
 ``model_response.usage`` the event carries. Usages that match no reply (a condenser's calls, a plain-text
 reply whose event does not keep its response) are counted in meta, never guessed onto a reply. An instance
 without history (one that failed before it ran, as ``log_skipped_maximum_retries_exceeded`` writes) gives no
-conversation and is listed as skipped in both modes. Problems name the file, the line and the instance.
+conversation and is listed as skipped in both modes; so is every line of the scored copy SWE-bench's
+``eval_infer.py`` writes next to it (``output.swebench_eval.jsonl``: ``EvalOutput`` lines with a
+``test_result.report`` and no history). Problems name the file, the line and the instance.
 """
 
 from __future__ import annotations

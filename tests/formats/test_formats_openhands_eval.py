@@ -116,3 +116,16 @@ def test_sniffer_on_heads(head: bytes, expected: bool, tmp_path: Path) -> None:
     assert SNIFFERS["openhands-eval"](path, head) is expected
     if expected:  # and no other format claims it
         assert detect(path) == "openhands-eval"
+
+
+def test_scored_copy_without_history_is_recognised_and_gives_no_conversation(tmp_path: Path) -> None:
+    """``output.swebench_eval.jsonl``: the same lines with a report and no history; each instance is listed."""
+    scored = [
+        {"instance_id": f"acme__widget-{k}", "test_result": {"report": {"resolved": k == 1}}, "metadata": None}
+        for k in (1, 2)
+    ]
+    path = _write(tmp_path, scored)
+    assert detect(path) == "openhands-eval"
+    result = read(path, "openhands-eval")  # strict: not an error, nothing to replay
+    assert result.conversations == []
+    assert [(s.line, "has no history" in s.reason) for s in result.skipped] == [(1, True), (2, True)]
