@@ -17,16 +17,18 @@ prompt, as LiteLLM reports it), ``completion_tokens``, ``cache_read_tokens``, ``
 ``evaluation/benchmarks/multi_swe_bench/examples/output.jsonl`` shows the layout.
 
 The mapping: each line is one conversation, id ``instance_id``. Its ``history`` is read by
-:func:`sim.formats.openhands_events.events_conversation`, the OpenHands event importer's own code (pairs are
-flattened into one list, an empty ``null`` observation dropped). A reply whose model response id has a
-``metrics.token_usages`` entry takes its usage from there: uncached input is ``prompt_tokens`` less the cache
-reads and writes (as :func:`sim.formats.usage.chat_usage` reads LiteLLM usage); a reply without one keeps the
-``model_response.usage`` the event carries. Usages that match no reply (a condenser's calls, a plain-text
-reply whose event does not keep its response) are counted in meta, never guessed onto a reply. An instance
-without history (one that failed before it ran, as ``log_skipped_maximum_retries_exceeded`` writes) gives no
-conversation and is listed as skipped in both modes; so is every line of the scored copy SWE-bench's
-``eval_infer.py`` writes next to it (``output.swebench_eval.jsonl``: ``EvalOutput`` lines with a
-``test_result.report`` and no history). Problems name the file, the line and the instance.
+:func:`sim.formats.openhands_events.events_conversation`, the OpenHands event importer's own code (pairs
+are flattened into one list, an empty ``null`` observation dropped); ``instruction`` is not added, since
+the run's first user message in ``history`` already holds it (``run_infer`` sends it as that message). A
+reply whose model response id has a ``metrics.token_usages`` entry takes its usage from there: uncached
+input is ``prompt_tokens`` less the cache reads and writes (as :func:`sim.formats.usage.chat_usage` reads
+LiteLLM usage); a reply without one keeps the ``model_response.usage`` the event carries. Usages that
+match no reply (a condenser's calls, a plain-text reply whose event does not keep its response) are
+counted in meta, never guessed onto a reply. An instance without history (one that failed before it ran,
+as ``log_skipped_maximum_retries_exceeded`` writes) gives no conversation and is listed as skipped in
+both modes; so is every line of the scored copy that SWE-bench's ``eval_infer.py`` writes beside it
+(``output.swebench_eval.jsonl``: ``EvalOutput`` lines with a ``test_result.report`` and no history).
+Problems name the file, the line and the instance.
 """
 
 from __future__ import annotations
