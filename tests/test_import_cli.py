@@ -32,8 +32,10 @@ def test_import_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         "usage on 4 of 12 messages" in text
     )
     assert f"{src / 'sub' / 'vcr_cassette.yaml'}:192: skipped: interaction 4: GET example.com" in text
-    assert "notes.txt" not in text  # only recording suffixes are taken from a directory
+    # only recording suffixes are read from a directory; the other files are named, with why, and not counted
+    assert f"{src / 'notes.txt'}: skipped: not a recording (a folder's .json, .jsonl," in text
     assert text.splitlines()[-1].startswith("total: 4 files, 8 conversations, ")
+    assert text.splitlines()[-1].endswith("; passed over 1 other file (not recordings)")
     written = sorted(p.name for p in out.iterdir())
     assert written == [Path(n).stem.split(".")[0] + ".jsonl" for n in SAMPLES]
     for name, fmt in [("anthropic_messages.jsonl", "anthropic-messages"), ("vcr_cassette.yaml", "vcr-cassette")]:

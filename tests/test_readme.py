@@ -59,3 +59,15 @@ def test_readme_policy_table_lists_every_registered_policy() -> None:
     table = text[text.index("## Policies") : text.index("## Checking a policy")]
     rows = {line.split("|")[1].strip().strip("`") for line in table.splitlines() if line.startswith("| `")}
     assert rows == set(POLICIES.names())
+
+
+def test_readme_formats_table_lists_every_registered_format() -> None:
+    """The table under "Recorded conversations" and ``csim list formats`` name the same formats."""
+    from sim.formats import FORMATS, _load
+
+    _load()
+    text = README.read_text()
+    table = text[text.index("## Recorded conversations") : text.index("### Public datasets")]
+    rows = [line.split("|")[1].strip().strip("`") for line in table.splitlines() if line.startswith("| `")]
+    assert len(rows) == len(set(rows))
+    assert set(rows) == set(FORMATS.names())

@@ -11,19 +11,18 @@ from pathlib import Path
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
 
-#: Files in a recordings folder that no importer reads.
-_NOT_DATA = {"LICENSE", "PROVENANCE.md", "FORMATS.md", "SHA256SUMS", "README.md"}
-
 
 def load_source(
     source: str, fmt: str | None, cache: str | None = None, lenient: bool = False
 ) -> tuple[list[tuple[str, list[Conversation]]], str, str]:
     """Conversations grouped by format, a name for ``fitted_on`` and a checksum of the inputs.
 
-    ``source`` is a fetched dataset's name, or a path (file or folder) read with ``fmt``.
+    ``source`` is a fetched dataset's name, or a path (file or folder) read with ``fmt`` (default ``auto``)
+    as ``csim import`` reads it: a folder's other files are passed over and listed on stderr.
     """
     from sim.calibration.fit import checksum_of
     from sim.formats import datasets, read
+    from sim.formats.importing import import_paths
 
     path = Path(source)
     if not path.exists():
@@ -37,18 +36,15 @@ def load_source(
             by_format.setdefault(f.format, []).extend(read(p, f.format, lenient=lenient).conversations)
         digest = hashlib.sha256("".join(f.sha256 for f, _ in files).encode()).hexdigest()
         return sorted(by_format.items()), f"dataset {ds.name}", digest
-    if not fmt:
-        raise InvalidConfig(f"{source}: a path needs --format NAME (csim list formats)")
-    paths = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.name not in _NOT_DATA)
-    if not path.is_file():  # a folder's links are followed only to files inside it, as csim import does
-        inside = path.resolve()
-        for p in [p for p in paths if not p.resolve().is_relative_to(inside)]:
-            print(f"{p}: not read: a symbolic link to {p.resolve()}, outside {path}", file=sys.stderr)
-            paths.remove(p)
-    convs: list[Conversation] = []
-    for p in paths:
-        convs.extend(read(p, fmt, lenient=lenient).conversations)
-    return [(fmt, convs)], str(path), checksum_of(paths)
+    report = import_paths([path], fmt or "auto", lenient)
+    for line in report.notes():
+        print(line, file=sys.stderr)
+    by_format = {}
+    for got in report.read_files:
+        if got.conversations:
+            by_format.setdefault(got.format, []).extend(got.conversations)
+    used = [got.path for got in report.read_files if got.conversations]
+    return sorted(by_format.items()), str(path), checksum_of(used)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -139,7 +135,11 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
 
 
 def _source_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", help="format of a path (csim list formats); a dataset uses its manifest's formats")
+    p.add_argument(
+        "--format",
+        help="format of a path (csim list formats; default auto); a dataset uses its manifest's formats. In a "
+        "folder, files that are not recordings of it are skipped and listed",
+    )
     p.add_argument("--cache", metavar="DIR", help="dataset cache (default $CSIM_CACHE or ~/.cache/csim/datasets)")
     p.add_argument("--lenient", action="store_true", help="skip malformed records")
 

@@ -24,13 +24,16 @@ def cmd_import(args: argparse.Namespace) -> int:
             "see the skips above; pass --format NAME if detection chose wrongly",
         )
     written = write_native(report, args.out)
-    unread = sum(1 for f in report.files if f.error is not None)
+    files = report.read_files
+    unread = sum(1 for f in files if f.error is not None)
+    others = len(report.passed_over)
     print(
-        f"total: {plural(len(report.files), 'file')}"
+        f"total: {plural(len(files), 'file')}"
         + (f" ({unread} not read)" if unread else "")
         + f", {plural(len(convs), 'conversation')}, {plural(report.total('messages'), 'message')}, "
         f"{plural(report.total('tool_calls'), 'tool call')}, usage on {report.total('with_usage')} messages, "
         f"{sum(s.count for s in report.skipped)} skipped; wrote {plural(len(written), 'file')} to {args.out}"
+        + (f"; passed over {plural(others, 'other file')} (not recordings)" if others else "")
     )
     return 0
 
@@ -40,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "import",
         help="read recordings (any registered format) and save them as native conversation JSONL",
         description="Read recorded conversations (files, or directories walked in sorted order for "
-        ".json/.jsonl/.yaml/.yml/.traj files), print per file the format, conversations, messages, "
+        ".json/.jsonl/.yaml/.yml/.traj files; a folder's other files, and files that are not recordings of "
+        "--format, are listed as skipped), print per file the format, conversations, messages, "
         "tool calls, how many messages carry recorded usage and every skipped record, and write one "
         "native JSONL file per input file into --out. Strict by default: a malformed file is an error "
         "(exit 2); --lenient skips bad records and reports them.",

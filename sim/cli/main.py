@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     src = p.add_argument_group("conversation (one of)")
     src.add_argument("--scenario", help="bundled synthetic scenario (csim list scenarios)")
     src.add_argument("-S", "--scenario-param", action="append", metavar="NAME=VALUE", help="scenario parameter")
-    src.add_argument("--conversation", help="a recorded conversation file")
+    src.add_argument("--conversation", help="a recording, or a folder of them (other files skipped)")
     src.add_argument("--format", default="native", help="its format (csim list formats; default native)")
     src.add_argument("--lenient", action="store_true", help="skip malformed records and report each one")
     src.add_argument("--dataset", help="a fetched public dataset (csim datasets list; fetch it first)")

@@ -99,7 +99,7 @@ def register(sub: Any) -> None:
         nargs="+",
         default=[],
         metavar="PATH",
-        help="recorded conversation file(s); repeatable, globs from the shell welcome",
+        help="recorded conversation file(s) or folder(s); repeatable, globs from the shell welcome",
     )
     g.add_argument("--format", default="auto", help="format of the --conversation files (default auto)")
     g.add_argument("--lenient", action="store_true", help="skip malformed records of the recordings")

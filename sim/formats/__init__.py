@@ -65,6 +65,7 @@ FORMAT_MODULES: tuple[str, ...] = (
     "sim.formats.swe_agent",
     "sim.formats.mini_swe_agent",
     "sim.formats.openhands_events",
+    "sim.formats.openhands_eval",
     "sim.formats.openhands_llm",
     "sim.formats.tau_bench",
 )
@@ -80,8 +81,8 @@ def sniffer(name: str) -> Callable[[Sniffer], Sniffer]:
     return deco
 
 
-def detect(path: str | Path) -> str:
-    """The one format whose sniffer accepts ``path``; a clear error when none or several do."""
+def recognised_by(path: str | Path) -> list[str]:
+    """The formats whose sniffers accept ``path``, sorted; a FormatError when the file cannot be read."""
     _load()
     p = Path(path)
     try:
@@ -91,7 +92,13 @@ def detect(path: str | Path) -> str:
         raise FormatError(
             str(p), None, f"cannot be read: {exc.strerror or exc}", "check the path and its permissions"
         ) from None
-    hits = [name for name, fn in sorted(SNIFFERS.items()) if _safe_sniff(fn, p, head)]
+    return [name for name, fn in sorted(SNIFFERS.items()) if _safe_sniff(fn, p, head)]
+
+
+def detect(path: str | Path) -> str:
+    """The one format whose sniffer accepts ``path``; a clear error when none or several do."""
+    p = Path(path)
+    hits = recognised_by(p)
     if len(hits) == 1:
         return hits[0]
     if not hits:
@@ -147,4 +154,4 @@ def _load() -> None:
         importlib.import_module(module)
 
 
-__all__ = ["FORMATS", "SNIFFERS", "ImportResult", "Skipped", "detect", "read", "sniffer"]
+__all__ = ["FORMATS", "SNIFFERS", "ImportResult", "Skipped", "detect", "read", "recognised_by", "sniffer"]

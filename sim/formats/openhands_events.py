@@ -29,11 +29,12 @@ with an aborted result when a later message follows, and each repair is listed.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from sim.core.conversation import Conversation, Part, Tool
+from sim.core.conversation import Conversation, Part, Tool, Usage
 from sim.core.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls
@@ -80,34 +81,68 @@ def read(path: Path, *, lenient: bool = False) -> ImportResult:
         raise issues.fatal(1, f"the document is {type(doc).__name__}, not a list of events", _EXPECTED)
     if not events:
         raise issues.fatal(1, "the event list is empty: no message to import", _EXPECTED)
+    conv = events_conversation(events, path.stem, issues, lambda k: lines.of(key, k))
+    if conv is not None:
+        result.conversations.append(conv)
+    return result
+
+
+def events_conversation(
+    events: list[Any],
+    cid: str,
+    issues: Issues,
+    line_of: Callable[[int], int | None],
+    *,
+    label: str = "",
+    line: int | None = None,
+    usage_by_response: Mapping[str, Usage] | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> Conversation | None:
+    """One conversation from a list of OpenHands events, or None when what is left breaks a rule (reported).
+
+    Shared by this importer and :mod:`sim.formats.openhands_eval` (whose instances hold the same events in
+    ``history``). ``line_of(k)`` is the line event ``k`` is on; ``label`` prefixes every event's name in
+    messages ("instance 'x' "); ``line`` is where a problem of the whole conversation is reported;
+    ``usage_by_response`` replaces the usage of the reply whose model response has that id (the evaluation
+    output's ``metrics.token_usages``); ``meta`` is added to the conversation's.
+    """
     stream = _Stream()
     for k, raw in enumerate(events):
         before = len(stream.drafts)
-        with issues.record(lines.of(key, k), f"event [{k}]"):
-            _event(stream, raw, f"event [{k}]")
+        with issues.record(line_of(k), f"{label}event [{k}]"):
+            _event(stream, raw, label, k)
         for draft in stream.drafts[before:]:
-            draft.line = lines.of(key, k)
-    meta: dict[str, Any] = {
+            draft.line = line_of(k)
+    matched: set[str] = set()
+    for draft in stream.drafts:
+        rid = draft.meta.get("response_id")
+        if usage_by_response is not None and isinstance(rid, str) and rid in usage_by_response:
+            draft.usage = usage_by_response[rid]
+            matched.add(rid)
+    conv_meta: dict[str, Any] = {
         "source": "openhands-events",
         "events": len(events),
         "skipped_events": dict(sorted(stream.skipped.items())),
         "models": sorted(stream.models),
     }
+    if usage_by_response is not None:
+        conv_meta["replies_with_token_usages"] = len(matched)
+        conv_meta["token_usages_without_reply"] = len(usage_by_response) - len(matched)
+    conv_meta.update(meta or {})
     drafts = pair_calls(stream.drafts, issues, "repair")
     try:
-        conv = Conversation(path.stem, tuple(d.build() for d in drafts), (), stream.tools, meta)
+        return Conversation(cid, tuple(d.build() for d in drafts), (), stream.tools, conv_meta)
     except InvalidConfig as exc:
-        issues.problem(None, str(exc))
-        return result
-    result.conversations.append(conv)
-    return result
+        issues.problem(line, f"{label}{exc}".strip())
+        return None
 
 
-def _event(stream: _Stream, raw: Any, what: str) -> None:
+def _event(stream: _Stream, raw: Any, label: str, k: int) -> None:
     """Take one event; everything is parsed before the stream changes, so a bad event leaves no trace."""
+    what = f"{label}event [{k}]"
     check(raw, dict, what)
     eid = get(raw, "id", (int, str), what)
-    what = f"event {eid!r}"
+    what = f"{label}event {eid!r}"
     source = get(raw, "source", str, what, "")
     if "action" in raw:
         _action(stream, raw, str(eid), source, get(raw, "action", str, what), what)

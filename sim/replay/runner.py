@@ -54,16 +54,24 @@ def scenario_conversation(name: str, seed: int, params: dict[str, str]) -> Conve
 
 
 def recorded_conversations(path: str | Path, fmt: str, lenient: bool = False) -> tuple[list[Conversation], list[str]]:
-    """Conversations read from a recording, and the lenient mode's skip report (one line each)."""
+    """Conversations read from a recording (a file, or a folder read as ``csim import`` reads one), and the
+    report of what was skipped (one line each: records, and a folder's files that are not recordings)."""
     from sim.formats import read
+    from sim.formats.importing import import_paths
 
     p = Path(path)
     if not p.exists():
         raise InvalidConfig(f"conversation file {str(p)!r} does not exist")
-    result = read(p, fmt, lenient=lenient)
-    if not result.conversations:
-        raise InvalidConfig(f"{p}: no conversation could be read (format {fmt!r})")
-    return result.conversations, [str(s) for s in result.skipped]
+    if p.is_dir():
+        report = import_paths([p], fmt, lenient)
+        convs, notes = report.conversations, report.notes()
+    else:
+        result = read(p, fmt, lenient=lenient)
+        convs, notes = result.conversations, [str(s) for s in result.skipped]
+    if not convs:
+        detail = "".join(f"\n  {line}" for line in notes[:20])
+        raise InvalidConfig(f"{p}: no conversation could be read (format {fmt!r}){detail}")
+    return convs, notes
 
 
 #: The demo's grid: the baselines, both seeds and one policy of each major agent family at its defaults

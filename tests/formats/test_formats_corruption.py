@@ -42,6 +42,7 @@ SAMPLES: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "swe-agent": ("swe_agent.traj", ("history",)),
     "mini-swe-agent": ("mini_swe_agent.traj.json", ("messages",)),
     "openhands-events": ("openhands_events.json", ()),
+    "openhands-eval": ("openhands_eval.jsonl", None),
     "openhands-llm": ("openhands_llm.json", ("messages",)),
     "tau-bench": ("tau_bench.json", ()),
 }

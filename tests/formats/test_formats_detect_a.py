@@ -1,7 +1,8 @@
-"""``--format auto`` for the SWE-agent, mini-swe-agent, OpenHands and tau-bench importers.
+"""``--format auto`` for the SWE-agent, mini-swe-agent, OpenHands (events, evaluation output, LLM logs) and
+tau-bench importers.
 
 Every sample of these formats (the real ones in ``../shared/recorded`` and the golden inputs) must be
-recognised by its own sniffer and by no other of these five; every other sample (Claude Code, VCR
+recognised by its own sniffer and by no other of these six; every other sample (Claude Code, VCR
 cassettes, plain message lists, native files) by none of them; and no other registered sniffer
 (``openai-chat`` in particular, since these files hold OpenAI ``messages`` lists) may claim them.
 """
@@ -15,13 +16,14 @@ import pytest
 from sim.formats import SNIFF_BYTES, SNIFFERS, _load, detect
 from tests.formats.conftest import GOLDEN, recorded_root
 
-MINE = ("swe-agent", "mini-swe-agent", "openhands-events", "openhands-llm", "tau-bench")
+MINE = ("swe-agent", "mini-swe-agent", "openhands-events", "openhands-eval", "openhands-llm", "tau-bench")
 GOLDEN_INPUTS = {
     "swe_agent.traj": "swe-agent",
     "swe_agent_fc.traj": "swe-agent",
     "mini_swe_agent.traj.json": "mini-swe-agent",
     "mini_swe_agent_toolcall.traj.json": "mini-swe-agent",
     "openhands_events.json": "openhands-events",
+    "openhands_eval.jsonl": "openhands-eval",
     "openhands_llm.json": "openhands-llm",
     "tau_bench.json": "tau-bench",
 }
@@ -78,7 +80,7 @@ def test_recorded_samples_are_covered() -> None:
     if not root.is_dir():
         pytest.skip(f"recorded sample not found at {root} (set CSIM_RECORDED to its folder)")
     found = {e for p, e in SAMPLES if e and root in p.parents}
-    assert found == set(MINE) - {"mini-swe-agent"}  # there is no mini-swe-agent recording
+    assert found == set(MINE) - {"mini-swe-agent", "openhands-eval"}  # no recording of these two in the sample
 
 
 @pytest.mark.parametrize(

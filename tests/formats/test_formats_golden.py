@@ -24,6 +24,7 @@ CASES = [
     ("mini_swe_agent.traj.json", "mini-swe-agent"),
     ("mini_swe_agent_toolcall.traj.json", "mini-swe-agent"),
     ("openhands_events.json", "openhands-events"),
+    ("openhands_eval.jsonl", "openhands-eval"),
     ("openhands_llm.json", "openhands-llm"),
     ("tau_bench.json", "tau-bench"),
     ("anthropic_messages.jsonl", "anthropic-messages"),
