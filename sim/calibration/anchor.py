@@ -54,6 +54,8 @@ class Anchors:
     conversation: str = ""
     #: per segment: (its overhead, or None without usage; the estimate of its messages before its first request)
     segment_overheads: tuple[tuple[int | None, int], ...] = ()
+    #: message id -> the calibration's estimate, for the recorded messages no usage covered
+    estimated_sizes: Mapping[str, int] = field(default_factory=dict)
 
     def for_segment(self, k: int) -> Anchors:
         """These anchors with segment ``k``'s own overhead, to replay that segment alone."""
@@ -93,6 +95,7 @@ def anchor(
     count of a message, framing included."""
     sizes: dict[str, int] = {}
     estimated = 0
+    guessed: dict[str, int] = {}
     overhead: int | None = None
     per_segment: list[tuple[int | None, int]] = []
     probe = Anchors(0, {}, coefficients)
@@ -123,7 +126,9 @@ def anchor(
                 continue
             for m, n in zip(seg[a:b], share, strict=True):
                 sizes[m.id] = n
-    return Anchors(overhead or 0, sizes, coefficients, estimated, cid, tuple(per_segment))
+    for seg in segments:
+        guessed.update((m.id, probe.estimate(raw_tokens(m))) for m in seg if m.id not in sizes)
+    return Anchors(overhead or 0, sizes, coefficients, estimated, cid, tuple(per_segment), guessed)
 
 
 def _share(total: int, weights: Sequence[int]) -> list[int] | None:

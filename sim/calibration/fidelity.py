@@ -75,6 +75,8 @@ CURVE_COLUMNS = [
     "simulated_miss",
     "recorded_cost_usd",
     "simulated_cost_usd",
+    "estimated_tokens",
+    "estimated_share",
 ]
 
 
@@ -101,6 +103,7 @@ class Fidelity:
             "estimated_messages": self.estimated_messages,
             "requests": int(e.size),
             "median_abs_relative_error": float(np.median(e)) if e.size else None,
+            "median_estimated_share": float(np.median([r["estimated_share"] for r in self.rows])) if e.size else None,
             "p90_abs_relative_error": float(np.percentile(e, 90)) if e.size else None,
             "compactions": self.compactions,
             "cache": self.cache_summary(),
@@ -158,6 +161,12 @@ def replay(
         )
         first_estimated = anchors.estimated_first(k) if anchors is not None else None
         replies = [m for m in seg.messages if m.role == "assistant"]
+        # the estimated part of each request's recorded messages: a running sum over the segment
+        guessed = [0]
+        for msg in seg.messages:
+            size = anchors.estimated_sizes.get(msg.id, 0) if anchors is not None else 0
+            guessed.append(guessed[-1] + size)
+        position = {id(msg): i for i, msg in enumerate(seg.messages)}
         for m, row in zip(replies, rows, strict=False):
             turn += 1
             if m.usage is None or m.usage.prompt_tokens <= 0 or m.meta.get("api_id_repeated"):
@@ -169,6 +178,7 @@ def replay(
             rec_cost = pricer.cost(
                 recorded, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens - one_hour, one_hour
             )
+            estimated = guessed[position[id(m)]] if anchors is not None else simulated
             if k not in firsts:  # the segment's first recorded request; with anchors, its overhead estimated
                 firsts[k] = (recorded, simulated if first_estimated is None else first_estimated)
             out.rows.append(
@@ -188,6 +198,8 @@ def replay(
                     "simulated_miss": row["cache_read_tokens"] < simulated / 2,
                     "recorded_cost_usd": rec_cost,
                     "simulated_cost_usd": row["cost_usd"],
+                    "estimated_tokens": estimated,
+                    "estimated_share": estimated / simulated if simulated else 0.0,
                 }
             )
         if has_next:
@@ -227,10 +239,47 @@ def _pricer(model: str) -> Pricer:
         return Pricer(DEFAULT_MODEL, "anthropic")
 
 
+def figure(result: Fidelity) -> Any:
+    """The curve as a figure: recorded and simulated prompt tokens per request with the part of the simulated
+    prompt that was estimated shaded and recorded compactions marked (top), the relative error (bottom)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result.rows
+    turns = [r["turn"] for r in rows]
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(10, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
+    ax.plot(turns, [r["recorded"] for r in rows], color="black", lw=1.4, label="recorded prompt tokens")
+    ax.plot(turns, [r["simulated"] for r in rows], color="tab:blue", lw=1.2, ls="--", label="simulated")
+    ax.fill_between(
+        turns, 0, [r["estimated_tokens"] for r in rows], color="tab:orange", alpha=0.4, step="post", label="estimated"
+    )
+    for c in result.compactions:
+        for a in (ax, bx):
+            a.axvline(c["after_turn"] + 0.5, color="grey", ls=":", lw=1)
+    ax.plot([], [], color="grey", ls=":", label="recorded compaction")
+    ax.set_ylabel("prompt tokens")
+    ax.set_title(f"{result.conversation}: simulated ({result.accounting}) against recorded prompt tokens")
+    ax.legend(loc="upper left", frameon=False)
+    bx.plot(turns, [100 * r["relative_error"] for r in rows], color="tab:red", lw=1, marker=".", ms=3)
+    bx.axhline(0, color="black", lw=0.8)
+    bx.set_ylabel("error (%)")
+    bx.set_xlabel("request")
+    fig.tight_layout()
+    return fig
+
+
 def write(result: Fidelity, out: str | Path) -> tuple[Path, Path]:
-    """``OUT/fidelity.csv`` (the curve) and ``OUT/compactions.csv``; stable bytes."""
+    """``OUT/fidelity.csv`` (the curve), ``OUT/compactions.csv`` (stable bytes) and ``OUT/fidelity.png``."""
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
+    if result.rows:
+        fig = figure(result)
+        fig.savefig(d / "fidelity.png", dpi=90, metadata={"Software": None})
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
     curve, comp = d / "fidelity.csv", d / "compactions.csv"
     _write_csv(curve, CURVE_COLUMNS, result.rows)
     _write_csv(
