@@ -164,7 +164,8 @@ def test_real_session_out_of_sample(held_out_calibration: Path, tmp_path: Path, 
     assert (folder / "fidelity.png").stat().st_size > 10_000  # the curve as a figure
     # which part of each prompt was estimated: the few messages no usage covered, a small share
     shares = sorted(float(r["estimated_share"]) for r in rows)
-    assert shares[-1] < 0.1 and all(int(r["estimated_tokens"]) <= int(r["simulated"]) for r in rows)
+    assert shares[len(shares) // 2] < 0.02 and shares[-1] < 0.15  # most after the compaction (its summary)
+    assert all(int(r["estimated_tokens"]) <= int(r["simulated"]) for r in rows)
     [comp] = list(csv.DictReader((folder / "compactions.csv").read_text().splitlines()))
     assert int(comp["pre_tokens"]) == 167_094
     assert abs(float(comp["relative_error"])) <= 0.03  # simulated tokens at the boundary vs preTokens
