@@ -29,7 +29,7 @@ from sim.core.cost import Pricer
 from sim.core.log import BudgetWarned, CompactionCreated, MessageAppended, RunFinished, encode_event
 from sim.core.view import View, fold
 from sim.replay.engine import RunConfig, run
-from sim.replay.model import MESSAGE_OVERHEAD, ModelConfig, render_message_anthropic
+from sim.replay.model import DEFAULT_MODEL, MESSAGE_OVERHEAD, ModelConfig, render_message_anthropic
 from sim.replay.strategies import conversations, small_model
 from sim.replay.summariser import SummariserConfig
 from tests.builders import (
@@ -836,7 +836,7 @@ def test_summarize_is_one_metered_call_on_the_runs_model():
     m = ModelConfig()
     assert (
         calls[0]["cost_usd"]
-        == Pricer(m.name, m.price_provider).cost(calls[0]["context_tokens"], calls[0]["output_tokens"])
+        == Pricer(m.name or DEFAULT_MODEL, m.price_provider).cost(calls[0]["context_tokens"], calls[0]["output_tokens"])
         > 0
     )
     text = rec.view.summary.text
