@@ -839,6 +839,8 @@ class Engine:
         self.retained["visible"] += visible
         sz = self._sizes(reply)
         out = sz.tokens - MESSAGE_OVERHEAD  # the reply's parts, without the per-message overhead
+        if self.anchors is not None and reply.usage is not None and reply.usage.output_tokens > 0:
+            out = reply.usage.output_tokens  # anchored: what the provider counted (thinking included)
         self.tracker.turns += 1
         self.tracker.tool_calls += sz.calls
         self.tracker.last_context = tokens
