@@ -59,15 +59,26 @@ def test_blocks_kept_between_requests_equal_blocks_built_afresh(data: st.DataObj
 
 @pytest.mark.parametrize("name", ["none", "claude-code", "anthropic-clear-tool-uses", "inspect-edit", "codex"])
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
-def test_every_request_is_billed_in_parts_that_sum_to_its_prompt(name: str, provider: str) -> None:
-    """The engine checks each request's blocks against its prompt tokens (an AssertionError otherwise); here
-    the rows: reads and writes are parts of the prompt, and a long tool loop reads most of it from the cache."""
+def test_every_request_is_billed_in_parts_that_sum_to_its_prompt(
+    name: str, provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each agent request's cache blocks sum to its prompt tokens exactly (the engine would otherwise bill the
+    difference as uncached), reads and writes are parts of it, and a long tool loop reads most of it."""
+    totals: list[int] = []
+    usage = RequestCache.usage
+
+    def recording(self: RequestCache, *args: object, **kwargs: object) -> object:
+        out = usage(self, *args, **kwargs)  # type: ignore[arg-type]
+        totals.append(out.total)
+        return out
+
+    monkeypatch.setattr(RequestCache, "usage", recording)
     model = ModelConfig(provider=provider, context_window=60_000)  # type: ignore[arg-type]
     params = {"trigger_tokens": "20000"} if name == "anthropic-clear-tool-uses" else {}
     r = run(make_policy(name, params), agent_loop(120, result_chars=2_000), RunConfig(model=model, tokenizer="chars4"))
     assert name == "none" or r.summary["compaction_count"] > 0
-    agent = [row for row in r.rows if row["request_kind"] == "agent" and row["billed"]]
-    assert agent
+    agent = [row for row in r.rows if row["request_kind"] in ("agent", "grace") and row["billed"]]
+    assert agent and totals == [row["context_tokens"] for row in agent]
     for row in r.rows:
         parts = row["cache_read_tokens"] + row["cache_write_5m_tokens"] + row["cache_write_1h_tokens"]
         assert 0 <= parts <= row["context_tokens"]
