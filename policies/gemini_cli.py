@@ -284,7 +284,12 @@ class GeminiCli(Policy[GeminiCliConfig]):
             cumulative += chars
         final = items[-1][0]
         if final is None or (state.messages[final].role == "assistant" and not state.messages[final].calls):
-            return end  # the history ends on a model message without calls: compress everything
+            # the history ends on a model message without calls: compress everything. A ``/compress`` command is
+            # the client's and never enters Gemini's history, so the kept part starts after it.
+            n = len(state)
+            while end < n and state.messages[end].role == "user" and state.messages[end].command is not None:
+                end += 1
+            return end
         return last_split
 
     # -- masking -------------------------------------------------------------------------------------------

@@ -23,11 +23,12 @@ from policies.gemini_cli import (
 )
 from sim.core.conversation import Part
 from sim.core.errors import InvalidConfig
-from sim.replay.engine import Engine, RunConfig
+from sim.replay.engine import Engine, RunConfig, run
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
 from tests.builders import (
     asst,
+    call,
     change,
     compact_cmd,
     compaction_records,
@@ -39,6 +40,7 @@ from tests.builders import (
     text_of,
     tool,
     tool_contents,
+    tools,
     user,
 )
 
@@ -342,3 +344,23 @@ def test_compressions_open_on_a_user_message_after_the_acknowledgement(c) -> Non
         bound = now
         assert rec.tokens_after < rec.tokens_before
     assert {v.invariant for v in res.violations} <= GeminiCli.known_deviations
+
+
+def test_a_compress_command_after_a_finished_turn_is_not_kept_in_the_history() -> None:
+    """Gemini CLI's ``/compress`` is a client command: it never enters the model's history. Compressing a history
+    that ends on a reply without calls compresses everything, and the kept part starts after the command (the
+    property test below found the command kept as the first message of the new history, on this conversation)."""
+    read = [call(f"c{k}", "read", '{"q": "alpha"}') for k in range(1, 5)]
+    c = conv(
+        sys("s"),
+        user("a"),
+        asst(calls=read),
+        tools({"c1": "a FACT1", "c2": "a", "c3": "a", "c4": "a"}, name="read"),
+        asst(("alpha " * 23)[:136]),
+        compact_cmd(),
+        user("s"),
+        compact_cmd(),
+    )
+    res = run(GeminiCli(MASKING), c, RunConfig(model=small_model(8_000), tokenizer="chars4"))
+    starts = [r.view.start for r in compaction_records(res) if r.mode == "compress"]
+    assert starts and all(c.messages[s].command is None for s in starts if s < len(c.messages)), starts
