@@ -263,9 +263,16 @@ def mutate_structured(rng: random.Random, data: bytes, suffix: str) -> tuple[byt
         if suffix in (".yaml", ".yml"):
             if b"&a0" in data:  # already a bomb: loading it here would expand it
                 return mutate_bytes(rng, data)
-            if rng.random() < 0.1:
-                return ALIAS_BOMB.encode() + data, "alias-bomb"
-            doc, op = mutate_doc(rng, yaml.safe_load(data))
+            doc = yaml.safe_load(data)
+            if rng.random() < 0.15 and isinstance(doc, dict):
+                # A value the importer reads becomes a reference to nine levels of nested aliases (9**10 leaves
+                # once expanded), defined ahead of it as top-level keys; the rest of the cassette is unchanged.
+                path = rng.choice(_nodes(doc)[1:] or [()])
+                if path:
+                    _get(doc, path[:-1])[path[-1]] = "BOMB-HERE"
+                text = yaml.safe_dump(doc, allow_unicode=False).replace("BOMB-HERE", "*a9", 1)
+                return (ALIAS_BOMB + text).encode(), "alias-bomb"
+            doc, op = mutate_doc(rng, doc)
             return yaml.safe_dump(doc, allow_unicode=False).encode(errors="surrogatepass"), op
         doc, op = mutate_doc(rng, json.loads(data))
         return json.dumps(doc).encode(), op
