@@ -1,9 +1,13 @@
-"""Deliberately broken policies: each breaks exactly one invariant, so the suite can show that
-``check_policy`` catches it and shrinks the counterexample to a few messages.
+"""Deliberately broken policies: each breaks one invariant, so the suite can show that ``check_policy``
+catches it by that invariant alone (every other one tolerated) and shrinks the counterexample to a few
+messages. One module because ``BROKEN`` at the end maps every class to its invariant, and the tests and the
+notebook test load them by ``module:Class``.
 
 They compact at every opportunity, whatever the size, so the smallest conversation that gives
 them a chance to misbehave is also the smallest counterexample: shrinking has a short way to go.
-None declares ``known_deviations``.
+None declares ``known_deviations``. At least one per invariant of ``sim.core.invariants.NAMES``, and the
+classes issue 12 found the checks missed: a bound past the log (:class:`ClearsPastTheLog`), the newest
+results cleared (:class:`ClearsNewestResults`), a dropped message pinned again (:class:`RepinsDropped`).
 
 ``OPEN_ISSUES`` at the end lists the invariants the *bundled* policies break today through a bug
 already pinned by a repro test; both test modules read it.
