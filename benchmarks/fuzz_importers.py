@@ -391,8 +391,11 @@ def main() -> None:
         outcomes[outcome] += 1
         by_reader.setdefault(reader, Counter())[outcome] += 1
         if cls:
-            classes[f"{outcome}: {cls}"] += 1
-            examples.setdefault(f"{outcome}: {cls}", f"{mode} {desc}")
+            key = f"{outcome}: {cls}"
+            if key not in examples:  # said at once, so a run stopped early still names what it found
+                print(f"  new class: {key} (e.g. {mode} {desc})", flush=True)
+            classes[key] += 1
+            examples.setdefault(key, f"{mode} {desc}")
 
     for _ in range(args.jobs):
         spawn()
