@@ -85,10 +85,13 @@ class SlidingWindow(Policy[SlidingWindowConfig]):
         if state.protected_from is not None:
             ceiling = min(ceiling, state.protected_from)
         need = (estimate - cfg.target_ratio * budget) * 4  # characters to drop
-        cut = max(floor_index(state), (pinned[-1] + 1) if pinned else 0)
+        if need <= 0:
+            return None
+        lo = max(floor_index(state), (pinned[-1] + 1) if pinned else 0)
         dropped = 0
-        i = cut
-        while i < ceiling and dropped < need:
+        i = lo
+        spans: tuple[tuple[int, int], ...] = ()
+        while i < ceiling:
             j = i + 1
             while j < n and not state.can_cut(j):
                 j += 1
@@ -96,17 +99,22 @@ class SlidingWindow(Policy[SlidingWindowConfig]):
                 break
             dropped += state.view_chars(i, j, view.cleared_through)
             i = j
-        cut = i
+            if dropped >= need:  # enough, unless changes a kept revert needs must stay: count them back
+                spans = change_spans(state, i, pinned)
+                kept = sum(state.view_chars(a, b, view.cleared_through) for a, b in spans if a >= lo)
+                if dropped - kept >= need:
+                    break
+        spans = change_spans(state, i, pinned)
         # Compare with the floor, not the view's start: a cut that only moves past the system prompt
-        # (always shown) or the pinned task drops nothing.
-        if cut <= max(floor_index(state), (pinned[-1] + 1) if pinned else 0):
+        # (always shown) or the pinned task drops nothing; nor does one whose every unit stays pinned.
+        if i <= lo or sum(b - a for a, b in spans if a >= lo) >= i - lo:
             return None
         return Plan(
-            start=cut,
+            start=i,
             cleared_through=view.cleared_through,
             summarize=False,
             pinned=pinned,
-            spans=change_spans(state, cut, pinned),
+            spans=spans,
             mode="drop",
         )
 

@@ -30,6 +30,7 @@ from sim.replay.checker import CheckReport, check_policy, effective_params
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
+from tests.builders import state_of
 from tests.policies.test_inspect_ai import trim_drops_live_turn
 
 WINDOW = 8_000
@@ -393,6 +394,22 @@ def test_sliding_window_pins_a_reverted_change_instead_of_holding_the_cut_back()
     last = [e for e in result.log if getattr(e, "kind", None) == "compaction"][-1].view
     assert last.spans == ((1, 4),)  # the task, and the change's unit (the call and its result), pinned
     assert last.start > 4
+
+
+def test_sliding_window_never_drops_only_what_it_pins_back() -> None:
+    """The pin above, first cut: a drop just big enough to reach the target, of the very unit a kept revert
+    needs, pinned that unit back and dropped nothing (``csim check --examples 2000``: compaction-shrinks at a
+    /compact, 2827 to 2827 tokens). A pinned change's unit is counted back, and the cut goes on past it."""
+    m4 = Message(
+        "m4", "assistant", (Part("thinking", "t" * 47), _revert("ch1"), Part("tool_call", call_id="c2", name="grep"))
+    )
+    msgs = (_s(), _u(1, "x"), _a(2, calls=("c1",), extra=(_change("ch1"),)), _t(3, "c1", 2), m4, _t(5, "c2", 8000))
+    msgs += (_u(6, "u" * 53, _change("ch2")), _a(7, calls=("c3",)), _t(8, "c3", 8000), _cmd(9))
+    policy = make_policy("sliding-window")
+    model = small_model(WINDOW)
+    state = state_of(policy, Conversation("r", msgs), model, context=int(0.5 * model.input_budget) + 2)
+    plan = policy.decide(state, "manual")
+    assert plan is not None and plan.start == 6 and plan.spans == ()  # was: start 4, (2, 4) pinned back
 
 
 @pytest.mark.parametrize("policy", ["effect-agent", "cloudflare-os"])
