@@ -77,7 +77,7 @@ class SlidingWindow(Policy[SlidingWindowConfig]):
         view = state.view
         first_user = next((i for i, m in enumerate(state.messages) if m.role == "user" and m.command is None), None)
         # The task stays pinned while the view shows it (a message already dropped is never pinned again).
-        pinned = tuple(p for p in (first_user,) if p is not None and p >= 1 and view.shows(p))
+        pinned = tuple(p for p in (first_user,) if p is not None and view.shows(p))
         n = len(state)
         lu = state.last_user_index
         # Keep the last user message; when it is pinned anyway, only the newest unit must stay.
