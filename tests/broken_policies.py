@@ -266,21 +266,6 @@ class PinsRevertWithoutChange(Policy):
         return None
 
 
-class SummarisesTheChange(Policy):
-    """Summarises away a change whose revert stays: the summary may mention the change, but a revert in
-    the view must be able to resolve what it reverts in the view itself."""
-
-    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-        view, lu, pf = state.view, state.last_user_index, state.protected_from
-        for r, c in reversed(state.reverts):
-            if not (view.shows(r) and view.shows(c)):
-                continue
-            for s in range(c + 1, r + 1):
-                if state.can_cut(s) and s > view.start and (lu < 0 or s <= lu) and (pf is None or s <= pf):
-                    return Plan(start=s, summarize=True, mode="summarize")
-        return None
-
-
 class ClearsPendingResults(Policy):
     """Clears every tool result before the newest message, a pending turn's included (cloudflare-os protects
     the turn that raised an unresolved approval from any compaction). Asked after each reply too, so it acts
@@ -390,18 +375,6 @@ class WrapsAwayTheSummary(Policy):
         return Plan(start=s, summarize=True, summary_wrapper="[conversation summarised]", mode="summarize")
 
 
-class MovesViewBack(Policy):
-    """Drops the oldest unit, and at the next chance starts the view back where it was."""
-
-    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-        base = 1 if len(state) and state.messages[0].role == "system" else 0
-        if trigger != "auto":
-            return None
-        if state.view.start > base:
-            return Plan(start=base, mode="drop")
-        return _drop_oldest_unit(state)
-
-
 class ClearsPastTheLog(Policy):
     """Sets ``cleared_through`` past the end of the log, so the next tool result would be cleared as it
     arrives (issue 12: there was no upper bound)."""
@@ -426,21 +399,6 @@ class RepinsDropped(Policy):
         return _drop_oldest_unit(state) if not view.spans else None
 
 
-class LowersClearedThrough(Policy):
-    """Clears results, then un-clears them at the next chance (a bound that moves back)."""
-
-    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-        if trigger != "auto":
-            return None
-        ct = state.view.cleared_through
-        if ct > 1:
-            return Plan(start=state.view.start, cleared_through=1, mode="prune")
-        k = len(state) - 1
-        if k < 2 or state.messages[-1].role == "tool" or not state.tool_uses(state.view):
-            return None
-        return Plan(start=state.view.start, cleared_through=k, mode="prune")
-
-
 class PinsPastStart(Policy):
     """Pins a message of the tail (a span after ``start``): the view would show it twice."""
 
@@ -457,19 +415,6 @@ class RestoresAForeignView(Policy):
         if trigger != "auto" or len(state) < 2:
             return None
         return Plan(start=0, restore=View(), mode="rollback")
-
-
-class SharesACounter(Policy):
-    """Counts questions in a class attribute, shared by every instance: alone it looks pure to a second
-    question on the same state, but two configurations replayed in lockstep move each other's counter."""
-
-    asked = 0
-
-    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-        type(self).asked += 1
-        if type(self).asked % 3 or state.last_user_index <= floor_index(state):
-            return None
-        return Plan(start=state.view.start, cleared_through=len(state), mode="prune")
 
 
 class ReturnsNonsense(Policy):
@@ -509,7 +454,6 @@ BROKEN: dict[type[Policy], str] = {
     RewritesSystemPrompt: "system-first",
     ForgetsReverts: "revert-resolution",
     PinsRevertWithoutChange: "revert-resolution",
-    SummarisesTheChange: "revert-resolution",
     ClearsPendingResults: "protected-span",
     DropsPendingTurn: "protected-span",
     RewritesLog: "log-append-only",
@@ -521,14 +465,11 @@ BROKEN: dict[type[Policy], str] = {
     NeverUnderItsTrigger: "compaction-loop",
     ClearsOneResultATurn: "compaction-loop",
     WrapsAwayTheSummary: "failed-summary-unchanged",
-    MovesViewBack: "plan-invalid",
     ClearsPastTheLog: "plan-invalid",
     RepinsDropped: "plan-invalid",
-    LowersClearedThrough: "plan-invalid",
     PinsPastStart: "plan-invalid",
     RestoresAForeignView: "plan-invalid",
     KeepsACounter: "policy-purity",
-    SharesACounter: "policy-purity",
     RaisesMidRun: "exception",
     ReturnsNonsense: "exception",
 }
