@@ -225,16 +225,17 @@ def _effect_agent_live_turn() -> Conversation:
     )
 
 
-def _langchain_clears_the_newest_batch() -> Conversation:
-    """Four parallel calls, one result each, and ``keep`` 3: the batch's first result is cleared as it is answered."""
-    old = (_a(2, calls=("c1",)), _t(3, "c1", 9000), _a(4, calls=("c2",)), _t(5, "c2", 9000))
-    batch = (_a(6, calls=("b1", "b2", "b3", "b4")), *(_t(7 + k, f"b{k + 1}", 40) for k in range(4)))
+def _clears_the_newest_batch(old_size: int, batch_size: int) -> Conversation:
+    """Four parallel calls, one result each, and 3 kept: the batch's first result is cleared as it is answered."""
+    old = (_a(2, calls=("c1",)), _t(3, "c1", old_size), _a(4, calls=("c2",)), _t(5, "c2", old_size))
+    batch = (_a(6, calls=("b1", "b2", "b3", "b4")), *(_t(7 + k, f"b{k + 1}", batch_size) for k in range(4)))
     return Conversation("live-turn", (_s(), _u(1, "task"), *old, *batch, _a(11, "ok")))
 
 
 # Hand-built fallbacks, for deviations the policy's 60 generated examples happen not to show.
 HAND_BUILT = {
-    ("langchain-clear-tool-uses", "live-turn"): _langchain_clears_the_newest_batch,
+    ("langchain-clear-tool-uses", "live-turn"): lambda: _clears_the_newest_batch(9000, 40),
+    ("inspect-edit", "live-turn"): lambda: _clears_the_newest_batch(13000, 400),  # over 0.9 of the window
     ("effect-agent", "live-turn"): _effect_agent_live_turn,
     ("inspect-trim", "live-turn"): trim_drops_live_turn,
 }
