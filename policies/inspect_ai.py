@@ -409,9 +409,15 @@ class InspectEdit(_InspectPolicy[InspectEditConfig]):
     its result and puts ``[Tool call: NAME (parameters and results removed from history)]`` text in the
     assistant message; a view cannot turn a call into text), and a thinking-only message left empty is not
     sent (inspect sends it with empty content).
+
+    Known deviation: ``keep_tool_uses`` counts uses, not the batches they came in, so when the newest assistant
+    message made more than ``keep_tool_uses`` parallel calls, the oldest results of that very batch read
+    ``(Tool result removed)`` in the request that answers them (``live-turn``: the newest tool results
+    cleared); ``edit.py`` does the same, and with ``keep_tool_uses`` 0 clears them all.
     """
 
     Config = InspectEditConfig
+    known_deviations = frozenset({"live-turn"})
 
     def _rules(self) -> tuple[Rule, Rule]:
         excluded = NEVER_CLEARED | frozenset(self.config.exclude_tools)

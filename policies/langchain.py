@@ -364,9 +364,15 @@ class LangChainClearToolUses(Policy[LangChainClearToolUsesConfig]):
     whose result is kept keeps its arguments. Nothing in an unresolved pending turn is cleared (the harness's
     contract: LangChain's interrupt pauses the graph); an edit that would grow the view (results shorter than
     the placeholder) waits until it shrinks it.
+
+    Known deviation: ``keep`` counts ToolMessages, not calls' batches, so when the newest assistant message made
+    more than ``keep`` parallel calls, the oldest results of that very batch read ``placeholder`` in the request
+    that answers them (``live-turn``: the newest tool results cleared). ``ClearToolUsesEdit.apply`` does the
+    same (``tool_messages[:-keep]``, before every model call).
     """
 
     Config = LangChainClearToolUsesConfig
+    known_deviations = frozenset({"live-turn"})
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg = self.config

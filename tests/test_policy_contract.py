@@ -31,10 +31,14 @@ def _loop(turns: int, size: int = 300) -> Conversation:
 
 
 class _ClearsAlways(Policy[NoConfig]):
-    """Clears every tool result it can, whenever it is asked: when it is asked shows in where it compacts."""
+    """Clears every tool result it can, whenever it is asked: when it is asked shows in where it compacts. The
+    newest results (those the next reply answers) stay, as the live-turn invariant requires."""
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-        plan = Plan(start=state.view.start, cleared_through=min(len(state), state.protected_from or len(state)))
+        k = len(state)
+        while k > 0 and state.messages[k - 1].role == "tool":
+            k -= 1
+        plan = Plan(start=state.view.start, cleared_through=min(k, state.protected_from or k))
         return plan if plan_shrinks(state, plan) else None
 
 

@@ -423,9 +423,10 @@ class ClearAndReattach(Policy):
         if state.view.edits or state.estimated_context_tokens() < self.config.trigger_tokens:
             return None
         rule = Rule(kinds=frozenset({"tool_result", "tool_call"}), exclude_tools=frozenset({"grep"}))
+        newest = state.unit_start(len(state) - 1)  # the call and results the next reply answers stay
         return Plan(
             start=state.view.start,
-            edits=(Edit(rule, len(state)),),
+            edits=(Edit(rule, newest),),
             mode="clear",
             injected=(Injected("re-attached file app.py: SECRET_LINE=42", facts=frozenset({"f-inj"})),),
         )
@@ -481,7 +482,8 @@ def test_policy_that_clears_and_reattaches_end_to_end(provider: str) -> None:
     results = tool_contents(last)
     assert results["g0"] == "hit main.py:7"
     (edit,) = captured[-1].view.edits
-    assert edit.before == 8 == c.index()["t2"] + 1  # the policy cleared what was in the log at the trigger
+    # the policy cleared what was in the log at the trigger, but for the newest call and result (live-turn)
+    assert edit.before == 6 == c.index()["t2"] - 1
     placeholder = "[tool result cleared by compaction]"
     for k in range(5):
         cleared = c.index()[f"t{k}"] < edit.before

@@ -8,7 +8,8 @@ Names (stable, used in results and in ``Policy.known_deviations``):
 
 * ``tool-pairing``: the provider rejected the request's call/result structure.
 * ``atomic-units``: a cut falls inside a unit (a batch and its results, a thinking tool loop).
-* ``live-turn``: the last user message, and so the live turn, is not in the view.
+* ``live-turn``: the last user message, and so the live turn, is not in the view; or the newest tool
+  results (those the next reply answers) are cleared or dropped (:func:`newest_results_cleared`).
 * ``system-first``: the system prompt is not first or not byte-identical.
 * ``revert-resolution``: a revert in the view whose change is not in the view.
 * ``protected-span``: a compaction compacted a message of a pending turn that was unresolved when
@@ -24,8 +25,9 @@ Names (stable, used in results and in ``Policy.known_deviations``):
 * ``failed-summary-unchanged``: a failed or empty summary changed the view.
 * ``policy-purity`` (``csim check`` only): ``decide`` answered the same question differently, or a
   lockstep replay differed from the run alone (``sim.replay.checker``).
-* ``plan-invalid``: the policy asked for something impossible (moving the view backwards, indices
-  out of range, an edit past the log); the plan is ignored.
+* ``plan-invalid``: the policy asked for something impossible (moving the view backwards, pinning
+  again a message the view had dropped, indices out of range, an edit or a ``cleared_through`` past the
+  log); the plan is ignored. Only a rollback (``Plan.restore``, to a checkpoint) may bring messages back.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.core.state import RunState
-from sim.core.view import View
+from sim.core.view import View, rule_for
 
 NAMES = (
     "tool-pairing",
@@ -132,6 +134,15 @@ def check_view(state: RunState, view: View) -> list[tuple[str, str]]:
                 f"the last user message {lu} ({msgs[lu].id!r}) is not in the view (view starts at {view.start})",
             )
         )
+    newest = newest_results_cleared(state, view)
+    if newest is not None:
+        out.append(
+            (
+                "live-turn",
+                f"message {newest} ({msgs[newest].id!r}) holds the newest tool results, which the next reply "
+                "answers, but the view clears or drops them",
+            )
+        )
     for r, c in state.reverts:
         if view.shows(r) and not view.shows(c):
             out.append(
@@ -142,6 +153,27 @@ def check_view(state: RunState, view: View) -> list[tuple[str, str]]:
                 )
             )
     return out
+
+
+def newest_results_cleared(state: RunState, view: View) -> int | None:
+    """The first message of the trailing tool messages (the results the next reply answers) whose results
+    ``view`` replaces by a placeholder or drops, or None. Older results of the live turn may be cleared (a
+    long tool loop is, by Anthropic's and LangChain's clearing); these may not, whatever their size, or the
+    model answers a call it cannot see the result of. Truncation keeps them (a head and a tail): allowed.
+    O(trailing tool messages)."""
+    msgs = state.messages
+    k = len(state)
+    while k > 0 and msgs[k - 1].role == "tool":
+        k -= 1
+    for i in range(k, len(state)):
+        rules = view.rules_at(i)
+        if not rules or not view.shows(i):
+            continue
+        for p in msgs[i].parts:
+            rule = rule_for(p, rules) if p.kind == "tool_result" else None
+            if rule is not None and rule.action != "truncate":
+                return i
+    return None
 
 
 def edited_ranges(before: View, after: View, n: int) -> list[tuple[int, int]]:
@@ -205,6 +237,12 @@ def check_plan(state: RunState, before: View, after: View) -> str | None:
         return f"cleared_through {after.cleared_through} is below the previous bound {before.cleared_through}"
     if any(not 0 <= a < b <= after.start for a, b in after.spans):
         return f"pinned {after.pinned} must lie before start {after.start}"
+    back = next((i for a, b in minus(list(after.spans), ranges(before, n)) for i in range(a, b)), None)
+    if back is not None:
+        return (
+            f"pins message {back} ({state.messages[back].id!r}), which the view had dropped: compaction never "
+            "brings back what an earlier one dropped (only a rollback to a checkpoint does)"
+        )
     far = next((e for e in after.edits if e.before > n), None)
     if far is not None:
         return f"an edit reaches message {far.before}, past the log's {n} messages"

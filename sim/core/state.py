@@ -73,11 +73,16 @@ class Ledger:
     #: Counts a text the view adds (a summary, an injected message) as the sizer counts messages.
     count: Callable[[str], int] = lambda text: -(-len(text) // 4)
     edited: dict[tuple[Rule, ...], _Prefix] = field(default_factory=dict)
+    #: The first message's text as it was appended (the system prompt's, when there is one): what every
+    #: request must start with, byte for byte, whatever happens to the list of messages afterwards.
+    first_text: str | None = None
     _loop_has_thinking: bool = False
 
     def append(self, m: Message, chars: int, tokens: int, calls: int | None = None) -> int:
         i = len(self.messages)
         self.messages.append(m)
+        if i == 0:
+            self.first_text = m.text
         self.chars_prefix.append(self.chars_prefix[-1] + chars)
         self.tokens_prefix.append(self.tokens_prefix[-1] + tokens)
         self.calls_prefix.append(self.calls_prefix[-1] + (len(m.calls) if calls is None else calls))

@@ -635,9 +635,15 @@ class Engine:
             self.log.append(CompactionFailed(self.state.turn, trigger, outcome.failed or "empty summary"))
             self.state.failed_in_a_row += 1
             return None
-        return Summary(
-            plan.summary_wrapper.replace("{summary}", outcome.text), outcome.facts, plan.start, cid, plan.summary_role
-        )
+        text = plan.summary_wrapper.replace("{summary}", outcome.text)
+        if outcome.text not in text:  # committed as a summary, but not the summariser's: as if it had failed
+            self._violate(
+                "failed-summary-unchanged",
+                "summariser",
+                f"compaction {cid} commits a summary without the summariser's text (summary_wrapper "
+                f"{plan.summary_wrapper[:40]!r} has no {{summary}}): the view changed with no summary in it",
+            )
+        return Summary(text, outcome.facts, plan.start, cid, plan.summary_role)
 
     # -- requests -----------------------------------------------------------------------------------
     def _pricer(self, name: str) -> Pricer:

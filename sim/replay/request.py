@@ -254,6 +254,8 @@ class RequestBuilder:
         """Why the request's first message is not the byte-identical system prompt, or None."""
         if not self.has_system:
             return None
+        if self.ledger.messages[0].text != self.ledger.first_text:  # the log's copy replaced or edited in place
+            return "the system prompt sent differs from the one the run began with"
         if self._sys_checked is not None and self._sys_checked[0] is view:  # views are immutable
             return self._sys_checked[1]
         problem = self._system_problem(view)

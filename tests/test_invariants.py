@@ -1,0 +1,82 @@
+"""The invariant checks of issue 12, defect 6, on hand-built states: each catches its class whatever the sizes.
+
+The broken policies of ``tests/broken_policies.py`` show the same through ``csim check``; these pin the checks
+themselves: a bound past the log, the newest tool results cleared, a dropped message pinned again, a rewritten
+system prompt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from policies.baselines import NoCompaction
+from sim.core.conversation import Part
+from sim.core.invariants import check_plan, check_view, newest_results_cleared
+from sim.core.view import Edit, Rule, View
+from sim.replay.engine import Engine, RunConfig
+from tests.builders import asst, conv, state_of, sys, tool, user
+
+SIZES = [1, 40, 4_000]  # shorter than the placeholder, about as long, far longer
+
+
+def _script(size: int, *, end_on_results: bool = True) -> list:  # type: ignore[type-arg]
+    drafts = [sys("s"), user("task"), asst(calls=["c1"]), tool("c1", "a" * size), asst(calls=["c2", "c3"])]
+    drafts += [tool("c2", "b" * size), tool("c3", "c" * size)]
+    return drafts if end_on_results else [*drafts, asst("done"), user("next")]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_clearing_the_newest_results_breaks_the_live_turn(size: int) -> None:
+    st = state_of(NoCompaction(), conv(*_script(size)))
+    n = len(st)
+    assert newest_results_cleared(st, View.of(cleared_through=4)) is None  # older results: allowed
+    assert newest_results_cleared(st, View.of(cleared_through=n)) == 5  # the newest batch's first message
+    found = check_view(st, View.of(cleared_through=6))
+    assert any(k == "live-turn" and "newest tool results" in d for k, d in found), found
+    assert not check_view(st, View.of(cleared_through=5))
+    dropped = View(edits=(Edit(Rule(action="drop"), n),))
+    assert newest_results_cleared(st, dropped) == 5
+    truncated = View(edits=(Edit(Rule(action="truncate", max_tokens=1), n),))
+    assert newest_results_cleared(st, truncated) is None  # a head and a tail are still there
+    calls_only = View(edits=(Edit(Rule(kinds=frozenset({"tool_call"})), n),))
+    assert newest_results_cleared(st, calls_only) is None
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_nothing_to_protect_once_the_turn_moved_on(size: int) -> None:
+    st = state_of(NoCompaction(), conv(*_script(size, end_on_results=False)))
+    assert newest_results_cleared(st, View.of(cleared_through=len(st))) is None
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_plan_may_not_pin_again_what_the_view_dropped(size: int) -> None:
+    st = state_of(NoCompaction(), conv(*_script(size, end_on_results=False)))
+    before = View.of(start=4)  # messages 1-3 dropped
+    assert check_plan(st, before, View.of(start=5)) is None
+    problem = check_plan(st, before, View.of(start=5, pinned=(1,)))
+    assert problem is not None and "pins message 1" in problem and "rollback" in problem
+    kept = View.of(start=4, pinned=(1,))  # pinned by the earlier compaction: keeping it is fine
+    assert check_plan(st, kept, View.of(start=5, pinned=(1,))) is None
+    assert check_plan(st, kept, View.of(start=5, pinned=(1, 4))) is None  # 4 was in the tail
+
+
+def test_a_bound_past_the_log_is_an_invalid_plan() -> None:
+    st = state_of(NoCompaction(), conv(*_script(10)))
+    n = len(st)
+    assert check_plan(st, View(), View.of(cleared_through=n)) is None
+    problem = check_plan(st, View(), View.of(cleared_through=n + 1))
+    assert problem is not None and "past the log" in problem
+
+
+def test_a_rewritten_system_prompt_is_caught_by_system_first() -> None:
+    c = conv(*_script(10, end_on_results=False), asst("ok"))
+    eng = Engine(NoCompaction(), c, RunConfig(tokenizer="chars4"))
+    for m in c.messages[:3]:
+        eng._append(m)
+    assert eng.requests.system_problem(eng.state.view) is None
+    msgs = eng.state.messages
+    msgs[0] = dataclasses.replace(msgs[0], parts=(Part("text", "other"),))  # type: ignore[index]
+    problem = eng.requests.system_problem(eng.state.view)
+    assert problem is not None and "began with" in problem
