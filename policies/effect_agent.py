@@ -7,7 +7,6 @@ Sources: the seed document ``seeds/effect-agent-context-management.md`` and what
 
 from __future__ import annotations
 
-import bisect
 import functools
 import json
 from collections.abc import Hashable
@@ -19,7 +18,7 @@ from policies.helpers import first_user_index, floor_index, plan_shrinks, unit_f
 from sim.core.conversation import Message, Part
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
-from sim.core.view import Messages, View, edited, layout
+from sim.core.view import Messages, View, edited, layout, standard_rule
 
 PLACEHOLDER = "[tool result cleared by compaction]"  # CLEARED_TOOL_RESULT in compaction.ts
 MIN_MAX_BYTES = 256  # ENVELOPE_FLOOR_BYTES in core/src/tool-result.ts
@@ -193,6 +192,13 @@ def message_tokens(message: Message) -> int:
     return -(-_utf8_bytes(blob) // 4)
 
 
+@functools.lru_cache(maxsize=65536)
+def cleared_tokens(message: Message) -> int:
+    """``estimateMessageTokens`` of a tool message with its results cleared (``clearedToolMessage``)."""
+    shown = edited(message, (standard_rule(PLACEHOLDER),))
+    return message_tokens(shown) if shown is not None else 0
+
+
 def text_tokens(role: str, text: str) -> int:
     """``estimateMessageTokens`` of a message made of one text part (the summary message)."""
     return message_tokens(Message("-", role, (Part("text", text),)))  # type: ignore[arg-type]
@@ -229,10 +235,11 @@ class EffectAgent(Policy[EffectAgentConfig]):
       compaction, and before the first call, the JSON estimate of the whole view. Compact when it is
       *greater than* ``context_token_limit`` (``estimate + outputContractTokens > limit``; no output contract
       here). Unset: never compacts.
-    * ``choosePruneBound``: walk tool messages newest to oldest; the newest is always kept, older ones while
-      their JSON estimates fit ``keep_recent_tokens``; every older result reads ``[tool result cleared by
-      compaction]`` (ids and names stay, so pairing holds). The bound never decreases. After a prune, stop when
-      the JSON estimate of the whole pruned view is at most the limit (``compactContext``), or in ``prune`` mode.
+    * ``choosePruneBound``: walk tool messages newest to oldest; the newest is always kept, older ones
+      while their JSON estimates fit what is left of ``keep_recent_tokens``; every older result reads
+      ``[tool result cleared by compaction]`` (ids and names stay, so pairing holds). The bound never
+      decreases. After a prune, stop when the JSON estimate of the whole pruned view is at most the limit
+      (``compactContext``), or in ``prune`` mode.
     * ``chooseSummarizeCut`` / ``collectCoveredMessages``: the tail holds the newest messages whose estimates
       reach ``keep_recent_tokens``, the cut moved down off tool messages; the covered span runs from the
       previous cut (incremental: the previous summary is folded in). The run's instructions and input (the
@@ -261,9 +268,6 @@ class EffectAgent(Policy[EffectAgentConfig]):
       refused (the real keeps ``"(no summary produced)"``), as every policy here is held to the
       ``failed-summary-unchanged`` invariant.
     * The cut never passes an unresolved pending turn (an approval suspends a Run, so nothing compacts it).
-    * The prune and cut walks weigh a message by its content characters / 4; the real weighs its JSON / 4
-      (``estimateMessageTokens``), so our walks keep a little more. Triggering and stopping use the real
-      JSON estimate.
 
     Not modelled: ``maxDuration`` (no clocks), the output contract (no output schema).
     """
@@ -360,38 +364,34 @@ class EffectAgent(Policy[EffectAgentConfig]):
 
     @staticmethod
     def _prune_bound(state: RunState, keep_tokens: int) -> int:
-        """Index through which tool results get cleared: all tool messages older than the kept ones."""
-        msgs = state.messages
-        budget = keep_tokens * 4  # (kept + size) / 4 > keep_tokens, in whole characters
-        kept_chars = 0
-        first_kept_tool = True
-        for i in range(len(msgs) - 1, state.view.start - 1, -1):
-            m = msgs[i]
-            if m.role != "tool":
+        """``choosePruneBound``: walk the tool messages of the view newest to oldest; the newest is always kept
+        (its estimate still counts against the budget), older ones while their estimates fit what is left of
+        ``keep_tokens``; the first that does not fit, or is already cleared, and every older one are cleared.
+        Never lowers the bound."""
+        msgs, cleared = state.messages, state.view.cleared_through
+        tools = [i for i in range(len(msgs) - 1, state.view.start - 1, -1) if msgs[i].role == "tool"]
+        if len(tools) <= 1:
+            return cleared
+        budget = keep_tokens - message_tokens(msgs[tools[0]])
+        for i in tools[1:]:
+            cost = message_tokens(msgs[i])
+            if budget - cost >= 0 and i >= cleared:
+                budget -= cost
                 continue
-            size = sum(len(p.text) for p in m.parts)
-            if first_kept_tool:
-                first_kept_tool = False
-                kept_chars += size
-                continue
-            if kept_chars + size > budget:
-                return i + 1
-            kept_chars += size
-        return state.view.cleared_through
+            return max(cleared, i + 1)
+        return cleared
 
     @staticmethod
     def _summary_cut(state: RunState, keep_tokens: int, cleared_through: int) -> int:
-        """Where the kept tail starts: add messages from the newest back until they reach
-        ``keep_tokens`` (chars/4), the message that reaches it included, so the tail is never empty
-        and holds at least ``keep_recent_tokens`` when the conversation has that much.
-
-        The tail's characters only grow as it reaches back, so the start is found by bisection on the
-        state's prefix sums: the largest index whose tail holds ``4 * keep_tokens`` characters."""
+        """``chooseSummarizeCut``: add the newest messages' estimates (each as the view would show it, results
+        before ``cleared_through`` cleared) until they reach ``keep_tokens``; the message that reaches it is the
+        cut, so the tail is never empty. When the view's messages never reach it, nothing is cut (the floor)."""
         lo, n = floor_index(state), len(state)
-        target = keep_tokens * 4
-        if n <= lo or target <= 0:
-            return n
-        if state.view_chars(lo, n, cleared_through) < target:
-            return lo
-        short = bisect.bisect_left(range(lo, n), True, key=lambda i: state.view_chars(i, n, cleared_through) < target)
-        return lo + short - 1
+        msgs, kept = state.messages, 0
+        for i in range(n - 1, lo - 1, -1):
+            kept += (
+                cleared_tokens(msgs[i]) if i < cleared_through and msgs[i].role == "tool" else message_tokens(msgs[i])
+            )
+            if kept >= keep_tokens:
+                return i
+        return lo

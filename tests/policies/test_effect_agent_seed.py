@@ -30,11 +30,12 @@ from policies.effect_agent import (
     message_tokens,
     view_tokens,
 )
+from policies.helpers import floor_index
 from sim.core.budgets import Budgets
 from sim.core.conversation import Tool
 from sim.core.cost import Pricer
 from sim.core.log import BudgetWarned, CompactionCreated, MessageAppended, RunFinished, encode_event
-from sim.core.view import View, fold
+from sim.core.view import View, edited, fold, standard_rule
 from sim.replay.engine import RunConfig, run
 from sim.replay.model import MESSAGE_OVERHEAD, ModelConfig, render_message_anthropic
 from sim.replay.strategies import conversations, small_model
@@ -726,11 +727,13 @@ def test_prune_replaces_old_tool_results_with_the_placeholder():
     """Seed: "1. Prune replaces application Tool results older than the protected keepRecentTokens tail with
     "[tool result cleared by compaction]"."
 
-    Six results of 100 tokens and a 250-token tail: the two newest stay verbatim, the four older read exactly
-    the placeholder.
+    Six results of 100 tokens of content (133 by the real ``estimateMessageTokens``, JSON framing included) and a
+    300-token tail: the two newest stay verbatim, the four older read exactly the placeholder. (Issue 11: the
+    real ``choosePruneBound`` weighs each tool message by its JSON estimate; this test used a 250-token tail
+    with content chars/4 before.)
     """
     assert PLACEHOLDER == "[tool result cleared by compaction]"
-    c, _, res, captured, _ = _pruned()
+    c, _, res, captured, _ = _pruned(keep=300)
     assert [x["mode"] for x in res.compactions] == ["prune"]
     shown = tool_contents(captured[-1].rendered)
     originals = {m.parts[0].call_id: m.parts[0].text for m in c.messages if m.role == "tool"}
@@ -912,7 +915,8 @@ def test_kept_recent_tail_holds_at_least_keep_recent_tokens():
 
     Reference 0(b): "cut where the newest messages sum to `keepRecentTokens`, moved down past tool messages";
     the real ``chooseSummarizeCut`` accumulates the newest messages until they reach ``keepRecentTokens``.
-    Expected: the verbatim tail after a summary holds at least ``keep_recent_tokens`` (chars/4).
+    Expected: the verbatim tail after a summary holds at least ``keep_recent_tokens``, by the real weights
+    (``estimateMessageTokens``, the JSON estimate; issue 11: chars/4 of content before).
     """
     # newest first: result 17.5, reasoning 305.75, result 17.5, reasoning 305.75 (646.5), result 17.5 (664)
     c = _wordy_chat()
@@ -920,7 +924,7 @@ def test_kept_recent_tail_holds_at_least_keep_recent_tokens():
     st = state_of(p, conv(*c.messages[:-1]), context=10_000)
     plan = p.decide(st, "auto")
     assert plan is not None and plan.summarize
-    assert st.chars(plan.start) / 4 >= 650
+    assert sum(message_tokens(m) for m in st.messages[plan.start :]) >= 650
 
 
 def test_kept_recent_tail_is_never_empty():
@@ -1176,29 +1180,40 @@ def test_limit_below_a_200k_window_leaves_room_for_output_and_summary():
 
 
 # -- the kept tail found by bisection is the one the seed's walk finds ------------------------------------
-def _walked_cut(state: object, keep_tokens: int, cleared_through: int) -> int:
-    """The seed's walk, as written before bisection: newest back until chars/4 reach ``keep_tokens``."""
-    from policies.helpers import floor_index
-
-    lo = floor_index(state)  # type: ignore[arg-type]
-    kept, i = 0.0, len(state)  # type: ignore[arg-type]
-    while i > lo and kept < keep_tokens:
-        i -= 1
-        kept += state.view_chars(i, i + 1, cleared_through) / 4  # type: ignore[attr-defined]
-    return i
+def _reaches(state: object, i: int, keep_tokens: int, cleared_through: int) -> bool:
+    """Whether the messages from ``i`` on, each as the view would show it, estimate to ``keep_tokens`` or more."""
+    msgs = state.messages  # type: ignore[attr-defined]
+    total = 0
+    for j in range(i, len(msgs)):
+        m = msgs[j]
+        cleared = j < cleared_through and m.role == "tool"
+        shown = edited(m, (standard_rule(PLACEHOLDER),)) if cleared else m
+        total += message_tokens(shown) if shown is not None else 0
+    return total >= keep_tokens
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(conv=conversations(), keep=st.integers(0, 3_000), data=st.data())
-def test_summary_cut_by_bisection_equals_the_walk(conv: object, keep: int, data: st.DataObject) -> None:
-    seen: list[tuple[int, int]] = []
+def test_summary_cut_is_the_newest_message_that_reaches_keep_recent_tokens(
+    conv: object, keep: int, data: st.DataObject
+) -> None:
+    """``chooseSummarizeCut``: walking from the newest message, the cut is the first message at which the kept
+    estimates reach ``keepRecentTokens``; the floor when they never do. (Issue 11: the walk weighs
+    ``estimateMessageTokens``; this test compared a bisection on chars/4 with a walk before.)"""
+    seen: list[bool] = []
 
     class Probe(EffectAgent):
         def decide(self, state, trigger):  # type: ignore[no-untyped-def]
             cleared = data.draw(st.integers(0, len(state)), label="cleared_through")
-            seen.append((self._summary_cut(state, keep, cleared), _walked_cut(state, keep, cleared)))
+            cut, lo = self._summary_cut(state, keep, cleared), floor_index(state)
+            if keep <= 0:  # the newest message alone reaches it
+                seen.append(cut == max(len(state) - 1, lo))
+            elif cut == lo:
+                seen.append(lo >= len(state) or not _reaches(state, lo + 1, keep, cleared))
+            else:
+                seen.append(_reaches(state, cut, keep, cleared) and not _reaches(state, cut + 1, keep, cleared))
             return super().decide(state, trigger)
 
     policy = Probe(EffectAgentConfig(context_token_limit=4_800, keep_recent_tokens=2_000, max_bytes=4_096))
     run(policy, conv, RunConfig(model=small_model(), tokenizer="chars4"))  # type: ignore[arg-type]
-    assert all(a == b for a, b in seen)
+    assert all(seen)
