@@ -252,3 +252,25 @@ def test_a_prune_that_frees_nothing_is_skipped() -> None:
     assert EffectAgent._prune_bound(st_, 0) > 0  # the real bound moves ...
     assert len("ok") < len(PLACEHOLDER)  # ... over results shorter than the placeholder
     assert p.decide(st_, "auto") is None
+
+
+# -- declared: the run-status line -------------------------------------------------------------------------------
+def test_run_status_line_has_the_real_format() -> None:
+    """``formatRunStatus``: ``<run-status>turn T/MAX · tool-calls U/MAX · tokens C/BUDGET · last-context L ·
+    elapsed Es/MAXs</run-status>``, an unset token budget reading ``unbounded``, and at 80% of a limit the
+    warning " · WARNING: approaching limits — converge and deliver your final result now." inside the tag. The
+    seed's example line, less the ``/300s`` of a duration limit this harness does not have."""
+    from sim.core.budgets import Budgets, BudgetTracker
+
+    t = BudgetTracker(Budgets(max_turns=12, max_tool_calls=24, token_budget=200_000))
+    t.turns, t.tool_calls, t.tokens, t.last_context, t.elapsed_seconds = 2, 11, 84_210, 23_480, 74
+    assert t.status_line() == (
+        "<run-status>turn 3/12 · tool-calls 11/24 · tokens 84210/200000 · last-context 23480 · elapsed 74s</run-status>"
+    )
+    t.tokens = 160_000  # 80% of the token budget
+    assert t.status_line().endswith(
+        " · WARNING: approaching limits — converge and deliver your final result now.</run-status>"
+    )
+    assert BudgetTracker(Budgets()).status_line() == (
+        "<run-status>turn 1/unbounded · tool-calls 0/unbounded · tokens 0/unbounded · last-context 0</run-status>"
+    )

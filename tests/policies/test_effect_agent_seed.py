@@ -338,14 +338,22 @@ def test_wrap_up_warning_past_80_percent():
     """Seed: "Past 80% of any dimension it appends a wrap-up warning, so the model converges instead of
     starting new work it cannot finish."
 
-    With five turns allowed, the fifth request (four used, 80%) carries the warning; the first four do not.
+    With five turns allowed, the fourth request (turn 4 of 5, 80%) carries the warning; the first three do not.
+    The real ``formatRunStatus`` warns when ``turn * 5 >= maxTurns * 4`` for the current turn, with the text
+    " · WARNING: approaching limits — converge and deliver your final result now." inside the tag (issue 11:
+    this test expected our own wording from the fifth request before).
     """
     _res, captured, _ = run_capture(
         EffectAgent(), grep_chat(4), RunConfig(tokenizer="chars4", budgets=Budgets(max_turns=5))
     )
     assert len(captured) == 5
-    assert all("wrap up" not in c.status for c in captured[:4])
-    assert "wrap up" in captured[4].status and "turns" in captured[4].status
+    assert all("WARNING" not in c.status for c in captured[:3])
+    assert re.fullmatch(
+        r"<run-status>turn 4/5 · tool-calls 3/unbounded · tokens \d+/unbounded · last-context \d+"
+        r" · WARNING: approaching limits — converge and deliver your final result now\.</run-status>",
+        captured[3].status,
+    )
+    assert "WARNING" in captured[4].status
 
 
 def test_run_status_is_never_persisted():
