@@ -136,9 +136,9 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
     """
 
     Config = CloudflareOSConfig
-    # The tail may open inside the live turn: the seed's own comment says "the summary then stands in
-    # for the turn's opening", so the last user message can be summarised.
-    known_deviations = frozenset({"live-turn"})
+    # No known deviation: deciding only at a turn's start (item 2 of issue 11), the cut never passes the
+    # turn's opening user message; "the summary then stands in for the turn's opening" (startsAgentTurn's
+    # comment) happens only to older turns, whose openings revert protection can lower the cut past.
     recheck_after_compaction = True
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
