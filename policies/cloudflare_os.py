@@ -122,7 +122,8 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
 
     A ``/compact`` that finds nothing to compact leaves the view as it is, so its text stays in the prompt
     until the next compaction hides it (Workshop never sends it): hiding it alone would be a view change,
-    which the harness records as a compaction. A cut inside a thinking tool loop moves to the loop's start:
+    which the harness records as a compaction. A command inside an unresolved pending turn stays visible
+    too, since nothing of a protected turn may change. A cut inside a thinking tool loop moves to the loop's start:
     Workshop's ``canCut`` is the first model message of each chat record, one record per model step, so it
     may cut between two steps of one loop; the harness keeps thinking with the tool uses it led to
     (``atomic-units``), so the loop is one record here.
@@ -204,13 +205,24 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
         return Plan(
             start=cut,
             cleared_through=view.cleared_through,
-            edits=(Edit(HIDE_COMMANDS, n),) if any(m.command is not None for m in msgs[cut:n]) else (),
+            edits=self._hide_commands(state, cut),
             summarize=True,
             mode="summarize",
             summary_system_prompt=SUMMARY_PROMPT,
             summary_wrapper=SUMMARY_WRAPPER,
             checkpoint=(("compacted_to", str(cut)), ("proposed_changes", changes)),
         )
+
+    @staticmethod
+    def _hide_commands(state: RunState, cut: int) -> tuple[Edit, ...]:
+        """The edit that keeps slash commands out of the prompt: over every message of the log, but not into an
+        unresolved pending turn (nothing of it may change) and never lower than the view's bound already is."""
+        current = next((e.before for e in state.view.edits if e.rule == HIDE_COMMANDS), 0)
+        pf = state.protected_from
+        bound = max(current, len(state) if pf is None else min(len(state), pf))
+        if current or any(m.command is not None for m in state.messages[cut:bound]):
+            return (Edit(HIDE_COMMANDS, bound),)
+        return ()
 
     @staticmethod
     def _weight(state: RunState, i: int) -> int:

@@ -136,3 +136,22 @@ def test_a_cut_inside_a_thinking_tool_loop_moves_to_the_loop_start() -> None:
     plan = p.decide(st, "auto")
     assert plan is not None
     assert plan.start not in loop_steps and all(st.can_cut(i) is False for i in loop_steps)
+
+
+def test_hiding_commands_stops_at_an_unresolved_pending_turn() -> None:
+    """``findProtectedFromSequence``: nothing from the start of the turn that raised a pending connection request
+    may change, so a ``/compact`` inside that turn stays in the prompt, while an older one is hidden. (Found by
+    ``csim check``: hiding every command changed the protected turn.)"""
+    drafts = [sys("s")]
+    for t in range(4):
+        drafts += [user(f"turn {t} " + LONG), asst(f"done {t} " + LONG)]
+    drafts += [compact_cmd(id="old"), user("next " + LONG, id="opens"), asst("asks " + LONG, id="ask", pending=True)]
+    c = conv(*drafts, compact_cmd(id="new"))
+    p = CloudflareOS()
+    st = state_of(p, c, MODEL, context=7_500)
+    plan = p.decide(st, "manual")
+    assert plan is not None and plan.start < c.index()["old"]  # the older command is in the kept tail
+    assert plan is not None and plan.edits is not None
+    (edit,) = plan.edits
+    assert st.protected_from == c.index()["opens"]
+    assert c.index()["old"] < edit.before <= c.index()["opens"] < c.index()["new"]
