@@ -255,7 +255,8 @@ class EffectAgent(Policy[EffectAgentConfig]):
       (a result, not an exception, so a sweep carries on).
     * The run-status line is appended to every request (``runStatus: "appended"``, the default).
 
-    Deliberate differences, each shown by a test in ``tests/policies/test_effect_agent.py``:
+    Deliberate differences, each shown by a test (``tests/policies/test_effect_agent.py``; the pending turn in
+    ``tests/test_properties.py``):
 
     * A cut inside a thinking tool loop moves to the loop's start. The real ``chooseSummarizeCut`` only steps off
       tool messages, so it may cut at an assistant message inside the loop; the harness keeps a thinking block

@@ -274,3 +274,34 @@ def test_run_status_line_has_the_real_format() -> None:
     assert BudgetTracker(Budgets()).status_line() == (
         "<run-status>turn 1/unbounded · tool-calls 0/unbounded · tokens 0/unbounded · last-context 0</run-status>"
     )
+
+
+def test_a_span_too_small_for_its_summary_is_not_summarised() -> None:
+    """``compactContext`` summarises whatever ``collectCoveredMessages`` returns, however short, so a summary longer
+    than the span grows the prompt. Declared difference: ours skips such a span."""
+    c = conv(
+        sys("s"),
+        user("task", id="task"),
+        asst("x", calls=["c1"]),
+        tool("c1", "y"),
+        asst("z " * 1500, id="big"),
+        user("go on"),
+    )
+    p = policy(context_token_limit=10, keep_recent_tokens=500, mode="summarize")
+    st_ = state_of(p, c, context=50_000)
+    cut = EffectAgent._summary_cut(st_, 500, 0)
+    assert cut == c.index()["big"] and cut > c.index()["task"] + 1  # the real covers [2, cut): two tiny messages
+    assert p.decide(st_, "auto") is None
+
+
+def test_an_empty_summary_is_refused() -> None:
+    """``compactContext`` keeps ``"(no summary produced)"`` when the summariser answers nothing. Declared
+    difference: ours leaves the view unchanged (the ``failed-summary-unchanged`` invariant every policy is held
+    to)."""
+    res = run(
+        policy(context_token_limit=2_000, keep_recent_tokens=500, mode="summarize"),
+        conv(*mixed_chat(12).messages, asst("done")),
+        RunConfig(tokenizer="chars4", summariser=SummariserConfig(empty_rate=1.0)),
+    )
+    assert [r for r in res.rows if r["request_kind"] == "summariser"]
+    assert res.compactions == [] and not res.violations
