@@ -137,9 +137,11 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
     """
 
     Config = CloudflareOSConfig
-    # No known deviation: deciding only at a turn's start (item 2 of issue 11), the cut never passes the
-    # turn's opening user message; "the summary then stands in for the turn's opening" (startsAgentTurn's
-    # comment) happens only to older turns, whose openings revert protection can lower the cut past.
+    # /compact keeps only the last record, so the last user message can be summarised: a script that goes on
+    # after the command with no new user message (Workshop always opens a turn with one) then sends a request
+    # without it. Automatic compaction, decided at a turn's start (issue 11, item 2), never passes the turn's
+    # opening user message.
+    known_deviations = frozenset({"live-turn"})
     recheck_after_compaction = True
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:

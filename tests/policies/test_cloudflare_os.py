@@ -155,3 +155,22 @@ def test_hiding_commands_stops_at_an_unresolved_pending_turn() -> None:
     (edit,) = plan.edits
     assert st.protected_from == c.index()["opens"]
     assert c.index()["old"] < edit.before <= c.index()["opens"] < c.index()["new"]
+
+
+def test_compact_can_summarise_the_last_user_message() -> None:
+    """The declared ``live-turn`` deviation: ``/compact`` keeps only the last record (``findCompactionBoundary``'s
+    fallback "summarizes all but the last record"), so the last user message goes into the summary; a script
+    that carries on after the command without a new user message sends a request without it."""
+    c = conv(
+        sys("s"),
+        user("fix it " + LONG, id="task"),
+        asst("reading " + LONG, calls=["c1"]),
+        tool("c1", "r" * 3000),
+        asst("done " + LONG, id="reply"),
+        compact_cmd(),
+        asst("and more"),
+    )
+    res = run(CloudflareOS(), c, RunConfig(tokenizer="chars4"))
+    assert [x["start"] for x in res.compactions] == [c.index()["reply"]]
+    assert [v.invariant for v in res.violations] == ["live-turn"]
+    assert "live-turn" in CloudflareOS.known_deviations
