@@ -223,8 +223,18 @@ def _effect_agent_live_turn() -> Conversation:
     )
 
 
+def _cloudflare_live_turn() -> Conversation:
+    """/compact keeps only the last record (issue 11, item 1); a reply with no new user message follows it."""
+    say = "words " * 200
+    return Conversation(
+        "live-turn",
+        (_s(), _u(1, say), _a(2, say, ("c1",)), _t(3, "c1", 1200), _a(4, say), _cmd(5), _a(6, "more")),
+    )
+
+
 # Hand-built fallbacks, for deviations the policy's 60 generated examples happen not to show.
 HAND_BUILT = {
+    ("cloudflare-os", "live-turn"): _cloudflare_live_turn,
     ("effect-agent", "live-turn"): _effect_agent_live_turn,
     ("inspect-trim", "live-turn"): trim_drops_live_turn,
 }
