@@ -64,7 +64,8 @@ OFF = {"tokenizer": "chars4", "run_status": "off"}
 C4_OFF = RunConfig(**OFF)
 STATUS_RE = re.compile(
     r"^<run-status>turn (\d+)/12 · tool-calls (\d+)/24 · tokens (\d+)/200000 · "
-    r"last-context (\d+)</run-status>$"
+    r"last-context (\d+)(?: · WARNING: approaching limits — converge and deliver your final result now\.)?"
+    r"</run-status>$"
 )
 KEEP_ALL = SummariserConfig(
     keep_constraint=1.0, keep_decision=1.0, keep_continuation=1.0, keep_artifact=1.0, keep_recall=1.0
