@@ -69,7 +69,13 @@ class Plan:
         mode: a label for reports (``prune``, ``summarize``, ``drop``...).
         summary_system_prompt: the summariser's instructions.
         summary_wrapper: how the summary text is placed in its message (``{summary}`` marks it).
-        summary_input_max_chars: cap on the summariser's input (keeps the newest text).
+        summary_input_max_chars: cap on the summariser's input (keeps the newest text, or both ends: see
+            ``summary_input_keep``).
+        summary_input_keep: ``newest``: the newest ``summary_input_max_chars`` characters; ``ends``: whole
+            messages from both ends (the oldest up to half the cap, then the newest), the instruction
+            (``summary_system_prompt``) and the previous summary counted inside the cap, and
+            ``summary_input_marker`` (``{n}``: messages left out) in place of the middle.
+        summary_input_marker: the text that stands for the messages an ``ends`` input leaves out.
         summary_input_newest_tokens: keep only the newest whole pieces of the summariser's input (message
             texts, tool calls and results, labels) that fit in this many tokens (Codex-style trimming).
         summary_clip_chars: per-message clip of the summariser's input.
@@ -94,6 +100,8 @@ class Plan:
     summary_system_prompt: str = "Summarise the conversation so far for the agent that continues it."
     summary_wrapper: str = "{summary}"
     summary_input_max_chars: int | None = None
+    summary_input_keep: Literal["newest", "ends"] = "newest"
+    summary_input_marker: str = "[… {n} messages omitted from summary input …]"
     summary_input_newest_tokens: int | None = None
     summary_clip_chars: int | None = None
     summary_drop_tool_outputs: bool = False
@@ -140,6 +148,9 @@ class Policy(Generic[C]):
             provider rejected a prompt as too long (trigger ``overflow``).
         known_deviations: invariants the modelled real system is documented to break; the property
             suite expects them instead of failing on them, and a test shows each one happens.
+        recheck_after_compaction: whether the engine asks again, at the same point, after an automatic
+            compaction (not a rollback), until the policy declines: as Workshop reruns a turn that compacted
+            and checks the shorter prompt again (``overseer.ts``, the loop around ``runAgent``).
         run_status: whether the modelled system appends the run-status line to each request.
         placeholder: the text that replaces a cleared tool result.
         cache_placement: where the modelled client puts Anthropic ``cache_control`` breakpoints
@@ -151,6 +162,7 @@ class Policy(Generic[C]):
     name: ClassVar[str] = ""
     known_deviations: ClassVar[frozenset[str]] = frozenset()
     run_status: ClassVar[bool] = False
+    recheck_after_compaction: ClassVar[bool] = False
     placeholder: ClassVar[str] = DEFAULT_PLACEHOLDER
     cache_placement: ClassVar[CachePlacement] = CachePlacement()
 

@@ -190,6 +190,8 @@ def state_of(
         st.view = view
     if context is not None:
         st.last_input_tokens = context
+        st.last_output_tokens = 0
+        st.messages_at_last_request = len(eng.ledger.messages)
         st.chars_at_last_request = eng.ledger.chars_prefix[-1]
         assert st.estimated_context_tokens() == context
     return st

@@ -232,10 +232,20 @@ def _clears_the_newest_batch(old_size: int, batch_size: int) -> Conversation:
     return Conversation("live-turn", (_s(), _u(1, "task"), *old, *batch, _a(11, "ok")))
 
 
+def _cloudflare_live_turn() -> Conversation:
+    """/compact keeps only the last record (issue 11, item 1); a reply with no new user message follows it."""
+    say = "words " * 200
+    return Conversation(
+        "live-turn",
+        (_s(), _u(1, say), _a(2, say, ("c1",)), _t(3, "c1", 1200), _a(4, say), _cmd(5), _a(6, "more")),
+    )
+
+
 # Hand-built fallbacks, for deviations the policy's 60 generated examples happen not to show.
 HAND_BUILT = {
     ("langchain-clear-tool-uses", "live-turn"): lambda: _clears_the_newest_batch(9000, 40),
     ("inspect-edit", "live-turn"): lambda: _clears_the_newest_batch(13000, 400),  # over 0.9 of the window
+    ("cloudflare-os", "live-turn"): _cloudflare_live_turn,
     ("effect-agent", "live-turn"): _effect_agent_live_turn,
     ("inspect-trim", "live-turn"): trim_drops_live_turn,
 }
@@ -653,28 +663,32 @@ def test_cloudflare_rolls_back_to_a_view_where_every_revert_resolves() -> None:
     newest that shows the reverted change (``rollbackChatCompaction`` guarantees every revert in a
     tail has ``revertFrom >= compactedTo``)."""
     say = "words " * 200  # long enough that each /compact summarises (no skip: cloudflare_os "Departures")
+    # A reply after each change: /compact cuts at the last real record, which it keeps (issue 11, item 1), so
+    # the change must sit before that record to be summarised.
     conv = (
         _s(),
         _u(1, say),
         _u(2, say, _change("ch1")),
-        _cmd(3),
-        _u(4, say, _revert("ch1")),
-        _cmd(5),
-        _u(6, say, _change("ch2")),
-        _cmd(7),
-        _u(8, say, _revert("ch2")),
-        _a(9, "ok"),
+        _a(3, "ok"),
+        _cmd(4),
+        _u(5, say, _revert("ch1")),
+        _cmd(6),
+        _u(7, say, _change("ch2")),
+        _a(8, "ok"),
+        _cmd(9),
+        _u(10, say, _revert("ch2")),
+        _a(11, "ok"),
     )
     found = _violations("cloudflare-os", *conv)
     assert not [v for v in found if "revert-resolution" in v], found
     result = Engine(make_policy("cloudflare-os"), Conversation("r", conv), CFG).run()
-    # /compact at 3 summarises [1, 3); the revert at 4 rolls back to the start at /compact 5; /compact 7
-    # summarises [1, 7); the revert at 8 needs message 6: the view of /compact 3 shows it, but also
-    # keeps the revert at 4 without its change at 2, so the rollback goes to the initial view.
+    # /compact at 4 summarises [1, 3); the revert at 5 rolls back to the start at /compact 6; /compact 9
+    # summarises [1, 8); the revert at 10 needs message 7: the view of /compact 4 does not show it, and it
+    # keeps the revert at 5 without its change at 2, so the rollback goes to the initial view.
     assert [(c["mode"], c["start"]) for c in result.compactions] == [
         ("summarize", 3),
         ("rollback", 0),
-        ("summarize", 7),
+        ("summarize", 8),
         ("rollback", 0),
     ]
 

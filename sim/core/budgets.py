@@ -15,6 +15,8 @@ from typing import Literal
 from sim.core.errors import InvalidConfig
 
 WARN_RATIO = 0.8  # "Past 80% of any dimension it appends a wrap-up warning"
+#: The warning effect-agent's ``formatRunStatus`` appends inside the tag (``RUN_STATUS_WARNING``).
+RUN_STATUS_WARNING = " · WARNING: approaching limits — converge and deliver your final result now."
 DIMENSIONS = ("turns", "tool-calls", "tokens", "cost", "context")
 
 
@@ -64,6 +66,8 @@ class BudgetTracker:
     cost: float = 0.0
     last_context: int = 0
     warned: set[str] = field(default_factory=set)
+    #: Seconds since the run began, for the status line's ``elapsed``; None while the run keeps no clock.
+    elapsed_seconds: float | None = None
 
     def used(self) -> dict[str, float]:
         return {
@@ -100,21 +104,33 @@ class BudgetTracker:
         return None
 
     def status_line(self) -> str:
-        """The derived ``<run-status>`` line; never persisted, rebuilt for each request."""
-        b = self.budgets
+        """The derived ``<run-status>`` line; never persisted, rebuilt for each request.
 
-        def dim(label: str, used: float, limit: float | None, fmt: str = "{:.0f}") -> str:
-            return f"{label} {fmt.format(used)}" + (f"/{fmt.format(limit)}" if limit is not None else "")
+        effect-agent's ``formatRunStatus`` (``packages/engine/src/index.ts`` @4629174), the seed's example
+        ``<run-status>turn 3/12 · tool-calls 11/24 · tokens 84210/200000 · last-context 23480 · elapsed
+        74s/300s</run-status>``: the current turn (1-based), each count over its limit (an unset limit reads
+        ``unbounded``, as the real renders an unset token budget), and, when any of turn, tool calls or tokens
+        is at 80% of its limit or more (``consumed * 5 >= limit * 4``), the real's warning inside the tag.
+        ``elapsed`` is left out while the run has no elapsed time (``elapsed_seconds`` unset): the engine keeps
+        no clock here, and maxDuration is not a budget of this harness.
+        """
+        b = self.budgets
+        turn = self.turns + 1
+
+        def over(used: float, limit: float | None) -> str:
+            return f"{used:.0f}/" + ("unbounded" if limit is None else f"{limit:.0f}")
+
+        def nearing(used: float, limit: float | None) -> bool:
+            return limit is not None and used * 5 >= limit * 4
 
         parts = [
-            dim("turn", self.turns + 1, b.max_turns),
-            dim("tool-calls", self.tool_calls, b.max_tool_calls),
-            dim("tokens", self.tokens, b.token_budget),
+            f"turn {over(turn, b.max_turns)}",
+            f"tool-calls {over(self.tool_calls, b.max_tool_calls)}",
+            f"tokens {over(self.tokens, b.token_budget)}",
             f"last-context {self.last_context}",
         ]
-        if b.cost_budget is not None:
-            parts.append(dim("cost", self.cost, b.cost_budget, "${:.4f}"))
-        line = "<run-status>" + " · ".join(parts) + "</run-status>"
-        if self.warned:
-            line += "\nBudget nearly used (" + ", ".join(sorted(self.warned)) + "): wrap up and give your answer."
-        return line
+        if self.elapsed_seconds is not None:
+            parts.append(f"elapsed {self.elapsed_seconds:.0f}s")
+        warn = nearing(turn, b.max_turns) or nearing(self.tool_calls, b.max_tool_calls)
+        warn = warn or nearing(self.tokens, b.token_budget)
+        return "<run-status>" + " · ".join(parts) + (RUN_STATUS_WARNING if warn else "") + "</run-status>"

@@ -166,6 +166,10 @@ class RunState:
         self.view = View()
         self.turn = 0
         self.last_input_tokens: int | None = None
+        # The last agent request's reply tokens, and the log's length when it was sent (the reply is the
+        # message at that index): what a client that anchors its estimate on the last call knows.
+        self.last_output_tokens: int | None = None
+        self.messages_at_last_request = 0
         self.view_at_last_request: View | None = None
         self.chars_at_last_request = 0
         self.compactions = 0

@@ -534,6 +534,7 @@ class Engine:
         ]
         clip = plan.summary_clip_chars
         texts: list[str] = []
+        blocks: list[list[str]] = []  # each message's pieces, for keeping whole messages (summary_input_keep "ends")
         candidates: list[Fact] = []
         if before.summary is not None:
             prev_ids = before.summary.facts
@@ -554,6 +555,7 @@ class Engine:
                 pieces.append("\n\n")
             pieces.extend(parts)
             texts.append(t)
+            blocks.append(parts)
             for f in self._facts_by_source.get(self.ledger.messages[i].id, ()):
                 if (
                     f.id not in self._lost_on_entry
@@ -562,7 +564,24 @@ class Engine:
                 ):
                     candidates.append(f)
         body = "\n\n".join(texts)
-        if plan.summary_input_max_chars is not None and len(body) > plan.summary_input_max_chars:
+        prev_text = before.summary.text if before.summary else ""
+        if plan.summary_input_keep == "ends" and plan.summary_input_max_chars is not None:
+            kept_blocks = _ends_within(
+                [len(t) for t in texts],
+                plan.summary_input_max_chars
+                - len(plan.summary_system_prompt)
+                - (len(prev_text) + 2 if before.summary else 0),
+            )
+            if kept_blocks is not None:
+                head, omitted, tail = kept_blocks
+                marker = plan.summary_input_marker.replace("{n}", str(omitted))
+                chosen = [*blocks[:head], [marker], *blocks[len(blocks) - tail :]] if omitted else blocks
+                pieces = [x for j, b in enumerate(chosen) for x in ([*b] if j == 0 else ["\n\n", *b])]
+                body = "".join(pieces)
+                candidates = [
+                    f for f in candidates if (before.summary and f.id in before.summary.facts) or f.text in body
+                ]
+        elif plan.summary_input_max_chars is not None and len(body) > plan.summary_input_max_chars:
             body = body[-plan.summary_input_max_chars :]
             candidates = [f for f in candidates if (before.summary and f.id in before.summary.facts) or f.text in body]
             pieces = tail_pieces(pieces, plan.summary_input_max_chars)
@@ -577,7 +596,6 @@ class Engine:
                 candidates = [
                     f for f in candidates if (before.summary and f.id in before.summary.facts) or f.text in body
                 ]
-        prev_text = before.summary.text if before.summary else ""
         # The transcript is counted piece by piece (message texts, tool results, labels, blank lines):
         # each piece is memoised, and the big ones are the texts the agent's requests already counted, so
         # every configuration and every later compaction that shows the summariser the same messages shares
@@ -760,7 +778,15 @@ class Engine:
         rollback the members agree on (the others fork off in ``_sync``)."""
         if not after_rollback:
             plan = self._decide(k, MESSAGE)
-            if plan is None or not self._compact(plan, "auto") or plan.restore is None:
+            if plan is None or not self._compact(plan, "auto"):
+                return
+            if plan.restore is None:
+                # A policy whose system checks again after compacting (recheck_after_compaction) is asked until it
+                # declines; each compaction changed the view, and the log bounds how often that can happen.
+                for _ in range(len(self.state) if self.policy.recheck_after_compaction else 0):
+                    plan = self._decide(k, AFTER_ROLLBACK)
+                    if plan is None or plan.restore is not None or not self._compact(plan, "auto"):
+                        break
                 return
         # A rollback restores an earlier, larger view; the policy may compact it before sending.
         plan = self._decide(k, AFTER_ROLLBACK)
@@ -861,6 +887,8 @@ class Engine:
             usage=self._cache_usage(view, grace, status, tokens),
         )
         st.last_input_tokens = tokens
+        st.last_output_tokens = out
+        st.messages_at_last_request = len(self.ledger.messages)
         st.view_at_last_request = view
         st.chars_at_last_request = self.ledger.chars_prefix[-1]
         st.turn += 1
@@ -1214,6 +1242,24 @@ def _new_memo(_: object) -> dict[Any, Any]:
 
 def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
+
+
+def _ends_within(sizes: list[int], budget: int, joiner: int = 2) -> tuple[int, int, int] | None:
+    """Which whole blocks of ``sizes`` characters (joined by ``joiner`` characters) a summariser input of
+    ``budget`` characters keeps when it keeps both ends: ``(head, omitted, tail)`` block counts, or None when
+    everything fits. The head takes the oldest blocks up to half the budget, the tail the newest up to the
+    rest; what lies between is omitted (``Plan.summary_input_keep`` ``"ends"``)."""
+    if sum(s + joiner for s in sizes) <= budget:
+        return None
+    half = budget // 2
+    start, end, used = 0, len(sizes) - 1, 0
+    while start <= end and used + sizes[start] + joiner <= half:
+        used += sizes[start] + joiner
+        start += 1
+    while end >= start and used + sizes[end] + joiner <= budget:
+        used += sizes[end] + joiner
+        end -= 1
+    return start, end - start + 1, len(sizes) - 1 - end
 
 
 def _count(items: Iterable[str]) -> dict[str, int]:

@@ -10,6 +10,7 @@ whose context estimate is set exactly; the rest run the engine with the ``chars4
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -327,7 +328,7 @@ def test_no_compaction_when_the_cut_is_not_past_compacted_to():
 # -- /compact ------------------------------------------------------------------------------------------------
 # A short chat in Workshop's sense: far under the 30% tail target, yet longer than the smallest hand-off
 # (a chat of a few words is not summarised at all, see test_compact_on_a_chat_of_a_few_words_is_skipped).
-DETAIL = " in the parser: the tokenizer drops the last token of a line that ends in a comment" * 5
+DETAIL = " in the parser: the tokenizer drops the last token of a line that ends in a comment" * 10
 
 
 def _compact_chat():
@@ -372,8 +373,11 @@ def test_compact_on_a_short_chat_summarises_all_but_the_last_record():
     """Seed: "The `/compact` slash command forces immediate compaction regardless of token usage."
 
     Reference 0(a): "If that fails, use the newest `canCut` (so `/compact` summarizes all but the last
-    record)." On a short chat the tail never reaches the 30% target, so the cut is the newest record start:
-    the command's own message; everything before it (after the system prompt) is summarised.
+    record)." On a short chat the tail never reaches the 30% target, so the cut is the newest record start.
+    The ``/compact`` record makes no model message (``agent.ts`` replay: "only a generated message is model
+    input"), so it is no cut point: the cut is the last real record (the final reply), which is kept, and
+    everything before it (after the system prompt) is summarised. The command itself is not in the prompt.
+    (Issue 11, item 1: this test expected the cut at the command, summarising the last real record.)
     """
     c = conv(
         sys("You are a coding agent."),
@@ -385,11 +389,13 @@ def test_compact_on_a_short_chat_summarises_all_but_the_last_record():
     )
     res, _, eng = run_capture(CloudflareOS(), c, RunConfig(tokenizer="chars4"))
     (rec,) = compaction_records(res)
-    assert rec.view.start == c.index()["cmd"] == len(c.messages) - 1
+    assert rec.view.start == c.index()["cmd"] - 1 == len(c.messages) - 2
     # the system prompt (message 0) is never summarised; the first record's range may start at 0 or 1
-    assert rec.summarised[0] in (0, 1) and rec.summarised[1] == len(c.messages) - 1
+    assert rec.summarised[0] in (0, 1) and rec.summarised[1] == len(c.messages) - 2
     assert eng.state.view.summary is not None
     assert rec.tokens_after < rec.tokens_before
+    rendered = eng.requests.render(eng.state.view, None)
+    assert not any("/compact" in json.dumps(m) for m in rendered)
 
 
 def test_compact_on_a_chat_of_a_few_words_is_skipped():
@@ -575,7 +581,8 @@ def test_failed_or_empty_summary_leaves_the_chat_uncompacted():
     chat.
     """
     for sumcfg in (SummariserConfig(failure_rate=1.0), SummariserConfig(empty_rate=1.0)):
-        res, captured, eng = run_capture(CloudflareOS(), chat(9), cfg(summariser=sumcfg))
+        # chat(14): the first turn that starts at or over the trigger (Workshop checks at turn starts only)
+        res, captured, eng = run_capture(CloudflareOS(), chat(14), cfg(summariser=sumcfg))
         assert compaction_records(res) == []
         assert any(isinstance(e, CompactionFailed) for e in res.log)
         assert eng.state.view.start == 0 and eng.state.view.summary is None
@@ -660,18 +667,18 @@ def test_canonical_log_keeps_every_message():
 
 # -- the whole run -------------------------------------------------------------------------------------------
 def _with_revert_and_pending(pending: bool):
-    """chat(40) with a change at turn 21 reverted at turn 23 and, optionally, a connection request raised at
-    the end of turn 25 and answered at turn 31."""
+    """chat(40) with a change at turn 23 reverted at turn 25 and, optionally, a connection request raised at
+    the end of turn 28 and answered at turn 33."""
     msgs = list(chat(40).messages)
-    msgs[1 + 4 * 21] = conv(
-        user("turn 21: please continue. " + "u" * 580, change("ch21", "edit app.py"), id="u21")
-    ).messages[0]
     msgs[1 + 4 * 23] = conv(
-        user("turn 23: please continue. " + "u" * 580, revert("ch21", "undo app.py"), id="u23")
+        user("turn 23: please continue. " + "u" * 580, change("ch23", "edit app.py"), id="u23")
+    ).messages[0]
+    msgs[1 + 4 * 25] = conv(
+        user("turn 25: please continue. " + "u" * 580, revert("ch23", "undo app.py"), id="u25")
     ).messages[0]
     if pending:
-        msgs[4 + 4 * 25] = conv(asst("Step 25 done. " + "d" * 100, id="d25", pending=True)).messages[0]
-        msgs[1 + 4 * 31] = conv(user("turn 31: please continue. " + "u" * 580, id="u31", resolves=["d25"])).messages[0]
+        msgs[4 + 4 * 28] = conv(asst("Step 28 done. " + "d" * 100, id="d28", pending=True)).messages[0]
+        msgs[1 + 4 * 33] = conv(user("turn 33: please continue. " + "u" * 580, id="u33", resolves=["d28"])).messages[0]
     return conv(*msgs)
 
 
@@ -682,7 +689,9 @@ def test_tool_calls_reverts_and_pending_operations_remain_intact():
     A long run with tool calls, a change reverted two turns later, and a pending connection request. One
     automatic cut would fall between the change and its revert and is lowered to the change; one would fall
     inside the pending turn and stops at its start. No request breaks tool pairing, cuts a record, keeps a
-    revert without its change, or compacts the pending turn.
+    revert without its change, or compacts the pending turn. (Issue 11, item 2: Workshop checks only at the
+    start of a turn, so every cut here lands on a turn's start; the change, revert and pending request moved
+    to turns where those cuts fall.)
     """
     plain = run(CloudflareOS(), chat(40), cfg())
     control = run(CloudflareOS(), _with_revert_and_pending(False), cfg())
@@ -692,13 +701,15 @@ def test_tool_calls_reverts_and_pending_operations_remain_intact():
     for r in (control, res):
         assert r.summary["finish_reason"] == "completed"
         assert {v.invariant for v in r.violations} - CloudflareOS.known_deviations == set()
-        assert idx["u21"] in [x["start"] for x in r.compactions]  # lowered to keep the reverted change
-    # without the revert, the compaction of agent turn 50 cuts at 90, between the change (85) and the revert
-    assert {x["turn"]: x["start"] for x in plain.compactions}[50] == idx["u21"] + 5
-    assert {x["turn"]: x["start"] for x in control.compactions}[50] == idx["u21"]
-    # the compaction of agent turn 58 (chat turn 29) cuts at 106 without the pending request, at 101 with it
-    assert {x["turn"]: x["start"] for x in control.compactions}[58] == idx["u25"] + 5
-    assert {x["turn"]: x["start"] for x in res.compactions}[58] == idx["u25"]
+        assert idx["u23"] in [x["start"] for x in r.compactions]  # lowered to keep the reverted change
+    # without the revert, the compaction of agent turn 54 cuts at 98 (turn 24's first reply), between the change (93)
+    # and the revert (101)
+    assert {x["turn"]: x["start"] for x in plain.compactions}[54] == idx["u23"] + 5
+    assert {x["turn"]: x["start"] for x in control.compactions}[54] == idx["u23"]
+    # the compaction of agent turn 62 (chat turn 31) cuts at 114 (turn 28's first reply) without the pending
+    # request, at 113 (turn 28's start, where it was raised) with it
+    assert {x["turn"]: x["start"] for x in control.compactions}[62] == idx["u28"] + 1
+    assert {x["turn"]: x["start"] for x in res.compactions}[62] == idx["u28"]
 
 
 def test_threshold_leaves_headroom_so_long_chats_never_overflow():
@@ -724,12 +735,14 @@ def test_a_revert_of_a_compacted_change_rolls_back_to_a_checkpoint_that_shows_it
     The change is summarised by the first compaction; a later revert of it must not stay unresolved: the
     view returns to a checkpoint that still shows the change, and no revert-resolution violation is left.
     """
+    # One step per turn: Workshop checks at the start of a turn only (issue 11, item 2; this chat was one long
+    # tool loop before, where Workshop never compacts).
     drafts = [sys("You are a coding agent."), user("start", id="u0"), user("", change("ch1", "edit a.py"), id="chg")]
     for i in range(20):
-        drafts += [asst(f"step {i} " + "x" * 600, calls=[f"c{i}"]), tool(f"c{i}", "r" * 600)]
+        drafts += [asst(f"step {i} " + "x" * 600, calls=[f"c{i}"]), tool(f"c{i}", "r" * 600), asst("ok"), user("next")]
     drafts += [user("", revert("ch1", "undo the edit to a.py"), id="rev"), asst("reverted", id="after")]
     for i in range(20, 24):
-        drafts += [asst(f"step {i} " + "x" * 600, calls=[f"c{i}"]), tool(f"c{i}", "r" * 600)]
+        drafts += [user("next"), asst(f"step {i} " + "x" * 600, calls=[f"c{i}"]), tool(f"c{i}", "r" * 600)]
     drafts.append(asst("done", id="end"))
     c = conv(*drafts)
     res = run(
