@@ -15,7 +15,11 @@ from sim.replay.model import ModelConfig
 SMALL = ModelConfig(context_window=4_000, output_reserve=500)
 
 
-def agent_loop(turns: int, result_chars: int = 1_200, *, fact_needed_late: bool = True) -> Conversation:
+def agent_loop(
+    turns: int, result_chars: int = 1_200, *, fact_needed_late: bool = True, user_every: int | None = None
+) -> Conversation:
+    """A tool loop of ``turns`` reads; with ``user_every``, the user says "Continue." after every that many
+    results, so a policy that decides once per user turn (cloudflare-os) gets to decide."""
     msgs = [
         Message("s", "system", (Part("text", "You are a careful agent."),)),
         Message("u0", "user", (Part("text", "Fix the failing test. Never edit vendor/."),)),
@@ -30,6 +34,8 @@ def agent_loop(turns: int, result_chars: int = 1_200, *, fact_needed_late: bool 
         )
         body = f"file_{t}.py " + ("lorem ipsum dolor " * (result_chars // 18))
         msgs.append(Message(f"t{t}", "tool", (Part("tool_result", body, call_id=f"c{t}", name="read"),)))
+        if user_every and (t + 1) % user_every == 0 and t + 1 < turns:
+            msgs.append(Message(f"k{t}", "user", (Part("text", "Continue."),)))
     msgs.append(Message("u1", "user", (Part("text", "Which file did you read first?"),)))
     msgs.append(Message("end", "assistant", (Part("text", "file_0.py"),)))
     facts = (
@@ -58,7 +64,10 @@ def test_none_replays_every_reply_and_overflows_where_the_window_ends() -> None:
     ],
 )
 def test_compacting_policies_finish_and_the_log_folds_to_the_view(name: str, params: dict) -> None:
-    res = run(make_policy(name, params), agent_loop(30), RunConfig(model=SMALL, deep_checks=True))
+    # cloudflare-os decides once per user turn, as Workshop does (issue 11): a single 30-step tool loop outgrows
+    # the window before it is asked, so the user says "Continue." every 3 steps
+    conv = agent_loop(30, user_every=3 if name == "cloudflare-os" else None)
+    res = run(make_policy(name, params), conv, RunConfig(model=SMALL, deep_checks=True))
     assert res.summary["finish_reason"] == "completed", res.summary
     assert res.summary["compaction_count"] >= 1
     unexpected = [v for v in res.violations if v.invariant not in type(make_policy(name, params)).known_deviations]
@@ -67,7 +76,7 @@ def test_compacting_policies_finish_and_the_log_folds_to_the_view(name: str, par
     assert fold(res.log) == compactions[-1].view
     appended = [e for e in res.log if isinstance(e, MessageAppended)]
     assert [e.index for e in appended] == list(range(len(appended)))
-    assert {e.message.id for e in appended} >= {m.id for m in agent_loop(30).messages}  # nothing dropped from the log
+    assert {e.message.id for e in appended} >= {m.id for m in conv.messages}  # nothing dropped from the log
     assert all(c["tokens_after"] < c["tokens_before"] for c in res.compactions)
 
 
@@ -78,7 +87,7 @@ def test_retention_counts_a_fact_kept_only_in_the_summary() -> None:
     drop_all = SummariserConfig(
         keep_constraint=0.0, keep_recall=0.0, keep_decision=0.0, keep_artifact=0.0, keep_continuation=0.0
     )
-    conv = agent_loop(30)
+    conv = agent_loop(30, user_every=3)  # cloudflare-os decides at user turns
     kept = run(make_policy("cloudflare-os"), conv, RunConfig(model=SMALL, summariser=keep_all))
     lost = run(make_policy("cloudflare-os"), conv, RunConfig(model=SMALL, summariser=drop_all))
     assert kept.summary["retention_recall"] == 1.0
@@ -87,7 +96,7 @@ def test_retention_counts_a_fact_kept_only_in_the_summary() -> None:
 
 
 def test_summariser_calls_are_requests_and_are_charged() -> None:
-    res = run(make_policy("cloudflare-os"), agent_loop(30), RunConfig(model=SMALL))
+    res = run(make_policy("cloudflare-os"), agent_loop(30, user_every=3), RunConfig(model=SMALL))
     summ = [r for r in res.rows if r["request_kind"] == "summariser"]
     assert summ and all(r["cost_usd"] > 0 and r["output_tokens"] > 0 for r in summ)
     assert len([e for e in res.log if isinstance(e, RequestSent)]) == len(res.rows)
@@ -99,7 +108,7 @@ def test_failed_summary_leaves_the_view_unchanged() -> None:
 
     res = run(
         make_policy("cloudflare-os"),
-        agent_loop(30),
+        agent_loop(30, user_every=3),
         RunConfig(model=SMALL, summariser=SummariserConfig(failure_rate=1.0)),
     )
     assert res.summary["compaction_count"] == 0
@@ -121,7 +130,7 @@ def test_budget_fail_stops_at_once() -> None:
 
 
 def test_same_inputs_same_results() -> None:
-    conv = agent_loop(30)
+    conv = agent_loop(30, user_every=3)
     a = run(make_policy("cloudflare-os"), conv, RunConfig(model=SMALL, seed=7))
     b = run(make_policy("cloudflare-os"), conv, RunConfig(model=SMALL, seed=7))
     assert a.rows == b.rows and a.summary == b.summary
@@ -130,7 +139,7 @@ def test_same_inputs_same_results() -> None:
 
 def test_openai_wire_format_runs_too() -> None:
     cfg = RunConfig(model=ModelConfig(context_window=4_000, output_reserve=500, provider="openai"), deep_checks=True)
-    res = run(make_policy("cloudflare-os"), agent_loop(30), cfg)
+    res = run(make_policy("cloudflare-os"), agent_loop(30, user_every=3), cfg)
     assert res.summary["finish_reason"] == "completed"
     assert not [v for v in res.violations if v.invariant == "tool-pairing"]
 
@@ -157,7 +166,7 @@ def test_protected_from_without_a_user_message_starts_after_the_system_prompt(wi
 @pytest.mark.parametrize(
     ("scenario", "policy", "params"),
     [
-        ("research-agent", "cloudflare-os", {}),
+        ("coding-agent", "cloudflare-os", {}),  # research-agent overflows: cloudflare-os decides at user turns
         ("research-agent", "effect-agent", {"context_token_limit": "60000"}),
         ("coding-agent", "effect-agent", {"context_token_limit": "30000"}),
     ],
