@@ -144,7 +144,11 @@ def test_sweep_report_run_page_and_index(sweep_report: tuple[Path, Path]) -> Non
     for name in RUN_TABLES:
         _section(page, "div", f"table-{name}")
     runs = pd.concat(pd.read_parquet(p) for p in (results / "parts").glob("*/runs.parquet"))
-    chosen = runs.sort_values(["compaction_count", "run_key"], ascending=[False, True]).iloc[0]
+    # the most compactions, then most violations, then lowest retention, then smallest key (ties are common)
+    order = runs.assign(ret=runs["retention_recall"].astype("float64").fillna(1.0))
+    chosen = order.sort_values(
+        ["compaction_count", "violation_count", "ret", "run_key"], ascending=[False, False, True, True]
+    ).iloc[0]
     assert chosen["run_key"] in page, "the run page shows the run with the most compactions"
     assert _table_rows(page, "compactions") == chosen["compaction_count"]
     comps = pd.concat(pd.read_parquet(p) for p in (results / "parts").glob("*/compactions.parquet"))
