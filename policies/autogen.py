@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from policies.base import Plan, Policy, Trigger, register
 from policies.helpers import plan_shrinks
 from sim.core.errors import InvalidConfig
+from sim.core.invariants import ranges
 from sim.core.state import RunState
 from sim.core.view import Injected, View, spans_of
 
@@ -83,8 +84,8 @@ def kept_plan(state: RunState, kept: list[tuple[int, int]], injected: tuple[Inje
     may show again); the view's start never moves back."""
     n, view = len(state), state.view
     pf = state.protected_from
-    if pf is not None:
-        kept = [*kept, (pf, n)]
+    if pf is not None:  # what the view shows of a pending turn stays (nothing hidden is shown again for it)
+        kept = [*kept, *((max(a, pf), b) for a, b in ranges(view, n) if b > pf)]
     shown = spans_of(i for a, b in kept for i in range(a, min(b, n)))
     tail_from = n
     if shown and shown[-1][1] == n:
@@ -95,7 +96,24 @@ def kept_plan(state: RunState, kept: list[tuple[int, int]], injected: tuple[Inje
     if tail_from < start:
         spans.append((tail_from, start))
     plan = Plan(start=start, spans=tuple(spans), injected=injected, mode="drop")
-    return None if plan.view_from(view) == view else plan
+    base = context_base(state)
+    if injected == view.injected and merged(ranges(plan.view_from(view), n), base) == merged(ranges(view, n), base):
+        return None  # the view already shows exactly these messages
+    return plan
+
+
+def merged(rs: list[tuple[int, int]], base: int) -> list[tuple[int, int]]:
+    """Ranges from ``base`` on, adjacent ones joined."""
+    out: list[tuple[int, int]] = []
+    for a, b in rs:
+        a = max(a, base)
+        if a >= b:
+            continue
+        if out and out[-1][1] == a:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
 
 
 # -- BufferedChatCompletionContext -------------------------------------------------------------------------------
