@@ -29,6 +29,7 @@ from sim.replay.checker import CheckReport, check_policy, effective_params
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
+from tests.policies.test_autogen import token_limited_drops_live_turn
 from tests.policies.test_inspect_ai import trim_drops_live_turn
 
 WINDOW = 8_000
@@ -227,6 +228,7 @@ def _effect_agent_live_turn() -> Conversation:
 HAND_BUILT = {
     ("effect-agent", "live-turn"): _effect_agent_live_turn,
     ("inspect-trim", "live-turn"): trim_drops_live_turn,
+    ("autogen-token-limited", "live-turn"): token_limited_drops_live_turn,
 }
 
 
