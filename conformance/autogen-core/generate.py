@@ -113,7 +113,7 @@ async def run(case: dict[str, Any]) -> dict[str, Any]:
     for m in messages:
         await ctx.add_message(m)
     seen = await ctx.get_messages()
-    view = [ids[id(m)] if id(m) in ids else f"INJECTED {m.type}: {m.content}" for m in seen]
+    view = [ids.get(id(m), f"INJECTED {m.type}: {m.content}") for m in seen]
     return {"view": view, "tokens": tokens, "settings": settings}
 
 

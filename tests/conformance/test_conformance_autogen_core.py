@@ -47,9 +47,7 @@ def conversation(msgs: list[dict[str, Any]]) -> Conversation:
         elif m["role"] == "assistant":
             drafts.append(asst(m["text"], [call(c["id"], c["name"], c["args"]) for c in m["calls"]], id=m["id"]))
         else:
-            parts = tuple(
-                Part("tool_result", r["text"], call_id=r["call_id"], name=r["name"]) for r in m["results"]
-            )
+            parts = tuple(Part("tool_result", r["text"], call_id=r["call_id"], name=r["name"]) for r in m["results"])
             drafts.append(Draft("tool", parts, m["id"]))
     return conv(*drafts)
 

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from policies.autogen import (
     AutoGenBuffered,
-    AutoGenBufferedConfig,
     AutoGenHeadAndTail,
     AutoGenHeadAndTailConfig,
     AutoGenTokenLimited,
