@@ -11,7 +11,12 @@ from __future__ import annotations
 import pytest
 
 from policies.base import make_policy
-from policies.semantic_kernel import SemanticKernelTruncation, SemanticKernelTruncationConfig
+from policies.semantic_kernel import (
+    SemanticKernelSummarization,
+    SemanticKernelSummarizationConfig,
+    SemanticKernelTruncation,
+    SemanticKernelTruncationConfig,
+)
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
 from sim.core.view import Messages, View, layout
@@ -131,3 +136,48 @@ def test_truncation_keeps_a_pending_turn() -> None:
     c = chat(*turns(2), user("Deploy it.", id="dep"), asst("May I deploy?", id="ask", pending=True))
     c = conv(*c.messages, *turns(4, first=5))
     assert after(sk(4), c)[:3] == ["sys", "dep", "ask"]
+
+
+# -- ChatHistorySummarizationReducer ------------------------------------------------------------------------------
+def sks(target: int = 10, threshold: int = 0, **kw: bool) -> SemanticKernelSummarization:
+    cfg = SemanticKernelSummarizationConfig(target_count=target, threshold_count=threshold, **kw)
+    return SemanticKernelSummarization(cfg)
+
+
+def test_summarization_defaults() -> None:
+    cfg = SemanticKernelSummarization().config
+    assert (cfg.target_count, cfg.threshold_count, cfg.include_function_content_in_summary) == (10, 0, False)
+    with pytest.raises(InvalidConfig, match="target_count=0"):
+        make_policy("semantic-kernel-summarization", {"target_count": "0"})
+
+
+def test_summarization_summarises_before_the_safe_index() -> None:
+    """``chat_history_summarization_reducer.py``: 13 messages, target 6, threshold 2: the cut is the user message
+    u3 (as truncation's); what is before it is summarised into an assistant message after the system prompt."""
+    c = chat(*turns(6))
+    state = state_of(sks(), c)
+    plan = sks(6, 2).decide(state, "auto")
+    assert plan is not None and plan.summarize and plan.summary_role == "assistant"
+    assert c.messages[plan.start].id == "u3" and plan.summary_drop_tool_outputs
+    assert sks(6, 7).decide(state, "auto") is None  # 13 <= 6 + 7
+
+
+def test_summarization_counts_the_summary_and_folds_it_in() -> None:
+    """The summary is one of the history's messages; the next reduction summarises it again with the new span."""
+    res = Engine(sks(6), chat(*turns(10)), C4).run()
+    records = compaction_records(res)
+    assert len(records) >= 2
+    assert all(r.view.summary is not None and r.view.summary.role == "assistant" for r in records)
+    starts = [r.view.start for r in records]
+    assert starts == sorted(set(starts))
+
+
+def test_summarization_with_only_function_content_before_the_cut_does_nothing() -> None:
+    """``extract_range`` leaves out calls and results: a span of nothing else is no reduction, unless
+    ``include_function_content_in_summary``."""
+    c = chat(asst("look", [call("c0")], id="a0"), tool("c0", "r" * 2_000, id="t0"), asst("found it", id="r0"))
+    c = conv(*c.messages, *turns(2, first=1))  # sys a0 t0 r0 u1 r1 u2 r2: target 6 cuts at r0
+    state = state_of(sks(), c)
+    assert sks(6).decide(state, "auto") is None
+    plan = sks(6, include_function_content_in_summary=True).decide(state, "auto")
+    assert plan is not None and c.messages[plan.start].id == "r0" and not plan.summary_drop_tool_outputs
