@@ -6,8 +6,8 @@ message may carry ``calls`` (``[{"id", "name", "args"}]``: ``FunctionCallContent
 message ``call_id`` and ``name`` (one ``FunctionResultContent``). The history starts with the system message, as
 an SK ``ChatHistory`` holds it.
 
-Each case: ``name``, ``input`` (the messages) and ``settings`` (``target_count``, ``threshold_count``).
-``reduce()`` is called once on the whole history.
+Each case: ``name``, ``kind`` (``truncation`` or ``summarization``), ``input`` (the messages) and ``settings``
+(the reducer's parameters). ``reduce()`` is called once on the whole history.
 """
 
 from __future__ import annotations
@@ -45,12 +45,22 @@ def session(turns: int, steps: int = 0, *, system: bool = True, batch: int = 1) 
     for k in range(turns):
         msgs.append(user(f"Question {k}: what does module {k} do?" if k else TASK, f"u{k}"))
         msgs += tool_loop(10 * k, steps, batch=batch)
-        msgs.append(assistant(f"Answer {k}.", f"r{k}"))
+        msgs.append(assistant(f"Answer {k}: module {k} " + "reads the settings and checks every key. " * 4, f"r{k}"))
     return msgs
 
 
 def case(name: str, msgs: list[Msg], **settings: Any) -> dict[str, Any]:
-    return {"name": name, "input": msgs, "settings": settings}
+    return {"name": name, "kind": "truncation", "input": msgs, "settings": settings}
+
+
+def summ(name: str, msgs: list[Msg], **settings: Any) -> dict[str, Any]:
+    return {"name": name, "kind": "summarization", "input": msgs, "settings": settings}
+
+
+def with_summary(msgs: list[Msg]) -> list[Msg]:
+    """The history after an earlier reduction: the system message, then the summary it left (marked)."""
+    summary = {"id": "summary", "role": "assistant", "text": "Earlier: the user asked about modules 0-2.", "summary": True}
+    return [msgs[0], summary, *msgs[1:]]
 
 
 CASES: list[dict[str, Any]] = [
@@ -68,4 +78,18 @@ CASES: list[dict[str, Any]] = [
     case("trunc-target-1-keeps-the-system-message-only", session(3, 1), target_count=1),
     case("trunc-no-system-message", session(5, system=False), target_count=4),
     case("trunc-no-system-tools", session(4, 2, system=False), target_count=5),
+    # -- ChatHistorySummarizationReducer (an offline stand-in service writes the summary) ----------------------
+    summ("sum-at-target", session(5), target_count=11),
+    summ("sum-chat", session(6), target_count=4),
+    summ("sum-threshold-prefers-a-user-message", session(6), target_count=6, threshold_count=2),
+    summ("sum-threshold-not-reached", session(6), target_count=8, threshold_count=5),
+    summ("sum-tools-left-out", session(4, 2), target_count=7),
+    summ("sum-tools-included", session(4, 2), target_count=7, include_function_content_in_summary=True),
+    summ("sum-previous-summary-folded-in", with_summary(session(6)), target_count=5),
+    summ(
+        "sum-previous-summary-single-false",
+        with_summary(session(6)),
+        target_count=5,
+        use_single_summary=False,
+    ),
 ]
