@@ -59,7 +59,8 @@ def summ(name: str, msgs: list[Msg], **settings: Any) -> dict[str, Any]:
 
 def with_summary(msgs: list[Msg]) -> list[Msg]:
     """The history after an earlier reduction: the system message, then the summary it left (marked)."""
-    summary = {"id": "summary", "role": "assistant", "text": "Earlier: the user asked about modules 0-2.", "summary": True}
+    text = "Earlier: the user asked about modules 0-2."
+    summary = {"id": "summary", "role": "assistant", "text": text, "summary": True}
     return [msgs[0], summary, *msgs[1:]]
 
 

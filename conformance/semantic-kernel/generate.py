@@ -7,7 +7,9 @@ Runs in ``.venv-conformance/semantic-kernel`` (``requirements.txt``), never in t
 
 The truncation reducer needs no service. The summarization reducer needs a chat completion service: SK ships no
 fake one, so a minimal offline stand-in (``StandInService``, a ``ChatCompletionClientBase``) answers every request
-with the same summary and records what it was shown. No network. Writes ``tests/golden/conformance/semantic-kernel.json``.
+with the same summary and records what it was shown. No network.
+
+Writes ``tests/golden/conformance/semantic-kernel.json``.
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
 from semantic_kernel.contents import (
     ChatMessageContent,
     FunctionCallContent,
     FunctionResultContent,
     TextContent,
 )
-from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
 from semantic_kernel.contents.history_reducer.chat_history_summarization_reducer import (
     ChatHistorySummarizationReducer,
 )
