@@ -31,6 +31,7 @@ from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
 from tests.builders import state_of
+from tests.policies.test_autogen import token_limited_drops_live_turn
 from tests.policies.test_inspect_ai import trim_drops_live_turn
 
 WINDOW = 8_000
@@ -248,6 +249,7 @@ HAND_BUILT = {
     ("cloudflare-os", "live-turn"): _cloudflare_live_turn,
     ("effect-agent", "live-turn"): _effect_agent_live_turn,
     ("inspect-trim", "live-turn"): trim_drops_live_turn,
+    ("autogen-token-limited", "live-turn"): token_limited_drops_live_turn,
 }
 
 

@@ -1,0 +1,94 @@
+"""Run Semantic Kernel's own ``ChatHistoryTruncationReducer.reduce()`` on every case of ``cases.py`` and write the
+golden file.
+
+Runs in ``.venv-conformance/semantic-kernel`` (``requirements.txt``), never in the project's environment:
+
+    .venv-conformance/semantic-kernel/bin/python conformance/semantic-kernel/generate.py
+
+The truncation reducer needs no service. The summarization reducer needs a chat completion service: SK ships no
+fake one, so a minimal offline stand-in (``StandInService``, a ``ChatCompletionClientBase``) answers every request
+with the same summary and records what it was shown. No network.
+
+Writes ``tests/golden/conformance/semantic-kernel.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
+from semantic_kernel.contents import (
+    ChatMessageContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    TextContent,
+)
+from semantic_kernel.contents.history_reducer.chat_history_summarization_reducer import (
+    ChatHistorySummarizationReducer,
+)
+from semantic_kernel.contents.history_reducer.chat_history_truncation_reducer import ChatHistoryTruncationReducer
+from semantic_kernel.contents.utils.author_role import AuthorRole
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from cases import CASES  # noqa: E402
+
+GOLDEN = HERE.parents[1] / "tests" / "golden" / "conformance" / "semantic-kernel.json"
+FAKE_SUMMARY = "FAKE SUMMARY"
+ROLES = {"system": AuthorRole.SYSTEM, "user": AuthorRole.USER, "assistant": AuthorRole.ASSISTANT}
+
+
+class StandInService(ChatCompletionClientBase):
+    """Answers with ``FAKE_SUMMARY`` and keeps the histories it was asked about."""
+
+    seen: list[Any] = []
+
+    async def _inner_get_chat_message_contents(self, chat_history: Any, settings: Any) -> list[ChatMessageContent]:
+        self.seen.append(list(chat_history.messages))
+        return [ChatMessageContent(role=AuthorRole.ASSISTANT, content=FAKE_SUMMARY)]
+
+
+def to_sk(m: dict[str, Any]) -> ChatMessageContent:
+    if m.get("summary"):
+        return ChatMessageContent(role=ROLES[m["role"]], content=m["text"], metadata={"__summary__": True})
+    if m["role"] == "tool":
+        result = FunctionResultContent(id=m["call_id"], name=m["name"], result=m["text"])
+        return ChatMessageContent(role=AuthorRole.TOOL, items=[result])
+    items: list[Any] = [TextContent(text=m["text"])]
+    items += [FunctionCallContent(id=c["id"], name=c["name"], arguments=c["args"]) for c in m.get("calls", [])]
+    return ChatMessageContent(role=ROLES[m["role"]], items=items)
+
+
+async def run(case: dict[str, Any]) -> dict[str, Any]:
+    messages = [to_sk(m) for m in case["input"]]
+    ids = {id(sk): m["id"] for sk, m in zip(messages, case["input"], strict=True)}
+    if case["kind"] == "truncation":
+        reducer: Any = ChatHistoryTruncationReducer(**case["settings"])
+    else:
+        service = StandInService(ai_model_id="stand-in")
+        reducer = ChatHistorySummarizationReducer(service=service, **case["settings"])
+    reducer.messages = list(messages)
+    reduced = await reducer.reduce()
+    kept = [ids.get(id(m), f"SUMMARY {m.role.value}: {m.content}") for m in reducer.messages]
+    out: dict[str, Any] = {"reduced": reduced is not None, "kept": kept}
+    if case["kind"] == "summarization":
+        shown = service.seen[0][:-1] if service.seen else []  # the last is the instructions
+        out["summariser_input"] = [ids[id(m)] for m in shown]
+    return out
+
+
+def main() -> None:
+    out = [{**case, "expected": asyncio.run(run(case))} for case in CASES]
+    golden = {"package": "semantic-kernel", "version": version("semantic-kernel"), "cases": out}
+    GOLDEN.parent.mkdir(parents=True, exist_ok=True)
+    GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {len(out)} cases to {GOLDEN} (semantic-kernel {golden['version']})")
+
+
+if __name__ == "__main__":
+    main()
