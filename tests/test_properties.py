@@ -516,8 +516,9 @@ def test_no_compaction_loop_after_a_successful_compaction() -> None:
 
 def test_a_compaction_held_back_by_a_revert_then_caught_up_is_no_loop() -> None:
     """Found by the cloudflare-os check: revert protection holds the cut at the change (message 9), so
-    the first compaction leaves the view over the trigger; on the next turn the revert has left the
-    tail and the cut catches up, well under the trigger. Two compactions in a row, one loop-free run."""
+    the first compaction leaves the view over the trigger; the turn checks again (as Workshop reruns the turn
+    after an automatic compaction) and the cut catches up, well under the trigger. Two compactions in a row,
+    one loop-free run."""
 
     def call(c: str) -> Part:
         return Part("tool_call", call_id=c, name="read", args='{"p": "abcde"}')
@@ -565,7 +566,8 @@ def test_a_compaction_held_back_by_a_revert_then_caught_up_is_no_loop() -> None:
     config = RunConfig(model=small_model(WINDOW), deep_checks=True)  # cl100k, as the check that found it
     result_ = Engine(make_policy("cloudflare-os"), conv, config).run()
     starts = [(c["turn"], c["start"]) for c in result_.compactions]
-    assert len(starts) == 2 and starts[1][0] == starts[0][0] + 1 and starts[0][1] == 9, starts
+    # since issue 11 the catch-up comes in the same turn: Workshop checks again after an automatic compaction
+    assert len(starts) == 2 and starts[1][0] == starts[0][0] and starts[0][1] == 9 < starts[1][1], starts
     assert result_.compactions[0]["tokens_after"] >= 0.85 * small_model(WINDOW).input_budget * 0.95
     assert not [v for v in result_.violations if v.invariant == "compaction-loop"], result_.violations
 
