@@ -242,6 +242,16 @@ def _cloudflare_live_turn() -> Conversation:
     )
 
 
+def _revert_after_a_summary(steps: int = 40) -> Conversation:
+    """A change in the first step, ``steps`` tool steps, then its revert: the change is long summarised."""
+    msgs: list[Message] = [_s(), _u(1, "task"), _a(2, "edit", ("c0",), (_change("ch1"),)), _t(3, "c0", 40)]
+    for k in range(1, steps + 1):
+        msgs += [_a(2 + 2 * k, "step", (f"c{k}",)), _t(3 + 2 * k, f"c{k}", 40)]
+    i = 4 + 2 * steps
+    msgs += [_a(i, "undo", (f"c{steps + 1}",), (_revert("ch1"),)), _t(i + 1, f"c{steps + 1}", 40), _a(i + 2, "ok")]
+    return Conversation("revert-after-summary", tuple(msgs))
+
+
 # Hand-built fallbacks, for deviations the policy's 60 generated examples happen not to show.
 HAND_BUILT = {
     ("langchain-clear-tool-uses", "live-turn"): lambda: _clears_the_newest_batch(9000, 40),
@@ -250,6 +260,7 @@ HAND_BUILT = {
     ("effect-agent", "live-turn"): _effect_agent_live_turn,
     ("inspect-trim", "live-turn"): trim_drops_live_turn,
     ("autogen-token-limited", "live-turn"): token_limited_drops_live_turn,
+    ("jetbrains-summary", "revert-resolution"): _revert_after_a_summary,
 }
 
 
