@@ -552,5 +552,8 @@ class InspectTrim(_InspectPolicy[InspectTrimConfig]):
         start, j = len(state), len(kept)
         while j > 0 and kept[j - 1] == start - 1:
             j, start = j - 1, start - 1
+        # never below the current tail's start: kept messages before it stay pinned (the same view; a start moved
+        # back would read as un-compacting)
+        start = max(start, state.view.start)
         start = min(start, max(_ceiling(state), state.view.start))
-        return Plan(start=start, pinned=tuple(i for i in (*inputs, *kept[:j]) if i < start), mode="trim")
+        return Plan(start=start, pinned=tuple(i for i in (*inputs, *kept) if i < start), mode="trim")
