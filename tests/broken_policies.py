@@ -480,8 +480,7 @@ BROKEN: dict[type[Policy], str] = {
 # into an XPASS failure the day the bug is fixed, which is the moment to drop the entry here.
 # Empty today: every bug found so far is fixed and pinned by a plain regression test instead.
 OPEN_ISSUES: dict[str, dict[str, str]] = {
-    "cloudflare-os": {
-        "protected-span": "a revert rolls back to a checkpoint whose cleared results now lie inside an unresolved "
-        "pending turn (issue 11; repro: test_stateful.test_cloudflare_os_rollback_into_a_pending_turn_is_an_open_issue)"
-    },
+    # a revert rolls cloudflare-os back to a checkpoint whose cleared results lie inside an unresolved pending
+    # turn (issue 11); the value names its repro in tests/test_properties.py
+    "cloudflare-os": {"protected-span": "test_cloudflare_os_rollback_into_a_pending_turn_is_an_open_issue"},
 }
