@@ -25,6 +25,7 @@ import copy
 import hashlib
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NamedTuple
@@ -141,9 +142,7 @@ class Engine:
         self._pricers: dict[str, Pricer] = {}
         self.unpriced: set[str] = set()  # recorded models the price table does not know (priced as the default)
         # A reply the recording names no model for was served by the recording's (most frequent) model.
-        named = [m.meta.get("model") for m in conversation.messages if m.role == "assistant"]
-        counts = {n: named.count(n) for n in named if isinstance(n, str) and n}
-        self._recorded_model = max(sorted(counts), key=counts.__getitem__) if counts else None
+        self._recorded_model: str | None = memoised(self.tok.derived, conversation, "recorded-model", _recorded_model)
         self._model_name = config.model.name or DEFAULT_MODEL  # the model of the latest request
         self.pricer = self._pricer(self._model_name)
         # Usage-anchored accounting (sim.calibration.anchor): recorded messages at the provider's own counts,
@@ -1234,6 +1233,14 @@ def _usage_of(row: dict[str, Any]) -> tuple[int, int, int, int, int]:
         row["cache_write_5m_tokens"],
         row["cache_write_1h_tokens"],
     )
+
+
+def _recorded_model(conversation: Conversation) -> str | None:
+    """The model a recording names most often for its replies (ties: the first in name order); None if none."""
+    counts = Counter(
+        n for m in conversation.messages if m.role == "assistant" and isinstance(n := m.meta.get("model"), str) and n
+    )
+    return max(sorted(counts), key=counts.__getitem__) if counts else None
 
 
 def _new_memo(_: object) -> dict[Any, Any]:
