@@ -4,7 +4,9 @@ One module because the phases of a replay (append, automatic and manual compacti
 the request and its checks, the budget check) all read and write one run state, and split apart they would
 reach into each other's private fields; what is not that loop lives elsewhere (sizes in
 :mod:`sim.core.state`, the view's layout in :mod:`sim.core.view`, lockstep in :mod:`sim.replay.lockstep`, the
-config in :mod:`sim.core.config`).
+prompt cache's blocks in :mod:`sim.replay.caching`, anchored sizes in :mod:`sim.calibration.anchor`, the config in
+:mod:`sim.core.config`). What stays here of sizing is the per-message measure the ledger, the cache blocks and
+the anchors all read, memoised per worker; it is the next piece to move out if the module grows again.
 
 The engine is the imperative shell around pure pieces: the policy decides, :mod:`sim.core.view` says
 what the model sees, :mod:`sim.replay.model` renders and validates the request, :mod:`sim.replay.summariser`
