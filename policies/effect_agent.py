@@ -253,7 +253,10 @@ class EffectAgent(Policy[EffectAgentConfig]):
       the summary, in every mode) and retry once; a second rejection, or an overflow with no limit configured,
       ends the run with the seed's typed ``ContextOverflowError``: here the finish reason ``context-overflow``
       (a result, not an exception, so a sweep carries on).
-    * The run-status line is appended to every request (``runStatus: "appended"``, the default).
+    * The run-status line is appended to every request (``runStatus: "appended"``, the default), in
+      ``formatRunStatus``'s text (:meth:`sim.core.budgets.BudgetTracker.status_line`); its elapsed seconds are
+      the run's simulated clock when the request starts, over the ``max_duration`` budget, and a duration
+      breach fails the run as the seed's does.
 
     Deliberate differences, each shown by a test (``tests/policies/test_effect_agent.py``; the pending turn in
     ``tests/test_properties.py``):
@@ -269,8 +272,10 @@ class EffectAgent(Policy[EffectAgentConfig]):
       refused (the real keeps ``"(no summary produced)"``), as every policy here is held to the
       ``failed-summary-unchanged`` invariant.
     * The cut never passes an unresolved pending turn (an approval suspends a Run, so nothing compacts it).
+    * The status line reads ``unbounded`` for a turn, tool-call or duration limit the run leaves unset (the
+      harness's budgets are optional; the real requires ``maxTurns``, ``maxToolCalls`` and ``maxDuration``).
 
-    Not modelled: ``maxDuration`` (no clocks), the output contract (no output schema).
+    Not modelled: the output contract (no output schema).
     """
 
     Config = EffectAgentConfig

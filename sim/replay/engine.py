@@ -812,6 +812,7 @@ class Engine:
             else:  # stepped past the conversation: its times are a prefix of these
                 self._times = self._script_times(self.conv)
         self._now = self._times[k - 1] if k > 0 else 0.0
+        self.tracker.elapsed_seconds = self._now  # the status line's elapsed and the duration budget
 
     def _script_times(self, _: object) -> tuple[float, ...]:
         return message_times(self._script, self.config.seed, lambda m: self._sizes(m).tokens - MESSAGE_OVERHEAD)
@@ -952,7 +953,7 @@ class Engine:
         dim = self.tracker.exhausted()
         if dim is None:
             return
-        if self.config.budgets.on_exhaustion == "fail" or dim == "cost":
+        if self.config.budgets.on_exhaustion == "fail" or dim in ("cost", "duration"):
             raise _Finished("budget-failed", dim)
         if reply.calls:
             settled = Message(

@@ -258,22 +258,29 @@ def test_a_prune_that_frees_nothing_is_skipped() -> None:
 def test_run_status_line_has_the_real_format() -> None:
     """``formatRunStatus``: ``<run-status>turn T/MAX · tool-calls U/MAX · tokens C/BUDGET · last-context L ·
     elapsed Es/MAXs</run-status>``, an unset token budget reading ``unbounded``, and at 80% of a limit the
-    warning " · WARNING: approaching limits — converge and deliver your final result now." inside the tag. The
-    seed's example line, less the ``/300s`` of a duration limit this harness does not have."""
+    warning " · WARNING: approaching limits — converge and deliver your final result now." inside the tag, the
+    elapsed seconds floored (``Math.floor``) and counted among the limits. The seed's example line exactly.
+    Declared: an unset turn, tool-call or duration limit reads ``unbounded`` (the real requires them)."""
     from sim.core.budgets import Budgets, BudgetTracker
 
-    t = BudgetTracker(Budgets(max_turns=12, max_tool_calls=24, token_budget=200_000))
-    t.turns, t.tool_calls, t.tokens, t.last_context, t.elapsed_seconds = 2, 11, 84_210, 23_480, 74
+    warning = " · WARNING: approaching limits — converge and deliver your final result now.</run-status>"
+    t = BudgetTracker(Budgets(max_turns=12, max_tool_calls=24, token_budget=200_000, max_duration=300))
+    t.turns, t.tool_calls, t.tokens, t.last_context, t.elapsed_seconds = 2, 11, 84_210, 23_480, 74.9
     assert t.status_line() == (
-        "<run-status>turn 3/12 · tool-calls 11/24 · tokens 84210/200000 · last-context 23480 · elapsed 74s</run-status>"
+        "<run-status>turn 3/12 · tool-calls 11/24 · tokens 84210/200000 · last-context 23480 · elapsed 74s/300s"
+        "</run-status>"
     )
     t.tokens = 160_000  # 80% of the token budget
-    assert t.status_line().endswith(
-        " · WARNING: approaching limits — converge and deliver your final result now.</run-status>"
-    )
+    assert t.status_line().endswith(warning)
+    t.tokens, t.elapsed_seconds = 84_210, 239.9  # floored to 239: under 80% of 300
+    assert not t.status_line().endswith(warning)
+    t.elapsed_seconds = 240.0  # 240 * 5 >= 300 * 4
+    assert t.status_line().endswith(warning)
     assert BudgetTracker(Budgets()).status_line() == (
         "<run-status>turn 1/unbounded · tool-calls 0/unbounded · tokens 0/unbounded · last-context 0</run-status>"
     )
+    t = BudgetTracker(Budgets(), elapsed_seconds=5.5)
+    assert t.status_line().endswith("last-context 0 · elapsed 5s/unbounded</run-status>")
 
 
 def test_a_span_too_small_for_its_summary_is_not_summarised() -> None:

@@ -64,7 +64,7 @@ OFF = {"tokenizer": "chars4", "run_status": "off"}
 C4_OFF = RunConfig(**OFF)
 STATUS_RE = re.compile(
     r"^<run-status>turn (\d+)/12 · tool-calls (\d+)/24 · tokens (\d+)/200000 · "
-    r"last-context (\d+)(?: · WARNING: approaching limits — converge and deliver your final result now\.)?"
+    r"last-context (\d+) · elapsed (\d+)s/300s(?: · WARNING: approaching limits — converge and deliver your final result now\.)?"
     r"</run-status>$"
 )
 KEEP_ALL = SummariserConfig(
@@ -292,7 +292,7 @@ def test_an_oversized_diff_no_longer_costs_its_full_size_on_later_calls():
 
 
 # -- the run-status line -------------------------------------------------------------------------------------
-BUDGETS = Budgets(max_turns=12, max_tool_calls=24, token_budget=200_000)
+BUDGETS = Budgets(max_turns=12, max_tool_calls=24, token_budget=200_000, max_duration=300)
 
 
 def test_each_request_ends_with_one_derived_run_status_line():
@@ -300,8 +300,9 @@ def test_each_request_ends_with_one_derived_run_status_line():
     <run-status>turn 3/12 · tool-calls 11/24 · tokens 84210/200000 · last-context 23480 · elapsed
     74s/300s</run-status>"
 
-    Without clocks there is no ``elapsed``. Turn k's line says ``turn k/12``, the tool calls made so far, the
-    tokens charged so far, and the previous request's context.
+    Turn k's line says ``turn k/12``, the tool calls made so far, the tokens charged so far, the previous
+    request's context, and the whole seconds of the run's simulated clock when the request starts (the
+    ``time_seconds`` of its row), over the seed's ``maxDuration: "5 minutes"``.
     """
     c = grep_chat(5, calls_per_turn=2)
     res, captured, _ = run_capture(EffectAgent(), c, RunConfig(tokenizer="chars4", budgets=BUDGETS))
@@ -313,7 +314,8 @@ def test_each_request_ends_with_one_derived_run_status_line():
         assert sum("<run-status>" in text_of(m["content"]) for m in cap.rendered) == 1
         m = STATUS_RE.match(cap.status)
         assert m, cap.status
-        turn, calls, tokens, last_ctx = map(int, m.groups())
+        turn, calls, tokens, last_ctx, elapsed = map(int, m.groups())
+        assert elapsed == int(row["time_seconds"])
         assert turn == k + 1
         assert calls == 2 * k
         assert tokens == sum(r["context_tokens"] + r["output_tokens"] for r in res.rows[: res.rows.index(row)])
@@ -350,7 +352,7 @@ def test_wrap_up_warning_past_80_percent():
     assert len(captured) == 5
     assert all("WARNING" not in c.status for c in captured[:3])
     assert re.fullmatch(
-        r"<run-status>turn 4/5 · tool-calls 3/unbounded · tokens \d+/unbounded · last-context \d+"
+        r"<run-status>turn 4/5 · tool-calls 3/unbounded · tokens \d+/unbounded · last-context \d+ · elapsed \d+s/unbounded"
         r" · WARNING: approaching limits — converge and deliver your final result now\.</run-status>",
         captured[3].status,
     )
@@ -596,6 +598,23 @@ def test_cost_breach_always_fails():
     spent = ref.rows[0]["cost_usd"] + ref.rows[1]["cost_usd"]
     res = run(EffectAgent(), c, RunConfig(**OFF, budgets=Budgets(cost_budget=spent * 0.999)))
     assert (res.summary["finish_reason"], res.summary["exhausted"]) == ("budget-failed", "cost")
+    assert "grace" not in [r["request_kind"] for r in res.rows]
+    assert len(res.rows) == 2
+
+
+def test_duration_breach_always_fails():
+    """Seed: "Duration and cost breaches always fail typed because a grace call would extend the wall-clock
+    limit or increase the bill."
+
+    The run's simulated clock (each request's ``time_seconds``) against ``max_duration``: the first request that
+    starts at or past the limit is the last, the run fails with ``duration`` exhausted and takes no grace turn.
+    """
+    c = _interim_chat()
+    ref = run(EffectAgent(), c, C4_OFF)
+    start = ref.rows[1]["time_seconds"]
+    assert start > 0
+    res = run(EffectAgent(), c, RunConfig(**OFF, budgets=Budgets(max_duration=start)))
+    assert (res.summary["finish_reason"], res.summary["exhausted"]) == ("budget-failed", "duration")
     assert "grace" not in [r["request_kind"] for r in res.rows]
     assert len(res.rows) == 2
 
