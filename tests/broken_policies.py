@@ -479,8 +479,7 @@ BROKEN: dict[type[Policy], str] = {
 # (``check_policy(allow=...)``) so the rest of the search still runs, and the repro test turns
 # into an XPASS failure the day the bug is fixed, which is the moment to drop the entry here.
 # Empty today: every bug found so far is fixed and pinned by a plain regression test instead.
-OPEN_ISSUES: dict[str, dict[str, str]] = {
-    # a revert rolls cloudflare-os back to a checkpoint whose cleared results lie inside an unresolved pending
-    # turn (issue 11); the value names its repro in tests/test_properties.py
-    "cloudflare-os": {"protected-span": "test_cloudflare_os_rollback_into_a_pending_turn_is_an_open_issue"},
-}
+# Empty today: the last entry (cloudflare-os, protected-span) was the checker reading a rollback that lifts an
+# edit as a new edit (fixed in sim.core.invariants.check_compaction, regression test in tests/test_stateful.py).
+# An entry is ``policy: {invariant: the name of its repro test in tests/test_properties.py}``.
+OPEN_ISSUES: dict[str, dict[str, str]] = {}

@@ -80,3 +80,19 @@ def test_a_rewritten_system_prompt_is_caught_by_system_first() -> None:
     msgs[0] = dataclasses.replace(msgs[0], parts=(Part("text", "other"),))  # type: ignore[index]
     problem = eng.requests.system_problem(eng.state.view)
     assert problem is not None and "began with" in problem
+
+
+def test_protected_span_judges_what_a_compaction_newly_hides_not_what_it_brings_back() -> None:
+    """``protected-span`` flags a compaction that clears a result the view showed inside an unresolved pending
+    turn. A rollback to a checkpoint that had cleared that result brings it back (it was out of the view), so
+    the model sees more of the turn, not less: nothing is flagged. Before the fix, the checker read any edit
+    that differed as a new one (the cloudflare-os rollback repro in tests/test_stateful.py)."""
+    from sim.core.invariants import check_compaction
+
+    c = conv(sys("s"), user("task"), asst(calls=["c1"]), tool("c1", "r" * 400), asst("waiting", pending=True))
+    st = state_of(NoCompaction(), c)
+    assert st.protected_from == 1
+    clear = (Edit(Rule(kinds=frozenset({"tool_result"}), action="placeholder"), 4),)
+    assert check_compaction(st, View(start=4), View(start=0, edits=clear)) == []
+    found = check_compaction(st, View(start=0), View(start=0, edits=clear))
+    assert [name for name, _ in found] == ["protected-span"] and "message 3" in found[0][1]

@@ -715,10 +715,3 @@ def test_open_issues_name_existing_tests() -> None:
         assert name in NAMES
         for invariant, test in issues.items():
             assert test in here, f"{name}: {invariant} is tolerated for {test}, which does not exist"
-
-
-def test_cloudflare_os_rollback_into_a_pending_turn_is_an_open_issue() -> None:
-    """The repro behind ``OPEN_ISSUES["cloudflare-os"]``: the stateful sequence that found it (issue 11)."""
-    from tests.test_stateful import test_cloudflare_os_rollback_into_a_pending_turn_is_an_open_issue as repro
-
-    repro()

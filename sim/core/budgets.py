@@ -45,7 +45,8 @@ class Budgets:
     )
 
     def __post_init__(self) -> None:
-        for name in ("max_turns", "max_tool_calls", "token_budget", "cost_budget", "context_token_limit", "max_duration"):
+        limits = ("max_turns", "max_tool_calls", "token_budget", "cost_budget", "context_token_limit", "max_duration")
+        for name in limits:
             v = getattr(self, name)
             if v is not None and v <= 0:
                 raise InvalidConfig(f"budget {name}={v!r} must be positive (or unset for no limit)")

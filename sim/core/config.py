@@ -1,7 +1,8 @@
 """The run configuration and its one schema: ``csim run`` flags and a sweep spec's ``[run]`` keys alike.
 
 Every option is a field of :class:`RunConfig` or of the configs it holds (:class:`~sim.replay.model.ModelConfig`,
-:class:`~sim.core.budgets.Budgets`), declared with ``metadata={"flag": ..., "help": ...}``: the flag's name, its
+:class:`~sim.core.budgets.Budgets`, :class:`~sim.core.agent.AgentConfig`), declared with
+``metadata={"flag": ..., "help": ...}``: the flag's name, its
 help, its type, choices (a ``Literal``) and default all come from the field, so the command line, the spec
 format and the dataclasses cannot drift apart. Two options are tables rather than fields: ``summariser``
 (``-R NAME=VALUE``, the retention model's parameters) and ``calibration`` (a fit's file, matched to each
@@ -19,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import Field, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
+from sim.core.agent import AgentConfig
 from sim.core.budgets import Budgets
 from sim.core.errors import InvalidConfig, UnknownName
 from sim.replay.model import ModelConfig
@@ -36,6 +38,7 @@ class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     budgets: Budgets = field(default_factory=Budgets)
     summariser: SummariserConfig = field(default_factory=SummariserConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
     tokenizer: str = field(
         default="cl100k_base", metadata={"flag": "tokenizer", "help": "cl100k_base (exact, offline) or chars4"}
     )
@@ -113,6 +116,7 @@ _GROUPS: tuple[tuple[tuple[str, ...], type, str], ...] = (
     ((), RunConfig, "model and run"),
     (("model",), ModelConfig, "model and run"),
     (("budgets",), Budgets, "budgets (unset = unlimited)"),
+    (("agent",), AgentConfig, "closed-loop agent (sim.core.agent)"),
 )
 
 
@@ -238,7 +242,7 @@ def run_config(values: Mapping[str, Any], seed: int | None = None) -> RunConfig:
     from policies.base import make_config
     from sim.replay.runner import parse_kv
 
-    parts: dict[tuple[str, ...], dict[str, Any]] = {(): {}, ("model",): {}, ("budgets",): {}}
+    parts: dict[tuple[str, ...], dict[str, Any]] = {(): {}, ("model",): {}, ("budgets",): {}, ("agent",): {}}
     for o in run_options():
         if o.key in values and values[o.key] is not None:
             parts[o.path[:-1]][o.path[-1]] = values[o.key]
@@ -249,6 +253,7 @@ def run_config(values: Mapping[str, Any], seed: int | None = None) -> RunConfig:
     return RunConfig(
         model=ModelConfig(**parts[("model",)]),
         budgets=Budgets(**parts[("budgets",)]),
+        agent=AgentConfig(**parts[("agent",)]),
         summariser=make_config(SummariserConfig, kv, "the summariser (-R)"),
         **parts[()],
     )

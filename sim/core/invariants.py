@@ -190,10 +190,12 @@ def check_compaction(
 ) -> list[tuple[str, str]]:
     """Checks of one compaction (``before`` -> ``after``) against what was protected when it was made.
 
-    Only what this compaction newly compacts is judged: messages leaving the view and messages whose
-    parts it newly edits (``changed(i)``: whether the edit changes message ``i``; by default, whether it
-    is a tool message). A message compacted by an earlier compaction, before a later turn raised a
-    pending request, was not protected then and is not a breach now.
+    Only what this compaction newly compacts is judged: messages leaving the view and messages shown
+    before and after whose parts it newly edits (``changed(i)``: whether the edit changes message ``i``; by
+    default, whether it is a tool message). A message that comes back into the view edited (a rollback to
+    a checkpoint that cleared it) was not visible before, so the model sees more of it, not less. A
+    message compacted by an earlier compaction, before a later turn raised a pending request, was not
+    protected then and is not a breach now.
     """
     pf = state.protected_from
     if pf is None:
@@ -212,7 +214,12 @@ def check_compaction(
         )
     changed = changed or (lambda i: msgs[i].role == "tool")
     edited = next(
-        (i for a, b in edited_ranges(before, after, n) for i in range(max(a, pf), b) if after.shows(i) and changed(i)),
+        (
+            i
+            for a, b in edited_ranges(before, after, n)
+            for i in range(max(a, pf), b)
+            if before.shows(i) and after.shows(i) and changed(i)
+        ),
         None,
     )
     if edited is not None:

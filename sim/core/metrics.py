@@ -83,7 +83,17 @@ SUMMARY_COLUMNS = (
     "overflows",
     "facts_needed",
     "facts_visible",
+    "facts_unreached",
     "retention_recall",
+    "task_success",
+    "reacquisitions",
+    "repeated_work",
+    "errors",
+    "errors_repaired",
+    "errors_unrepaired",
+    "facts_unused",
+    "extra_requests",
+    "extra_cost_usd",
     "violation_count",
 )
 

@@ -61,6 +61,7 @@ from sim.core.view import Rule, Summary, View, edit_parts, fold, rule_for
 from sim.replay import model as wire
 from sim.replay.caching import RequestCache, message_times
 from sim.replay.model import DEFAULT_MODEL, MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD
+from sim.replay.reactive import Reactions, react
 from sim.replay.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
 from sim.replay.summariser import summarise
 
@@ -180,6 +181,9 @@ class Engine:
             self._text_tokens,
             config.calibration.coefficients if config.calibration is not None and self.anchors is None else None,
         )
+        # The closed-loop agent (sim.replay.reactive): what it did, and whether it acts at all.
+        self._reactive = config.agent.reactive
+        self.reactions = Reactions()
         self._times: tuple[float, ...] = ()  # when each script message is complete (sim.replay.caching)
         self._now = 0.0  # when the current request starts
         self._index: dict[str, int] = {}
@@ -379,6 +383,13 @@ class Engine:
             return False
         if src == 0 and self.has_system:
             return True
+        if self._carries(f, src, view):
+            return True
+        copies = self.reactions.copies.get(f.source)  # a reactive run's re-acquired or restated copies
+        return copies is not None and any(self._carries(f, self._index[c], view) for c in copies)
+
+    def _carries(self, f: Fact, src: int, view: View) -> bool:
+        """Whether ``view`` shows message ``src`` with a part that still holds ``f``'s text."""
         if not view.shows(src):
             return False
         rules = view.rules_at(src)
@@ -402,8 +413,12 @@ class Engine:
         msgs = self.ledger.messages
         n = len(msgs)
         touched = [*minus(ranges(before, n), ranges(after, n)), *edited_ranges(before, after, n)]
+        copy_of = self.reactions.copy_of
         candidates = {
-            f.id: f for a, b in touched for i in range(a, b) for f in self._facts_by_source.get(msgs[i].id, ())
+            f.id: f
+            for a, b in touched
+            for i in range(a, b)
+            for f in self._facts_by_source.get(copy_of.get(msgs[i].id, msgs[i].id), ())
         }
         for fid in (*(before.summary.facts if before.summary else ()), *(x for i in before.injected for x in i.facts)):
             if fid in self._facts_by_id:
@@ -513,13 +528,16 @@ class Engine:
         return True
 
     def _edit_changes(self, before: View, after: View) -> Callable[[int], bool]:
-        """Whether going from ``before`` to ``after`` changes a part of message ``i`` (for check_compaction)."""
+        """Whether going from ``before`` to ``after`` newly edits a part of message ``i`` (for check_compaction):
+        ``after`` shows a part otherwise than ``before`` did, and otherwise than the message holds it. Lifting an
+        edit (a rollback to a checkpoint that did not hide or clear the part) compacts nothing."""
         msgs, trunc = self.ledger.messages, self.tok.truncate
 
         def changed(i: int) -> bool:
             a = edit_parts(msgs[i], before.rules_at(i), trunc)
             b = edit_parts(msgs[i], after.rules_at(i), trunc)
-            return any(x is not y for x, y in zip(a, b, strict=True))
+            raw = msgs[i].parts
+            return any(x is not y and y is not r for x, y, r in zip(a, b, raw, strict=True))
 
         return changed
 
@@ -794,6 +812,18 @@ class Engine:
         if plan is not None and plan.restore is None:
             self._compact(plan, "auto")
 
+    def _side_request(self, k: int, reply: Message) -> None:
+        """A request the reactive agent adds before script message ``k`` (sim.replay.reactive), taken like a
+        scripted one: the policy's automatic compaction, the request, the budget check, and the compaction
+        after the response for a policy asked then. Reactive runs replay alone (no lockstep)."""
+        self._auto_compact(k, False)
+        self._agent_request(reply, synthetic=True)
+        self._exhaustion(reply, [])
+        if "response" in self.policy.when:
+            plan = self._decide(k, RESPONSE)
+            if plan is not None:
+                self._compact(plan, "auto")
+
     def _decide(self, k: int, phase: int) -> Plan | None:
         """The policy's plan at ``phase`` of message ``k``; in lockstep, the one the members that stay agree on."""
         if self._members is not None:
@@ -817,8 +847,9 @@ class Engine:
     def _script_times(self, _: object) -> tuple[float, ...]:
         return message_times(self._script, self.config.seed, lambda m: self._sizes(m).tokens - MESSAGE_OVERHEAD)
 
-    def _agent_request(self, reply: Message, grace: bool = False) -> None:
-        """Send the request that ``reply`` answers (compacting and retrying on overflow as the policy says)."""
+    def _agent_request(self, reply: Message, grace: bool = False, synthetic: bool = False) -> None:
+        """Send the request that ``reply`` answers (compacting and retrying on overflow as the policy says);
+        ``reply`` is logged as synthetic for a grace turn or when ``synthetic`` (the reactive agent's)."""
         st = self.state
         self._use_model(reply)
         attempts = 1 + max(0, self.policy.retry_on_overflow)
@@ -894,7 +925,7 @@ class Engine:
         st.view_at_last_request = view
         st.chars_at_last_request = self.ledger.chars_prefix[-1]
         st.turn += 1
-        self._append(reply, synthetic=grace)
+        self._append(reply, synthetic=grace or synthetic)
         for dim, used, limit in self.tracker.new_warnings():
             self.log.append(BudgetWarned(st.turn, dim, used, limit))
 
@@ -1039,6 +1070,8 @@ class Engine:
                 if phase == SEND:
                     self._sync(k, SEND)
                     self._start_request(k)
+                    if self._reactive:
+                        react(self, k, m, self.config.agent)
                     self._agent_request(m)
                     phase = BUDGET
                 if phase == MANUAL:
@@ -1105,7 +1138,22 @@ class Engine:
         e._lost_on_entry = set(self._lost_on_entry)
         e._due, e.retained = list(self._due), dict(self.retained)
         e.retention_by_kind = {k: list(v) for k, v in self.retention_by_kind.items()}
+        e.reactions = self.reactions.copy()
         return e
+
+    def _unreached_needs(self) -> dict[str, int]:
+        """Per fact kind, the needs of the script the run never judged because it stopped first (an overflow, an
+        exhausted budget): a need counts where a complete replay judges it, at a message with a reply at or after
+        it. A stopped run did not do the rest of its task, so retention counts these as lost."""
+        script = self._script
+        last_reply = max((i for i, m in enumerate(script) if m.role == "assistant"), default=-1)
+        out: dict[str, int] = {}
+        for m in script[: last_reply + 1]:
+            for f in self._facts_by_need.get(m.id, ()):
+                out[f.kind] = out.get(f.kind, 0) + 1
+        for kind, (needed, _) in self.retention_by_kind.items():
+            out[kind] = out.get(kind, 0) - needed
+        return {k: v for k, v in sorted(out.items()) if v > 0}
 
     def _compaction_costs(self, compactions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Each compaction row with what it cost and when it paid that back.
@@ -1163,6 +1211,13 @@ class Engine:
                 parts = [a + b for a, b in zip(parts, split, strict=True)]
         compactions = self._compaction_costs(compactions)
         agent = [r for r in rows if r["request_kind"] != "summariser" and not r["error"]]
+        unreached = self._unreached_needs() if reason != "completed" else {}
+        needed = self.retained["needed"] + sum(unreached.values())
+        by_kind = {k: [v[0], v[1]] for k, v in self.retention_by_kind.items()}
+        for kind, n in unreached.items():
+            by_kind.setdefault(kind, [0, 0])[0] += n
+        unrepaired = self.reactions.errors_unrepaired
+        success = reason == "completed" and unrepaired < self.config.agent.max_unrepaired_errors
         billed_input = sum(r["context_tokens"] for r in rows if r["billed"])
         summary = {
             "run_id": self.run_id,
@@ -1190,13 +1245,16 @@ class Engine:
             "compactions": compactions,
             "compaction_count": len(compactions),
             "overflows": self.overflows,
-            "facts_needed": self.retained["needed"],
+            "facts_needed": needed,
             "facts_visible": self.retained["visible"],
-            "retention_recall": self.retained["visible"] / self.retained["needed"] if self.retained["needed"] else None,
+            "facts_unreached": sum(unreached.values()),
+            "retention_recall": self.retained["visible"] / needed if needed else None,
             "retention_by_kind": {
                 k: {"needed": v[0], "visible": v[1], "recall": v[1] / v[0] if v[0] else None}
-                for k, v in sorted(self.retention_by_kind.items())
+                for k, v in sorted(by_kind.items())
             },
+            "task_success": success,
+            **self.reactions.summary(),
             "finish_reason": reason,
             "exhausted": exhausted,
             "violation_count": len(self.violations),

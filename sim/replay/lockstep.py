@@ -122,7 +122,8 @@ def run_many(
     config = config or RunConfig()
     groups: dict[tuple[object, ...], list[int]] = {}
     for i, p in enumerate(policies):
-        groups.setdefault(_replay_key(p, config), []).append(i)
+        # A reactive agent's trajectory depends on what its view lost, so its runs never share a replay.
+        groups.setdefault((i,) if config.agent.reactive else _replay_key(p, config), []).append(i)
     out: dict[int, RunResult] = {}
     for idx in groups.values():
         members = [policies[i] for i in idx]

@@ -14,8 +14,11 @@ the raw intervals.
 The Pareto frontier is over mean cost (lower is better) and mean retention recall (higher is better): a
 configuration is on it when no other configuration is at least as good on both and better on one.
 Configurations without a retention figure (no fact was ever needed) are not placed. ``completed`` is the
-share of runs that reached the end of the conversation: a run cut short by an overflow is cheap and its
-retention covers only the requests it made, so read cost and retention next to it.
+share of runs that reached the end of the conversation. A run cut short (an overflow, an exhausted budget)
+did not do the rest of its task: its retention counts every need it never reached as lost, so a cheap run
+that stopped early does not sit on the frontier with a perfect score. ``success`` is the share of runs that
+did their task (completed, and with ``--agent reactive`` fewer unrepaired errors than the limit);
+``trajectory`` the agent requests a run made (a reactive agent's extra ones included).
 """
 
 from __future__ import annotations
@@ -42,6 +45,12 @@ METRICS: dict[str, str] = {
     "cache_hit_share": "cache_hit",
     "peak_context_tokens": "peak_context",
     "retention_recall": "retention",
+    "task_success": "success",
+    "agent_requests": "trajectory",
+    "reacquisitions": "reacquisitions",
+    "repeated_work": "repeated_work",
+    "errors_unrepaired": "errors_unrepaired",
+    "extra_cost_usd": "extra_cost",
     "compaction_count": "compactions",
     "overflows": "overflows",
     "violation_count": "violations",

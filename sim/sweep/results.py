@@ -75,7 +75,17 @@ _SUMMARY_DTYPES: dict[str, str] = {
     "overflows": "int64",
     "facts_needed": "int64",
     "facts_visible": "int64",
+    "facts_unreached": "int64",
     "retention_recall": "float64",
+    "task_success": "bool",
+    "reacquisitions": "int64",
+    "repeated_work": "int64",
+    "errors": "int64",
+    "errors_repaired": "int64",
+    "errors_unrepaired": "int64",
+    "facts_unused": "int64",
+    "extra_requests": "int64",
+    "extra_cost_usd": "float64",
     "violation_count": "int64",
 }
 #: One row per run: identity, then the sim.core.metrics summary columns not already named.

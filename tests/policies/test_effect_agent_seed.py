@@ -64,7 +64,8 @@ OFF = {"tokenizer": "chars4", "run_status": "off"}
 C4_OFF = RunConfig(**OFF)
 STATUS_RE = re.compile(
     r"^<run-status>turn (\d+)/12 · tool-calls (\d+)/24 · tokens (\d+)/200000 · "
-    r"last-context (\d+) · elapsed (\d+)s/300s(?: · WARNING: approaching limits — converge and deliver your final result now\.)?"
+    r"last-context (\d+) · elapsed (\d+)s/300s"
+    r"(?: · WARNING: approaching limits — converge and deliver your final result now\.)?"
     r"</run-status>$"
 )
 KEEP_ALL = SummariserConfig(
@@ -352,7 +353,8 @@ def test_wrap_up_warning_past_80_percent():
     assert len(captured) == 5
     assert all("WARNING" not in c.status for c in captured[:3])
     assert re.fullmatch(
-        r"<run-status>turn 4/5 · tool-calls 3/unbounded · tokens \d+/unbounded · last-context \d+ · elapsed \d+s/unbounded"
+        r"<run-status>turn 4/5 · tool-calls 3/unbounded · tokens \d+/unbounded · last-context \d+"
+        r" · elapsed \d+s/unbounded"
         r" · WARNING: approaching limits — converge and deliver your final result now\.</run-status>",
         captured[3].status,
     )

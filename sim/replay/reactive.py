@@ -1,0 +1,230 @@
+"""The closed-loop agent: what a reactive run does before a scripted request whose facts the view lost.
+
+:mod:`sim.core.agent` says what the options mean and where the rules come from; this module carries them
+out on an engine, through three of its operations only (append a message, send an extra request, and ask
+whether a fact is visible), so the engine's own bookkeeping (tokens, cost, cache, budgets, the policy's
+compactions before every request) covers the extra work as it covers the script.
+
+Every message added here is synthetic and has an id derived from the scripted reply it precedes
+(``<reply id>~re1``), unique in the log. A message that carries a fact again (a re-acquired tool result, a
+redone decision, a restated constraint) is recorded as a *copy* of the fact's source, so the fact counts as
+visible wherever a copy is shown, and a later compaction that drops the copy loses the fact again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from sim.core.agent import AgentConfig
+from sim.core.conversation import Fact, Message, Part
+
+if TYPE_CHECKING:
+    from sim.replay.engine import Engine
+
+#: How far back from a fact's source the exchange that led to it is looked for (messages, within its turn).
+REDO_LOOKBACK = 12
+
+
+def draw(seed: int, *key: object) -> float:
+    """A uniform number in [0, 1) that depends only on the run's seed and ``key``: the same in every process,
+    executor and lockstep group, and independent of how many draws came before."""
+    text = "|".join(map(str, (seed, *key)))
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") / 2**64
+
+
+@dataclass
+class Reactions:
+    """What the reactive agent did in one run: the counts a run's summary reports."""
+
+    reacquisitions: int = 0
+    repeated_work: int = 0
+    errors: int = 0
+    errors_repaired: int = 0
+    errors_unrepaired: int = 0
+    facts_unused: int = 0
+    extra_requests: int = 0
+    extra_cost_usd: float = 0.0
+    #: Fact source message id -> ids of the messages that carry it again, oldest first; and back.
+    copies: dict[str, list[str]] = field(default_factory=dict)
+    copy_of: dict[str, str] = field(default_factory=dict)
+    serial: int = 0
+
+    def add_copy(self, source: str, copy_id: str) -> None:
+        self.copies.setdefault(source, []).append(copy_id)
+        self.copy_of[copy_id] = source
+
+    def copy(self) -> Reactions:
+        return replace(self, copies={k: list(v) for k, v in self.copies.items()}, copy_of=dict(self.copy_of))
+
+    def summary(self) -> dict[str, float | int]:
+        return {
+            "reacquisitions": self.reacquisitions,
+            "repeated_work": self.repeated_work,
+            "errors": self.errors,
+            "errors_repaired": self.errors_repaired,
+            "errors_unrepaired": self.errors_unrepaired,
+            "facts_unused": self.facts_unused,
+            "extra_requests": self.extra_requests,
+            "extra_cost_usd": round(self.extra_cost_usd, 10),
+        }
+
+
+def react(engine: Engine, k: int, reply: Message, cfg: AgentConfig) -> None:
+    """Act on the facts the request answered by ``reply`` (script message ``k``) needs, before it is sent.
+
+    The facts due are set aside while the extra requests go out (they are judged at the scripted request,
+    after the agent has acted), then handed back."""
+    due, engine._due = engine._due, []
+    try:
+        seen: set[str] = set()
+        for f in due:
+            if f.id in seen:
+                continue
+            seen.add(f.id)
+            if _usable(engine, f, k, cfg):
+                continue
+            _act_on_loss(engine, f, k, reply, cfg)
+    finally:
+        engine._due = due + engine._due
+
+
+def _usable(engine: Engine, f: Fact, k: int, cfg: AgentConfig) -> bool:
+    """Whether the agent can use ``f`` now: visible, and (with context rot) drawn as used."""
+    st = engine.state
+    if not engine.fact_visible(f, st.view):
+        return False
+    if not (cfg.rot_length or cfg.rot_middle):
+        return True
+    length = min(1.0, st.estimated_context_tokens() / max(1, st.model.input_budget))
+    p_use = 1.0 - cfg.rot_length * length - cfg.rot_middle * _middle(engine, f)
+    if draw(engine.config.seed, "use", f.id, k) < p_use:
+        return True
+    engine.reactions.facts_unused += 1
+    return False
+
+
+def _middle(engine: Engine, f: Fact) -> float:
+    """1 for a fact whose newest shown carrier sits in the middle of the view's messages, 0 at either end (a
+    fact only a summary or an injected message carries sits at the start)."""
+    st = engine.state
+    view, n = st.view, len(st)
+    shown = [i for i in _carriers(engine, f) if view.shows(i)]
+    if not shown or n <= 1:
+        return 0.0
+    lo = view.start if view.start < n else 0
+    pos = (max(shown) - lo) / max(1, n - 1 - lo)
+    return max(0.0, 1.0 - abs(2.0 * min(1.0, max(0.0, pos)) - 1.0))
+
+
+def _carriers(engine: Engine, f: Fact) -> list[int]:
+    index = engine._index
+    ids = [f.source, *engine.reactions.copies.get(f.source, ())]
+    return [index[i] for i in ids if i in index]
+
+
+def _act_on_loss(engine: Engine, f: Fact, k: int, reply: Message, cfg: AgentConfig) -> None:
+    src = engine._index.get(f.source)
+    if src is None:  # established by a message the run never reached: nothing to act on
+        return
+    source = engine.ledger.messages[src]
+    part = next((p for p in source.parts if p.kind == "tool_result" and f.text and f.text in p.text), None)
+    if source.role == "tool" and part is not None and f.id not in engine._lost_on_entry:
+        _reacquire(engine, f, src, part, k, reply)
+        return
+    r = engine.reactions
+    if draw(engine.config.seed, "wrong", f.id, k) < cfg.wrong_recall:
+        r.errors += 1
+        if draw(engine.config.seed, "repair", f.id, k) < cfg.repair_rate:
+            r.errors_repaired += 1
+            for _ in range(cfg.repair_steps):
+                _redo(engine, f, src, k, reply)
+        else:
+            r.errors_unrepaired += 1
+        return
+    r.repeated_work += 1
+    _redo(engine, f, src, k, reply)
+
+
+def _next_id(engine: Engine, reply: Message) -> str:
+    engine.reactions.serial += 1
+    return f"{reply.id}~re{engine.reactions.serial}"
+
+
+def _extra_request(engine: Engine, k: int, answer: Message) -> None:
+    before = engine.tracker.cost
+    engine.reactions.extra_requests += 1
+    try:
+        engine._side_request(k, answer)
+    finally:
+        engine.reactions.extra_cost_usd += engine.tracker.cost - before
+
+
+def _call_of(engine: Engine, src: int, call_id: str | None) -> Part | None:
+    msgs = engine.ledger.messages
+    for i in range(src - 1, max(-1, src - 1 - REDO_LOOKBACK), -1):
+        for p in msgs[i].parts:
+            if p.kind == "tool_call" and p.call_id == call_id:
+                return p
+    return None
+
+
+def _reacquire(engine: Engine, f: Fact, src: int, part: Part, k: int, reply: Message) -> None:
+    """Call the tool again: one extra request answered by the call, then a result of the original's size."""
+    engine.reactions.reacquisitions += 1
+    call = _call_of(engine, src, part.call_id)
+    mid = _next_id(engine, reply)
+    call_id = f"{mid}-call"
+    name = part.name or (call.name if call is not None else None) or "read"
+    args = call.args if call is not None else "{}"
+    _extra_request(engine, k, Message(mid, "assistant", (Part("tool_call", call_id=call_id, name=name, args=args),)))
+    result = Message(f"{mid}-result", "tool", (replace(part, call_id=call_id),))
+    engine._append(result, synthetic=True)
+    engine.reactions.add_copy(f.source, result.id)
+
+
+def _exchange_before(engine: Engine, src: int) -> tuple[Message, list[Part]] | None:
+    """The tool exchange that led to message ``src``: the nearest earlier reply with tool calls in the same
+    turn, and the results that answered it."""
+    msgs = engine.ledger.messages
+    for i in range(src - 1, max(-1, src - 1 - REDO_LOOKBACK), -1):
+        m = msgs[i]
+        if m.role == "user":
+            return None
+        if m.role == "assistant" and m.calls:
+            ids = {p.call_id for p in m.calls}
+            results = [
+                p for j in range(i + 1, src) for p in msgs[j].parts if p.kind == "tool_result" and p.call_id in ids
+            ]
+            return (m, results) if results else None
+    return None
+
+
+def _redo(engine: Engine, f: Fact, src: int, k: int, reply: Message) -> None:
+    """Redo the work that established ``f``: the exchange that led to it again (its calls and results, each of
+    the original's size), then the fact itself again: a reply restating it (a decision, a plan) or, for a
+    user's message, the user restating it. The restatement carries the fact from here on."""
+    source = engine.ledger.messages[src]
+    exchange = _exchange_before(engine, src)
+    if exchange is not None:
+        asked, results = exchange
+        mid = _next_id(engine, reply)
+        renamed = {p.call_id: f"{mid}-{n}" for n, p in enumerate(asked.calls)}
+        calls = tuple(replace(p, call_id=renamed[p.call_id]) for p in asked.calls)
+        _extra_request(engine, k, Message(mid, "assistant", calls))
+        answers = tuple(replace(p, call_id=renamed[p.call_id]) for p in results)
+        engine._append(Message(f"{mid}-results", "tool", answers), synthetic=True)
+    parts = tuple(p for p in source.parts if p.kind not in ("tool_call", "tool_result", "change", "revert", "command"))
+    if not parts:
+        return
+    mid = _next_id(engine, reply)
+    again = Message(mid, source.role if source.role in ("user", "assistant") else "assistant", parts)
+    if again.role == "assistant":
+        _extra_request(engine, k, again)
+    else:
+        engine._append(again, synthetic=True)
+    engine.reactions.add_copy(f.source, mid)
+
+
+__all__ = ["REDO_LOOKBACK", "Reactions", "draw", "react"]
