@@ -13,8 +13,10 @@ tiny masking window turns 78 turns into 178). At each scripted request that need
   an error, repaired with probability ``repair_rate`` by redoing the work that established it (extra
   requests), else left standing; otherwise its loss repeats work: the agent redoes the exchange that led to
   it (the failed approach tried again);
-* the task fails once ``max_unrepaired_errors`` errors stand unrepaired, and a run that stopped (an
-  overflow, an exhausted budget) did not do its task either.
+* a task (the user request the step serves) fails once ``max_unrepaired_errors`` errors stand unrepaired
+  in it: its result is wrong. A run that stopped (an overflow, an exhausted budget) did not do the task in
+  progress nor any later one. ``task_success`` is the share of the script's tasks done (a recorded or
+  generated SWE-style session has one task, a support dialogue one per customer message).
 
 Context use can degrade with length and position (``rot_length``, ``rot_middle``; both 0 by default): a
 visible fact is used with probability ``1 - rot_length * L - rot_middle * M``, where ``L`` is the prompt's
@@ -64,8 +66,11 @@ class AgentConfig:
         default=2, metadata={"flag": "repair-steps", "help": "reactive: times the work is redone to repair an error"}
     )
     max_unrepaired_errors: int = field(
-        default=2,
-        metadata={"flag": "max-unrepaired-errors", "help": "reactive: unrepaired errors at which the task fails"},
+        default=1,
+        metadata={
+            "flag": "max-unrepaired-errors",
+            "help": "reactive: unrepaired errors at which a task (a user request) fails",
+        },
     )
     rot_length: float = field(
         default=0.0,

@@ -61,7 +61,7 @@ from sim.core.view import Rule, Summary, View, edit_parts, fold, rule_for
 from sim.replay import model as wire
 from sim.replay.caching import RequestCache, message_times
 from sim.replay.model import DEFAULT_MODEL, MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD
-from sim.replay.reactive import Reactions, react
+from sim.replay.reactive import Reactions, react, task_success
 from sim.replay.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
 from sim.replay.summariser import summarise
 
@@ -184,6 +184,7 @@ class Engine:
         # The closed-loop agent (sim.replay.reactive): what it did, and whether it acts at all.
         self._reactive = config.agent.reactive
         self.reactions = Reactions()
+        self._at = 0
         self._times: tuple[float, ...] = ()  # when each script message is complete (sim.replay.caching)
         self._now = 0.0  # when the current request starts
         self._index: dict[str, int] = {}
@@ -1057,6 +1058,7 @@ class Engine:
         after_response = any("response" in p.when for p in (self._members or (self.policy,)))
         try:
             for k in range(k0, len(msgs) if k1 is None else k1):
+                self._at = k  # where a run that stops stopped (task success counts the tasks from there on)
                 m = msgs[k]
                 phase = phase0 if k == k0 else MESSAGE
                 if phase == MESSAGE and m.role != "assistant":
@@ -1216,8 +1218,8 @@ class Engine:
         by_kind = {k: [v[0], v[1]] for k, v in self.retention_by_kind.items()}
         for kind, n in unreached.items():
             by_kind.setdefault(kind, [0, 0])[0] += n
-        unrepaired = self.reactions.errors_unrepaired
-        success = reason == "completed" and unrepaired < self.config.agent.max_unrepaired_errors
+        stopped_at = None if reason == "completed" else self._at
+        success = task_success(self._script, self.reactions, self.config.agent, stopped_at)
         billed_input = sum(r["context_tokens"] for r in rows if r["billed"])
         summary = {
             "run_id": self.run_id,

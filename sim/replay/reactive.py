@@ -49,6 +49,8 @@ class Reactions:
     #: Fact source message id -> ids of the messages that carry it again, oldest first; and back.
     copies: dict[str, list[str]] = field(default_factory=dict)
     copy_of: dict[str, str] = field(default_factory=dict)
+    #: Task (sim.replay.reactive.task_of) -> errors left unrepaired in it.
+    unrepaired_by_task: dict[int, int] = field(default_factory=dict)
     serial: int = 0
 
     def add_copy(self, source: str, copy_id: str) -> None:
@@ -56,7 +58,12 @@ class Reactions:
         self.copy_of[copy_id] = source
 
     def copy(self) -> Reactions:
-        return replace(self, copies={k: list(v) for k, v in self.copies.items()}, copy_of=dict(self.copy_of))
+        return replace(
+            self,
+            copies={k: list(v) for k, v in self.copies.items()},
+            copy_of=dict(self.copy_of),
+            unrepaired_by_task=dict(self.unrepaired_by_task),
+        )
 
     def summary(self) -> dict[str, float | int]:
         return {
@@ -88,6 +95,28 @@ def react(engine: Engine, k: int, reply: Message, cfg: AgentConfig) -> None:
             _act_on_loss(engine, f, k, reply, cfg)
     finally:
         engine._due = due + engine._due
+
+
+def is_task(m: Message) -> bool:
+    """A user's request: a user message with words of its own (not a command, not only tool results)."""
+    return m.role == "user" and m.command is None and any(p.kind == "text" for p in m.parts)
+
+
+def task_of(script: list[Message], k: int) -> int:
+    """The task script message ``k`` serves: how many user requests came before it, less one (0 before any).
+    O(k); asked once per unrepaired error and once when a run stops."""
+    return max(0, sum(1 for m in script[:k] if is_task(m)) - 1)
+
+
+def task_success(script: list[Message], reactions: Reactions, cfg: AgentConfig, stopped_at: int | None) -> float:
+    """The share of the script's tasks done: a task fails with ``max_unrepaired_errors`` errors left standing in
+    it, and when the run stopped (at script message ``stopped_at``), the task in progress and every later one
+    were not done."""
+    total = max(1, sum(1 for m in script if is_task(m)))
+    failed = {t for t, n in reactions.unrepaired_by_task.items() if n >= cfg.max_unrepaired_errors}
+    if stopped_at is not None:
+        failed.update(range(task_of(script, stopped_at + 1), total))
+    return (total - len(failed)) / total
 
 
 def _usable(engine: Engine, f: Fact, k: int, cfg: AgentConfig) -> bool:
@@ -142,6 +171,8 @@ def _act_on_loss(engine: Engine, f: Fact, k: int, reply: Message, cfg: AgentConf
                 _redo(engine, f, src, k, reply)
         else:
             r.errors_unrepaired += 1
+            task = task_of(engine._script, k)
+            r.unrepaired_by_task[task] = r.unrepaired_by_task.get(task, 0) + 1
         return
     r.repeated_work += 1
     _redo(engine, f, src, k, reply)
@@ -227,4 +258,4 @@ def _redo(engine: Engine, f: Fact, src: int, k: int, reply: Message) -> None:
     engine.reactions.add_copy(f.source, mid)
 
 
-__all__ = ["REDO_LOOKBACK", "Reactions", "draw", "react"]
+__all__ = ["REDO_LOOKBACK", "Reactions", "draw", "is_task", "react", "task_of", "task_success"]

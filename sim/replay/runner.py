@@ -79,7 +79,8 @@ def recorded_conversations(path: str | Path, fmt: str, lenient: bool = False) ->
 #: 150-170K) on every bundled scenario, with the coding agent lengthened until the window matters.
 DEMO_SPEC = {
     "sweep": {"name": "demo"},
-    "run": {"window": 200_000},
+    # The closed-loop agent: lost context changes the trajectory (sim.core.agent), as in real agents.
+    "run": {"window": 200_000, "agent": "reactive"},
     "policies": [
         {"policy": "none"},
         {"policy": "sliding-window"},

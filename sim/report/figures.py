@@ -110,6 +110,8 @@ _METRICS = {  # short name in the compare table -> (heading with unit, format)
     "cost_usd": ("cost per conversation (USD)", "{:,.3f}"),
     "cache_hit": ("prompt read from cache (%)", "{:.1f}"),
     "retention": ("retention (%)", "{:.1f}"),
+    "success": ("task success (%)", "{:.1f}"),
+    "trajectory": ("agent requests per run", "{:,.1f}"),
     "input_tokens": ("cumulative input (tokens)", "{:,.0f}"),
     "peak_context": ("peak context (tokens)", "{:,.0f}"),
     "compactions": ("compactions per run", "{:.2f}"),
@@ -120,7 +122,7 @@ _METRICS = {  # short name in the compare table -> (heading with unit, format)
 
 def _cell(row: pd.Series, short: str, suffix: str = "", signed: bool = False) -> str:
     fmt = _METRICS[short][1].replace("{:", "{:+") if signed else _METRICS[short][1]
-    scale = 100.0 if short in ("retention", "cache_hit") else 1.0
+    scale = 100.0 if short in ("retention", "cache_hit", "success") else 1.0
     names = (
         (f"{short}{suffix}", f"{short}{suffix}_lo", f"{short}{suffix}_hi")
         if suffix

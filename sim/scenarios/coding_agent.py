@@ -55,6 +55,7 @@ RANGES = {
     "compact_at": Param(float, 0.0, 1.0, also=(-1.0,)),
     "pending_prob": Param(float, 0.0, 1.0),
     "thinking_prob": Param(float, 0.0, 1.0),
+    "explore_max": Param(int, 3, 200),
 }
 
 TOOLS = (
@@ -263,7 +264,7 @@ class _Session:
         path = resumed[1] if resumed and resumed[1] else self.new_path(pkg)
         if resumed and resumed[1]:
             pkg = path.split("/")[1]
-        steps = ["explore"] * rng.randint(2, 6) + ["test"] + ["edit"] * rng.randint(1, 4) + ["test"]
+        steps = ["explore"] * rng.randint(2, self.p["explore_max"]) + ["test"] + ["edit"] * rng.randint(1, 4) + ["test"]
         if chance(rng, 0.4):
             steps += ["edit", "test"]
         steps.append("wrap")
@@ -633,7 +634,7 @@ class _Session:
     "a coding agent's tool loop: parallel reads, heavy-tailed and huge results, edits with change ids, "
     "reverts, thinking, a /compact and approvals that pin a turn",
     defaults="turns=60, parallel_prob=0.25, huge_prob=0.03, huge_tokens=40000, revert_prob=0.08, "
-    "compact_at=0.5, pending_prob=0.03, thinking_prob=0.3",
+    "compact_at=0.5, pending_prob=0.03, thinking_prob=0.3, explore_max=6",
 )
 @validated(NAME, RANGES)
 def generate(
@@ -646,6 +647,7 @@ def generate(
     compact_at: float = 0.5,
     pending_prob: float = 0.03,
     thinking_prob: float = 0.3,
+    explore_max: int = 6,
 ) -> Conversation:
     """Generate a coding-agent session of ``turns`` assistant messages, the last a plain answer."""
     params: dict[str, Any] = {
@@ -657,6 +659,7 @@ def generate(
         "compact_at": compact_at,
         "pending_prob": pending_prob,
         "thinking_prob": thinking_prob,
+        "explore_max": explore_max,
     }
     rng = scenario_rng(NAME, seed)
     s = _Session(rng, params)

@@ -16,9 +16,9 @@ configuration is on it when no other configuration is at least as good on both a
 Configurations without a retention figure (no fact was ever needed) are not placed. ``completed`` is the
 share of runs that reached the end of the conversation. A run cut short (an overflow, an exhausted budget)
 did not do the rest of its task: its retention counts every need it never reached as lost, so a cheap run
-that stopped early does not sit on the frontier with a perfect score. ``success`` is the share of runs that
-did their task (completed, and with ``--agent reactive`` fewer unrepaired errors than the limit);
-``trajectory`` the agent requests a run made (a reactive agent's extra ones included).
+that stopped early does not sit on the frontier with a perfect score. ``success`` is the share of a run's tasks
+(user requests) done: not left unfinished by a stop, and with ``--agent reactive`` not failed by unrepaired
+errors (sim.core.agent); ``trajectory`` the agent requests a run made (a reactive agent's extra ones included).
 """
 
 from __future__ import annotations
@@ -157,6 +157,8 @@ _FORMATS = {
     "cache_hit": "{:.1%}",
     "peak_context": "{:,.0f}",
     "retention": "{:.3f}",
+    "success": "{:.2f}",
+    "trajectory": "{:,.1f}",
     "compactions": "{:.2f}",
     "overflows": "{:.2f}",
     "violations": "{:.2f}",
@@ -169,6 +171,8 @@ _HEAD = {
     "cache_hit": "cache read",
     "peak_context": "peak context",
     "retention": "retention",
+    "success": "success",
+    "trajectory": "requests",
     "compactions": "compactions",
     "overflows": "overflows",
     "violations": "violations",
@@ -203,7 +207,16 @@ def render(table: pd.DataFrame, by: Sequence[str] = ()) -> str:
         }
     )
     baseline = table["baseline"].iloc[0]
-    diffs = ["input_tokens", "cost_usd", "peak_context", "retention", "compactions", "overflows", "violations"]
+    diffs = [
+        "input_tokens",
+        "cost_usd",
+        "peak_context",
+        "retention",
+        "success",
+        "trajectory",
+        "compactions",
+        "violations",
+    ]
     second = pd.DataFrame(
         {
             **{k: table[k] for k in keys},

@@ -77,7 +77,7 @@ _SUMMARY_DTYPES: dict[str, str] = {
     "facts_visible": "int64",
     "facts_unreached": "int64",
     "retention_recall": "float64",
-    "task_success": "bool",
+    "task_success": "float64",
     "reacquisitions": "int64",
     "repeated_work": "int64",
     "errors": "int64",
