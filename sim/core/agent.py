@@ -18,6 +18,11 @@ tiny masking window turns 78 turns into 178). At each scripted request that need
   progress nor any later one. ``task_success`` is the share of the script's tasks done (a recorded or
   generated SWE-style session has one task, a support dialogue one per customer message).
 
+A summary can also drop a "this is not working" signal: a failing tool result (``is_error``: a command that
+exited non-zero, a failing test run) in the span it covers survives with the retention model's
+``keep_recall``; when it does not, the agent tries the failing step again ``stall_steps`` times before going
+on (the Complexity Trap study's account of why summaries lengthen trajectories).
+
 Context use can degrade with length and position (``rot_length``, ``rot_middle``; both 0 by default): a
 visible fact is used with probability ``1 - rot_length * L - rot_middle * M``, where ``L`` is the prompt's
 share of the model's window and ``M`` is 1 for a fact in the middle of the view and 0 at either end (the
@@ -25,7 +30,7 @@ lost-in-the-middle U shape, Liu et al. arXiv 2307.03172; the fall with length, C
 ``reference/evaluation-literature.md``). A fact not used is acted on as if lost, so a shorter view can raise
 success, as measured there.
 
-``wrong_recall``, ``repair_rate``, ``repair_steps`` and ``max_unrepaired_errors`` are this harness's
+``wrong_recall``, ``repair_rate``, ``repair_steps``, ``stall_steps`` and ``max_unrepaired_errors`` are this harness's
 assumptions, not published figures: no study gives them per fact. Each draw is a pure function of the run's
 seed, the fact and the request (a hash, no random stream), so a reactive run is the same in any process and
 under any executor, and two policies whose views agree draw alike.
@@ -72,6 +77,13 @@ class AgentConfig:
             "help": "reactive: unrepaired errors at which a task (a user request) fails",
         },
     )
+    stall_steps: int = field(
+        default=1,
+        metadata={
+            "flag": "stall-steps",
+            "help": "reactive: times a failing step is tried again when a summary dropped its failure",
+        },
+    )
     rot_length: float = field(
         default=0.0,
         metadata={
@@ -93,6 +105,8 @@ class AgentConfig:
                 raise InvalidConfig(f"{name}={v!r} must be a probability between 0 and 1")
         if self.repair_steps < 1:
             raise InvalidConfig(f"repair_steps={self.repair_steps!r} must be at least 1")
+        if self.stall_steps < 0:
+            raise InvalidConfig(f"stall_steps={self.stall_steps!r} must be 0 or more")
         if self.max_unrepaired_errors < 1:
             raise InvalidConfig(f"max_unrepaired_errors={self.max_unrepaired_errors!r} must be at least 1")
 

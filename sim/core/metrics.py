@@ -92,6 +92,7 @@ SUMMARY_COLUMNS = (
     "errors_repaired",
     "errors_unrepaired",
     "facts_unused",
+    "stalls",
     "extra_requests",
     "extra_cost_usd",
     "violation_count",

@@ -61,7 +61,7 @@ from sim.core.view import Rule, Summary, View, edit_parts, fold, rule_for
 from sim.replay import model as wire
 from sim.replay.caching import RequestCache, message_times
 from sim.replay.model import DEFAULT_MODEL, MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD
-from sim.replay.reactive import Reactions, react, task_success
+from sim.replay.reactive import Reactions, react, signals_lost, task_success
 from sim.replay.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
 from sim.replay.summariser import summarise
 
@@ -464,6 +464,8 @@ class Engine:
         self.state.compactions += 1
         if plan.summarize:
             self.state.failed_in_a_row = 0
+            if self._reactive:
+                signals_lost(self, before, view, cid)
         self.state.checkpoints.append(view)
         self.log.append(
             CompactionCreated(

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 from sim.core.agent import AgentConfig
 from sim.core.conversation import Fact, Message, Part
+from sim.core.invariants import minus, ranges
+from sim.core.view import View
 
 if TYPE_CHECKING:
     from sim.replay.engine import Engine
@@ -49,6 +51,9 @@ class Reactions:
     #: Fact source message id -> ids of the messages that carry it again, oldest first; and back.
     copies: dict[str, list[str]] = field(default_factory=dict)
     copy_of: dict[str, str] = field(default_factory=dict)
+    stalls: int = 0
+    #: Failing tool messages whose signal a summary dropped; the agent tries them again before its next step.
+    stalls_pending: list[int] = field(default_factory=list)
     #: Task (sim.replay.reactive.task_of) -> errors left unrepaired in it.
     unrepaired_by_task: dict[int, int] = field(default_factory=dict)
     serial: int = 0
@@ -63,6 +68,7 @@ class Reactions:
             copies={k: list(v) for k, v in self.copies.items()},
             copy_of=dict(self.copy_of),
             unrepaired_by_task=dict(self.unrepaired_by_task),
+            stalls_pending=list(self.stalls_pending),
         )
 
     def summary(self) -> dict[str, float | int]:
@@ -73,6 +79,7 @@ class Reactions:
             "errors_repaired": self.errors_repaired,
             "errors_unrepaired": self.errors_unrepaired,
             "facts_unused": self.facts_unused,
+            "stalls": self.stalls,
             "extra_requests": self.extra_requests,
             "extra_cost_usd": round(self.extra_cost_usd, 10),
         }
@@ -85,6 +92,11 @@ def react(engine: Engine, k: int, reply: Message, cfg: AgentConfig) -> None:
     after the agent has acted), then handed back."""
     due, engine._due = engine._due, []
     try:
+        pending, engine.reactions.stalls_pending = engine.reactions.stalls_pending, []
+        for failed in pending:  # a summary dropped "this is not working": the agent tries it again
+            for _ in range(cfg.stall_steps):
+                if _repeat(engine, failed, k, reply):
+                    engine.reactions.stalls += 1
         seen: set[str] = set()
         for f in due:
             if f.id in seen:
@@ -232,20 +244,48 @@ def _exchange_before(engine: Engine, src: int) -> tuple[Message, list[Part]] | N
     return None
 
 
+def signals_lost(engine: Engine, before: View, after: View, cid: str) -> None:
+    """After a compaction that wrote a summary: each failing tool result (``is_error``: a command that exited
+    non-zero, a failing test run) that left the view is a "this is not working" signal, and the summary keeps it
+    with the retention model's ``keep_recall`` (Factory's recall probe asks exactly "what was the original
+    error?"). A signal the summary dropped makes the agent try the failing step again before its next one
+    (``stall_steps`` times), as the Complexity Trap study reports summaries lengthen trajectories by smoothing
+    over failure signals. Masking or clearing leaves the agent's own replies, which react to the failure, in the
+    view, so only summaries drop the signal here."""
+    msgs, n = engine.ledger.messages, len(engine.ledger.messages)
+    keep = engine.config.summariser.keep_recall
+    for a, b in minus(ranges(before, n), ranges(after, n)):
+        for i in range(a, b):
+            m = msgs[i]
+            if m.role != "tool" or not any(p.is_error for p in m.parts):
+                continue
+            if draw(engine.config.seed, "signal", m.id, cid) >= keep:
+                engine.reactions.stalls_pending.append(i)
+
+
+def _repeat(engine: Engine, failed: int, k: int, reply: Message) -> bool:
+    """Try again the exchange that ended in the failing tool message ``failed``: its calls, then its results
+    (the same failure, of the same size). False when no such exchange is found."""
+    exchange = _exchange_before(engine, failed + 1)
+    if exchange is None:
+        return False
+    asked, results = exchange
+    answered = {p.call_id for p in results}
+    calls = [p for p in asked.calls if p.call_id in answered]  # a batch's results after ``failed`` stay out
+    mid = _next_id(engine, reply)
+    renamed = {p.call_id: f"{mid}-{n}" for n, p in enumerate(calls)}
+    _extra_request(engine, k, Message(mid, "assistant", tuple(replace(p, call_id=renamed[p.call_id]) for p in calls)))
+    answers = tuple(replace(p, call_id=renamed[p.call_id]) for p in results)
+    engine._append(Message(f"{mid}-results", "tool", answers), synthetic=True)
+    return True
+
+
 def _redo(engine: Engine, f: Fact, src: int, k: int, reply: Message) -> None:
     """Redo the work that established ``f``: the exchange that led to it again (its calls and results, each of
     the original's size), then the fact itself again: a reply restating it (a decision, a plan) or, for a
     user's message, the user restating it. The restatement carries the fact from here on."""
     source = engine.ledger.messages[src]
-    exchange = _exchange_before(engine, src)
-    if exchange is not None:
-        asked, results = exchange
-        mid = _next_id(engine, reply)
-        renamed = {p.call_id: f"{mid}-{n}" for n, p in enumerate(asked.calls)}
-        calls = tuple(replace(p, call_id=renamed[p.call_id]) for p in asked.calls)
-        _extra_request(engine, k, Message(mid, "assistant", calls))
-        answers = tuple(replace(p, call_id=renamed[p.call_id]) for p in results)
-        engine._append(Message(f"{mid}-results", "tool", answers), synthetic=True)
+    _repeat(engine, src - 1, k, reply)
     parts = tuple(p for p in source.parts if p.kind not in ("tool_call", "tool_result", "change", "revert", "command"))
     if not parts:
         return
@@ -258,4 +298,4 @@ def _redo(engine: Engine, f: Fact, src: int, k: int, reply: Message) -> None:
     engine.reactions.add_copy(f.source, mid)
 
 
-__all__ = ["REDO_LOOKBACK", "Reactions", "draw", "is_task", "react", "task_of", "task_success"]
+__all__ = ["REDO_LOOKBACK", "Reactions", "draw", "is_task", "react", "signals_lost", "task_of", "task_success"]

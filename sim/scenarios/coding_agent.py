@@ -411,7 +411,7 @@ class _Session:
             err = pick(rng, ERRORS).format(n=b.number(1000, 9999), pkg=ep.pkg, tag=b.tag())
             body = embed(rng, body, f"FAILED {ep.test}::test_{ep.func} - {err}")
             body += f"\n=== 1 failed, {passed} passed in {rng.uniform(2, 60):.1f}s ==="
-            (rid,) = b.add_results([c], [body])
+            (rid,) = b.add_results([c], [(body, True)])  # exit status 1: an error result, as agents report one
             ep.error_fact = b.fact("recall", err, rid)
             ep.failing = True
             if ep.steps and ep.steps[0] == "wrap":

@@ -84,6 +84,7 @@ _SUMMARY_DTYPES: dict[str, str] = {
     "errors_repaired": "int64",
     "errors_unrepaired": "int64",
     "facts_unused": "int64",
+    "stalls": "int64",
     "extra_requests": "int64",
     "extra_cost_usd": "float64",
     "violation_count": "int64",
