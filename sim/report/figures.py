@@ -253,6 +253,33 @@ def fig_cost_components(table: pd.DataFrame) -> Figure:
     return fig
 
 
+def fig_trajectory(table: pd.DataFrame, cmap: Mapping[str, tuple[float, float, float]]) -> Figure:
+    """Left: agent requests per run (the trajectory), with the reactive agent's extra requests as the lighter
+    end of each bar. Right: the share of tasks done, 95% CIs. A policy that loses context makes the agent read
+    again and redo work (longer trajectories); one whose run stops leaves tasks undone."""
+    f = table.sort_values("trajectory_mean")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 0.5 * len(f) + 1.8), sharey=True)
+    colours = [cmap.get(c, (0.5, 0.5, 0.5)) for c in f["config"]]
+    total = f["trajectory_mean"].to_numpy(dtype="float64")
+    extra = np.minimum(f["extra_requests_mean"].to_numpy(dtype="float64"), total) if "extra_requests_mean" in f else 0
+    left.barh(f["config"], total - extra, color=colours)
+    left.barh(f["config"], extra, left=total - extra, color=colours, alpha=0.4, label="the agent's extra requests")
+    for y, t in enumerate(total):
+        left.annotate(f"  {t:,.0f}", (t, y), va="center", fontsize=8)
+    left.set_xlim(0, total.max() * 1.2 if len(total) and total.max() > 0 else 1)
+    left.set_xlabel("agent requests per run")
+    left.set_title("Trajectory")
+    left.legend(loc="lower right", fontsize=8, frameon=False)
+    m = 100 * f["success_mean"].to_numpy(dtype="float64")
+    lo, hi = 100 * f["success_lo"].to_numpy(dtype="float64"), 100 * f["success_hi"].to_numpy(dtype="float64")
+    right.barh(f["config"], m, xerr=[m - lo, hi - m], color=colours, capsize=3)
+    right.set_xlim(0, 105)
+    right.set_xlabel("tasks done (%), 95% CI")
+    right.set_title("Task success")
+    fig.tight_layout()
+    return fig
+
+
 def _one_conversation(frame: pd.DataFrame, conversation: str) -> pd.DataFrame:
     part = frame[frame["conversation"] == conversation]
     return part[part["seed"] == part["seed"].min()] if len(part) else part
@@ -436,6 +463,7 @@ __all__ = [
     "fig_context",
     "fig_cost_components",
     "fig_cost_retention",
+    "fig_trajectory",
     "fig_cumulative_cost",
     "fig_retention",
     "fig_violations",

@@ -47,7 +47,18 @@ def overview(results: Results, run_key: str) -> pd.DataFrame:
         ("compactions' cost", f"{r['compaction_cost_usd']:,.4f} USD (summariser calls and cache rewrites)"),
         ("compactions", f"{r['compaction_count']}"),
         ("overflows", f"{r['overflows']}"),
-        ("retention", f"{recall} ({r['facts_visible']} of {r['facts_needed']} needed facts visible)"),
+        (
+            "retention",
+            f"{recall} ({r['facts_visible']} of {r['facts_needed']} needed facts visible; "
+            f"{r['facts_unreached']} never reached because the run stopped)",
+        ),
+        ("tasks done", f"{100 * r['task_success']:.1f}% of the user requests"),
+        (
+            "the agent's reactions",
+            f"{r['reacquisitions']} re-reads, {r['repeated_work']} repeated work, {r['errors']} wrong recalls "
+            f"({r['errors_repaired']} repaired), {r['stalls']} failing steps tried again: {r['extra_requests']} "
+            f"extra requests, {r['extra_cost_usd']:,.4f} USD (with --agent reactive; none otherwise)",
+        ),
         ("invariant violations", f"{r['violation_count']}"),
     ]
     return pd.DataFrame(rows, columns=["what", "value"])

@@ -50,6 +50,7 @@ METRICS: dict[str, str] = {
     "reacquisitions": "reacquisitions",
     "repeated_work": "repeated_work",
     "errors_unrepaired": "errors_unrepaired",
+    "extra_requests": "extra_requests",
     "extra_cost_usd": "extra_cost",
     "compaction_count": "compactions",
     "overflows": "overflows",
