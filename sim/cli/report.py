@@ -77,6 +77,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="append",
         metavar="KEY",
         help="run only this finding (repeatable): complexity-trap, masking-window, context-editing, "
-        "compaction-control, artifact-retention",
+        "compaction-control, context-rot, artifact-retention",
     )
     p.set_defaults(func=cmd_findings)
