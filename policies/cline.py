@@ -1,15 +1,19 @@
-"""Cline's context management: the legacy programmatic truncation (``ContextManager``).
+"""Cline's context management: the legacy programmatic truncation (``ContextManager``) and the 2026 SDK compaction.
 
 Read: ``cline/cline`` (fetched), ``apps/vscode/src/core/context/context-management/ContextManager.ts`` and
 ``context-window-utils.ts`` at ``6eeee7c4`` (2026-06-24, the last version before ``1f31738b`` deleted them as unused
 after the move to the SDK), ``apps/vscode/src/core/prompts/responses.ts`` at the same commit (the notices), and the
 caller ``apps/vscode/src/core/task/index.ts`` at ``864419d8`` (2026-06-23, the last commit that called it:
 ``attemptApiRequest`` and ``handleContextWindowExceededError``); the catalogue ``reference/policy-catalogue.md``
-§B15 and §F.
+§B15 and §F. The SDK compaction: ``cline/cline`` at ``21cb8d25`` (2026-08-22),
+``sdk/packages/core/src/extensions/context/compaction.ts`` (the trigger and target, ``prepareTurn``),
+``compaction-shared.ts`` (constants, ``findCutIndex``, the summary request and message), ``agentic-compaction.ts``
+(the default strategy) and ``sdk/packages/shared/src/llms/tokens.ts`` (the estimate); the catalogue §B15b, whose
+files were older (its summary cap of 1,024 tokens is 4,096 here, and the default strategy is now ``agentic``).
 
-Cline keeps the whole API conversation history and sends a view of it: the first user message and the first
-assistant reply (indices 0 and 1), then everything after ``conversationHistoryDeletedRange = [2, end]``, with the
-first reply's first text block replaced by a notice. Its history is Anthropic-shaped, strictly alternating: a tool
+The legacy mode: Cline keeps the whole API conversation history and sends a view of it: the first user message and the
+first assistant reply (indices 0 and 1), then everything after ``conversationHistoryDeletedRange = [2, end]``, with
+the first reply's first text block replaced by a notice. Its history is Anthropic-shaped, strictly alternating: a tool
 call's results are ``tool_result`` blocks of the next user message. So every index below counts Cline messages: the
 log after the system prompt, each assistant message one message, each run of user and tool messages between two
 assistant messages one user message.
@@ -216,3 +220,200 @@ class ClineLegacy(Policy[ClineLegacyConfig]):
         if plan.view_from(view) == view:
             return None
         return plan if plan_shrinks(state, plan) else None
+
+
+# -- the Cline SDK core compaction (2026) ---------------------------------------------------------------------------
+# ``compaction-shared.ts`` (@21cb8d25): the constants of the SDK's compaction.
+COMPACTION_TRIGGER_RATIO = 0.9  # compact once the request reaches 0.9 of the usable input
+CONTEXT_WINDOW_INPUT_RATIO = 0.9  # the usable input when a model reports only its window
+DEFAULT_TARGET_RATIO = 0.7  # target: 0.7 of the trigger...
+LONG_CONVERSATION_TARGET_RATIO = 0.5  # ...or half the usable input after 5 user/assistant pairs (compaction.ts)
+DEFAULT_PRESERVE_RECENT_TOKENS = 20_000  # the agentic strategy's verbatim tail
+DEFAULT_SUMMARY_MAX_OUTPUT_TOKENS = 4_096  # the summariser's output cap (the catalogue's 1,024 is an older version)
+TOOL_RESULT_CHAR_LIMIT = 2_000  # tool results (and thinking) in the summariser's input
+CHARS_PER_TOKEN = 3  # ``@cline/shared`` tokens.ts: a deliberate over-count
+MANUAL_TARGET_RATIO = 0.5  # ``/compact``: half the current message tokens
+# JSON.stringify of a message adds its framing to the text: about 32 characters a message and 40 a part; one part a
+# message here (the view's totals count messages, not parts).
+JSON_CHARS_PER_MESSAGE = 72
+SDK_SUMMARY_SYSTEM = "Summarize the provided coding session into a concise continuation note with detailed next steps."
+SDK_SUMMARY_REQUEST = """Summarize this session for continuation. Be concise and factual.
+
+## Goal
+One sentence: what is being built or fixed.
+
+## State
+- Done: completed steps
+- In Progress: current work
+- Blocked: blockers or open questions
+
+## Highlights
+Key technical choices or notable findings (omit if none).
+
+## Next
+Immediate next steps.
+
+## Files
+Read and edited files (none recorded here)."""
+SDK_SUMMARY_WRAPPER = "Context summary:\n\n{summary}"
+
+
+def estimate(chars: int, messages: int = 1) -> int:
+    """``estimateTokens(JSON.stringify(...).length)``: ``ceil(chars / 3)``, at least 1, with the JSON framing."""
+    return max(1, -(-(chars + JSON_CHARS_PER_MESSAGE * messages) // CHARS_PER_TOKEN))
+
+
+@dataclass(frozen=True)
+class ClineConfig:
+    """The SDK's ``compaction`` settings with ``enabled: true`` and the default ``strategy: "agentic"``.
+
+    Attributes:
+        preserve_recent_tokens: the verbatim tail the cut walks back to (``DEFAULT_PRESERVE_RECENT_TOKENS``,
+            20,000), never more than the message target.
+        max_input_tokens: the usable input; unset: 0.9 of the model's window (``resolveEffectiveMaxInputTokens`` for
+            a model that reports only its window).
+        summary_max_tokens: the summariser call's output cap (``DEFAULT_SUMMARY_MAX_OUTPUT_TOKENS``, 4,096).
+    """
+
+    preserve_recent_tokens: int = field(default=DEFAULT_PRESERVE_RECENT_TOKENS, metadata=TOKENS)
+    max_input_tokens: int | None = field(default=None, metadata=TOKENS)
+    summary_max_tokens: int = DEFAULT_SUMMARY_MAX_OUTPUT_TOKENS
+
+    def __post_init__(self) -> None:
+        if self.preserve_recent_tokens <= 0 or self.summary_max_tokens <= 0:
+            raise InvalidConfig(
+                f"preserve_recent_tokens ({self.preserve_recent_tokens!r}) and summary_max_tokens "
+                f"({self.summary_max_tokens!r}) must be greater than 0"
+            )
+        if self.max_input_tokens is not None and self.max_input_tokens <= 0:
+            raise InvalidConfig(f"max_input_tokens={self.max_input_tokens!r} must be greater than 0, or unset")
+
+
+@register("cline")
+class Cline(Policy[ClineConfig]):
+    """Cline SDK compaction (agentic): at 0.9 of the input, summarise all but a 20,000-token tail as "Context summary".
+
+    * ``prepareTurn``, before every model request: the request's estimate, ``ceil(JSON.stringify({systemPrompt,
+      messages, tools}).length / 3)``, against ``0.9 * maxInputTokens`` (the usable input: 0.9 of the window when the
+      model reports no input limit); at or over it, compact.
+    * The target: half the usable input once the conversation holds 5 user/assistant pairs and the model's output
+      cap is below the input limit, else 0.7 of the trigger; less the request's overhead (system prompt, tools) it is
+      the message target. The verbatim tail is ``min(preserveRecentTokens, message target)``.
+    * ``findCutIndex``: walk from the newest message back, adding each message's estimate, until the tail reaches
+      that many tokens; never past the latest typed user message (one that is not only tool results, nor the
+      summary) when there is one after the first message; then back to a safe boundary (an assistant message or a
+      typed user message, never a tool-result message). A cut at 0 does nothing.
+    * Everything before the cut is summarised, the previous summary passed as "Previous summary:" with only the
+      messages after it (anchored); tool results and thinking clipped to 2,000 characters; the summariser (thinking
+      off, output capped at 4,096 tokens) answers a sectioned request (Goal, State, Highlights, Next, Files). An
+      empty summary does nothing.
+    * The result: a user message "Context summary:\\n\\n..." then the messages from the cut: the first user message is
+      not kept.
+    * ``/compact`` (manual): the same with a target of half the current message tokens.
+
+    Known deviations: with no typed user message after the first, the cut follows the token walk alone and takes the
+    task (``live-turn``); a cut at an assistant message may fall inside a thinking tool loop (``atomic-units``);
+    reverts are unknown to it (``revert-resolution``).
+
+    Differences: the estimate counts the view's characters with 72 characters of JSON framing a message, without
+    the tool schemas; the summariser's input clips every message at 2,000 characters (Cline clips tool results and
+    thinking only) and is not fitted to the summariser's own input limit; the Files section is the summariser's to
+    write (Cline computes it from read_files/editor calls); the fallback to the basic strategy when the summariser
+    fails, and the basic strategy of the provider-overflow recovery, are not modelled (no retry on overflow);
+    nothing of an unresolved pending turn is summarised.
+    """
+
+    Config = ClineConfig
+    known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})
+
+    def max_input(self, state: RunState) -> int:
+        cfg = self.config.max_input_tokens
+        return int(state.model.context_window * CONTEXT_WINDOW_INPUT_RATIO) if cfg is None else cfg
+
+    def trigger_tokens(self, state: RunState) -> float:
+        return self.max_input(state) * COMPACTION_TRIGGER_RATIO
+
+    @staticmethod
+    def request_tokens(state: RunState) -> int:
+        """The request's estimate: the view's characters (system prompt, summary, messages) and their framing."""
+        return estimate(state.chars_in_view(), state.view_size()[1])
+
+    @staticmethod
+    def overhead(state: RunState) -> int:
+        """The request's tokens beside its messages: the system prompt."""
+        return estimate(len(state.messages[0].text)) if state.has_system else 0
+
+    def over_trigger(self, state: RunState) -> bool:
+        return self.request_tokens(state) >= self.trigger_tokens(state)
+
+    def message_target(self, state: RunState, manual: bool) -> int:
+        """``resolveAutoRequestTargetTokens`` (or the manual target) less the overhead."""
+        overhead, trigger, max_input = self.overhead(state), self.trigger_tokens(state), self.max_input(state)
+        if manual:
+            messages = self.request_tokens(state) - overhead
+            return max(1, int(min(trigger - overhead, messages * MANUAL_TARGET_RATIO)))
+        pairs = self.pairs(state)
+        if pairs >= 5 and state.model.output_reserve < max_input:
+            target = int(max_input * LONG_CONVERSATION_TARGET_RATIO)
+        else:
+            target = int(trigger * DEFAULT_TARGET_RATIO)
+        target = max(1, min(target, max_input, max(1, int(trigger) - 1)))
+        return max(1, target - overhead)
+
+    @staticmethod
+    def pairs(state: RunState) -> int:
+        """``countUserAssistantPairs`` over the messages the view sends (tool results count as user messages)."""
+        pairs, pending = 0, state.view.summary is not None
+        for a, b in (*state.view.spans, (state.view.start, len(state))):
+            for m in state.messages[max(a, 1 if state.has_system else 0) : b]:
+                if m.role in ("user", "tool"):
+                    pending = True
+                elif m.role == "assistant" and pending:
+                    pairs, pending = pairs + 1, False
+        return pairs
+
+    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
+        if trigger == "overflow" or (trigger == "auto" and not self.over_trigger(state)):
+            return None
+        keep = min(self.config.preserve_recent_tokens, self.message_target(state, trigger == "manual"))
+        cut = self.cut_index(state, keep)
+        if cut is None:
+            return None
+        plan = Plan(
+            start=cut,
+            summarize=True,
+            summary_role="user",
+            summary_wrapper=SDK_SUMMARY_WRAPPER,
+            summary_system_prompt=f"{SDK_SUMMARY_SYSTEM}\n\n{SDK_SUMMARY_REQUEST}",
+            summary_clip_chars=TOOL_RESULT_CHAR_LIMIT,
+            summary_max_tokens=self.config.summary_max_tokens,
+            mode="summarize",
+        )
+        return plan if plan_shrinks(state, plan) else None
+
+    def cut_index(self, state: RunState, keep: int) -> int | None:
+        """``findCutIndex`` over the view's messages (the summary first, then the tail), as a log index; None for a
+        cut at the first of them (nothing to summarise)."""
+        msgs, n, view = state.messages, len(state), state.view
+        first = max(view.start, 1 if state.has_system else 0)
+        if n - first < 1:
+            return None
+        total, candidate = 0, n
+        for i in range(n - 1, first - 1, -1):
+            total += estimate(msgs[i].chars)
+            candidate = i
+            if total >= keep:
+                break
+        else:
+            return None  # the walk reached the first message (or the summary): a cut at 0
+        last_typed = state.last_user_index
+        if last_typed > first or (last_typed == first and view.summary is not None):
+            candidate = min(candidate, last_typed)
+        cut = candidate
+        while cut > first and msgs[cut].role == "tool":
+            cut -= 1
+        pf = state.protected_from
+        if pf is not None:
+            cut = min(cut, pf)
+        # A cut at the first message summarises nothing: nothing before it, or only the previous summary.
+        return cut if cut > first else None

@@ -14,9 +14,12 @@ from policies.base import Policy, make_policy
 from policies.cline import (
     FIRST_USER_REPLACEMENT,
     TRUNCATION_NOTICE,
+    Cline,
+    ClineConfig,
     ClineLegacy,
     ClineLegacyConfig,
     cline_messages,
+    estimate,
     max_allowed_size,
     messages_to_remove,
 )
@@ -250,3 +253,120 @@ def test_default_limit_is_the_windows() -> None:
     policy = ClineLegacy()
     assert policy.decide(state_of(policy, c, model, context=97_999), "auto") is None
     assert policy.decide(state_of(policy, c, model, context=98_000), "auto") is not None
+
+
+# -- the Cline SDK compaction (agentic) -------------------------------------------------------------------------------
+def sdk(**cfg: object) -> Cline:
+    return Cline(ClineConfig(**cfg))  # type: ignore[arg-type]
+
+
+def sdk_plan(policy: Cline, c: Conversation, trigger: str = "auto", view: View | None = None):  # type: ignore[no-untyped-def]
+    state = state_of(policy, c, view=view)
+    return state, policy.decide(state, trigger)  # type: ignore[arg-type]
+
+
+def sdk_summarises_the_task() -> Conversation:
+    """One task, then a tool loop long enough to reach the trigger: no typed user message after the first, so the
+    cut follows the token walk alone and the task is summarised (``findCutIndex``'s comment says as much)."""
+    return chat(*steps(70, size=200), asst("done"))
+
+
+def test_sdk_defaults() -> None:
+    """``compaction-shared.ts``: trigger 0.9 of the usable input (0.9 of the window without a reported input limit),
+    a 20,000-token tail, a 4,096-token summary cap."""
+    p = Cline()
+    assert (p.config.preserve_recent_tokens, p.config.summary_max_tokens) == (20_000, 4_096)
+    state = state_of(p, chat())
+    assert p.max_input(state) == 180_000 and p.trigger_tokens(state) == 162_000
+    with pytest.raises(InvalidConfig, match="preserve_recent_tokens"):
+        make_policy("cline", {"preserve_recent_tokens": "0"})
+
+
+def test_sdk_estimate_is_chars_over_three_with_json_framing() -> None:
+    """``estimateTokens(JSON.stringify(...).length)``: a third of the characters, rounded up, at least 1."""
+    assert estimate(0, 0) == 1
+    assert estimate(300) == 124  # (300 + 72) / 3
+    c = chat(*steps(2))
+    state = state_of(Cline(), c)
+    assert Cline.request_tokens(state) == estimate(state.chars_in_view(), len(c.messages))
+
+
+def test_sdk_trigger_just_below_and_at() -> None:
+    """``shouldCompact = requestInputTokens >= requestTriggerTokens``."""
+    c = chat(*steps(30))
+    r = Cline.request_tokens(state_of(Cline(), c))
+    below = sdk(max_input_tokens=int(r / 0.9) + 2, preserve_recent_tokens=500)
+    at = sdk(max_input_tokens=int(r / 0.9), preserve_recent_tokens=500)
+    assert below.trigger_tokens(state_of(below, c)) > r and sdk_plan(below, c)[1] is None
+    assert at.trigger_tokens(state_of(at, c)) <= r and sdk_plan(at, c)[1] is not None
+
+
+def later_prompt(before: int = 10, after: int = 2) -> Conversation:
+    """The task, ``before`` tool steps, a second prompt ``u2``, ``after`` more steps."""
+    return chat(*steps(before), user("Now the tests.", id="u2"), *steps(after, first=before + 1))
+
+
+def test_sdk_summary_placement_and_prompt() -> None:
+    """The result is ``[user "Context summary:\\n\\n...", ...messages[cut:]]``: nothing before the cut is kept (the
+    first user message neither); the summariser's output is capped and tool results clipped at 2,000 characters."""
+    c = later_prompt()
+    state, plan = sdk_plan(sdk(max_input_tokens=1_000, preserve_recent_tokens=500), c)
+    assert plan is not None and plan.summarize and plan.spans == () and plan.pinned == ()
+    assert c.messages[plan.start].id == "a9"  # the 500-token tail reaches back past u2 to a step's reply
+    assert plan.summary_role == "user" and plan.summary_wrapper == "Context summary:\n\n{summary}"
+    assert plan.summary_max_tokens == 4_096 and plan.summary_clip_chars == 2_000
+    assert "## Goal" in plan.summary_system_prompt and "## Next" in plan.summary_system_prompt
+    assert plan.summary_system_prompt.startswith("Summarize the provided coding session")
+
+
+def test_sdk_cut_keeps_the_latest_typed_prompts_turn_whole() -> None:
+    """``findCutIndex``: the cut stays at or before the latest typed user message, so that whole turn survives
+    verbatim, however long; a longer tail walks further back, to an assistant message or a typed user message,
+    never a tool-result message; a walk that reaches the first message does nothing."""
+    c = later_prompt(10, 10)
+    u2 = next(i for i, m in enumerate(c.messages) if m.id == "u2")
+    state = state_of(Cline(), c)
+    assert Cline().cut_index(state, 300) == u2
+    turn = sum(estimate(m.chars) for m in c.messages[u2:])
+    cut = Cline().cut_index(state, turn + 300)
+    assert cut is not None and cut < u2 and c.messages[cut].role == "assistant"
+    tail = sum(estimate(m.chars) for m in c.messages[cut:])
+    assert tail >= turn + 300 > tail - estimate(c.messages[cut].chars) - estimate(c.messages[cut + 1].chars)
+    assert Cline().cut_index(state, 10**6) is None
+
+
+def test_sdk_target_after_five_pairs_is_half_the_input() -> None:
+    """``resolveAutoRequestTargetTokens``: 5 user/assistant pairs and an output cap below the input limit: half the
+    usable input; fewer: 0.7 of the trigger (both less the system prompt's share)."""
+    p = Cline()
+    few = state_of(p, chat(*steps(2)))
+    many = state_of(p, chat(*steps(6)))
+    assert Cline.pairs(few) == 2 and Cline.pairs(many) == 6
+    assert p.message_target(few, False) == int(162_000 * 0.7) - p.overhead(few)
+    assert p.message_target(many, False) == 90_000 - p.overhead(many)
+
+
+def test_sdk_no_overflow_retry_and_manual_compacts_below_the_trigger() -> None:
+    """Difference: the overflow recovery's basic strategy is not modelled. ``/compact`` runs whatever the count, with
+    a target of half the current message tokens."""
+    c = later_prompt()
+    assert Cline().retry_on_overflow == 0 and sdk_plan(Cline(), c, "overflow")[1] is None
+    assert sdk_plan(Cline(), c)[1] is None
+    state, plan = sdk_plan(Cline(), c, "manual")
+    assert plan is not None and plan.summarize
+
+
+def test_sdk_in_a_run_summaries_are_anchored() -> None:
+    """Each compaction summarises the new messages with the previous summary passed along ("Previous summary:"):
+    the engine folds the previous summary into the next one."""
+    turns = [d for k in range(12) for d in (user(f"Next part {k}.", id=f"u{k}"), *steps(10, first=10 * k, size=300))]
+    res = Engine(Cline(), chat(*turns, asst("done")), C4).run()
+    records = [r for r in res.summary["compactions"] if r["mode"] == "summarize"]
+    assert len(records) >= 2
+    assert all(r["tokens_after"] < r["tokens_before"] for r in records)
+
+
+def test_sdk_summarises_the_task_in_one_long_loop() -> None:
+    """Known deviation ``live-turn``: without a typed prompt after the first message, the cut passes the task."""
+    res = Engine(make_policy("cline", {"preserve_recent_tokens": "800"}), sdk_summarises_the_task(), C4).run()
+    assert "live-turn" in res.summary["violations_by_invariant"]
