@@ -236,25 +236,14 @@ MANUAL_TARGET_RATIO = 0.5  # ``/compact``: half the current message tokens
 # JSON.stringify of a message adds its framing to the text: about 32 characters a message and 40 a part; one part a
 # message here (the view's totals count messages, not parts).
 JSON_CHARS_PER_MESSAGE = 72
-SDK_SUMMARY_SYSTEM = "Summarize the provided coding session into a concise continuation note with detailed next steps."
-SDK_SUMMARY_REQUEST = """Summarize this session for continuation. Be concise and factual.
-
-## Goal
-One sentence: what is being built or fixed.
-
-## State
-- Done: completed steps
-- In Progress: current work
-- Blocked: blockers or open questions
-
-## Highlights
-Key technical choices or notable findings (omit if none).
-
-## Next
-Immediate next steps.
-
-## Files
-Read and edited files (none recorded here)."""
+# Our words for the summariser's instruction and request (``generateSummary``, ``buildSummaryRequest``): a concise
+# continuation note under the headings Goal, State (Done / In Progress / Blocked), Highlights, Next and Files.
+SDK_SUMMARY_SYSTEM = "Summarise this coding session as a short continuation note that spells out the next steps."
+SDK_SUMMARY_REQUEST = (
+    "Keep it brief and factual, under these headings: ## Goal (one sentence: what is being built or fixed); "
+    "## State (Done, In Progress, Blocked); ## Highlights (notable choices or findings, if any); ## Next (the "
+    "immediate next steps); ## Files (read and edited)."
+)
 SDK_SUMMARY_WRAPPER = "Context summary:\n\n{summary}"
 
 

@@ -316,7 +316,7 @@ def test_sdk_summary_placement_and_prompt() -> None:
     assert plan.summary_role == "user" and plan.summary_wrapper == "Context summary:\n\n{summary}"
     assert plan.summary_max_tokens == 4_096 and plan.summary_clip_chars == 2_000
     assert "## Goal" in plan.summary_system_prompt and "## Next" in plan.summary_system_prompt
-    assert plan.summary_system_prompt.startswith("Summarize the provided coding session")
+    assert plan.summary_system_prompt.startswith("Summarise this coding session")
 
 
 def test_sdk_cut_keeps_the_latest_typed_prompts_turn_whole() -> None:

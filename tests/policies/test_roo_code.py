@@ -134,7 +134,8 @@ def test_condensed_recently_refuses() -> None:
     policy = roo(auto_condense_context_percent=5)
     assert plan_for(policy, c, WINDOW // 10, view=view)[1] is None
     assert plan_for(policy, c, int(ALLOWED) + 1, view=view)[1] is None
-    c2 = chat(*steps(8, size=1_000))  # two steps more: the last 3 (t7 a8 t8) exclude the summary; a7 stays for t7's call
+    # two steps more: the last 3 (t7 a8 t8) exclude the summary; a7 stays for t7's call
+    c2 = chat(*steps(8, size=1_000))
     state, plan = plan_for(policy, c2, WINDOW // 10, view=view)
     assert plan is not None and plan.summarize and c2.messages[plan.start].id == "a7"
 
