@@ -136,6 +136,9 @@ CASES: list[dict[str, Any]] = [
         reasoning="all",
         toolCalls=[{"type": "before-last-message", "tools": ["grep"]}],
     ),
+    # -- emptyMessages: 'keep' (not modelled: the view never sends a message without parts) --------------------------
+    case("empty-messages-kept", agent_run(3), reasoning="all", toolCalls="before-last-message", emptyMessages="keep"),
+    case("empty-messages-kept-nothing-empties", agent_run(3), reasoning="none", toolCalls="none", emptyMessages="keep"),
     case(
         "array-without-tools",
         agent_run(3),

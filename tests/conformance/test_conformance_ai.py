@@ -25,7 +25,10 @@ GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "ai.json"
 CASES: list[dict[str, Any]] = json.loads(GOLDEN.read_text())["cases"]
 
 # Where we knowingly differ: case -> why. Every other case sends exactly what the AI SDK sends.
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    "empty-messages-kept": "emptyMessages: 'keep' sends a tool message and an assistant message emptied by the pruning "
+    "with no content; the view never sends a message without parts, so the policy models 'remove' only",
+}
 
 KINDS = {"thinking": "reasoning", "text": "text", "tool_call": "tool-call", "tool_result": "tool-result"}
 
@@ -45,7 +48,8 @@ def conversation(msgs: list[dict[str, Any]]) -> Conversation:
 
 
 def config_for(settings: dict[str, Any]) -> VercelPruneMessagesConfig:
-    """The SDK's options as our config; an option left out takes the function's default (not the policy's)."""
+    """The SDK's options as our config; an option left out takes the function's default (not the policy's).
+    ``emptyMessages`` has no counterpart: the policy always removes emptied messages (see ``KNOWN``)."""
     tool_calls: Any = settings.get("toolCalls", "none")
     tools = None
     if isinstance(tool_calls, list):
