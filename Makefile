@@ -33,9 +33,16 @@ bench: install
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_requests.py
 
-conformance: install   # real packages in their own venvs regenerate tests/golden/conformance (conformance/README.md)
+conformance: install   # real packages in their own venvs (npm ones: node_modules there) regenerate tests/golden/conformance (conformance/README.md)
 	@set -e; for dir in conformance/*/; do \
 	  pkg=$$(basename $$dir); env=.venv-conformance/$$pkg; py=$(PYTHON); \
+	  if [ -f $$dir/package.json ]; then \
+	    echo "== $$pkg (node $$(node --version))"; \
+	    mkdir -p $$env; cp $$dir/package.json $$env/package.json; \
+	    npm install --prefix $$env --no-audit --no-fund --silent; \
+	    $$py $$dir/generate.py; \
+	    continue; \
+	  fi; \
 	  if [ -f $$dir/python-version ]; then \
 	    ver=$$(cat $$dir/python-version); \
 	    py=; for c in $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$ver*/bin/python 2>/dev/null) python$$ver; do \
