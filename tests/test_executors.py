@@ -85,3 +85,24 @@ def test_executor_options_are_checked() -> None:
         ExecutorSpec("local", scheduler="tcp://127.0.0.1:1")
     with pytest.raises(InvalidConfig, match="at least 1"):
         ExecutorSpec("local", 0)
+
+
+def test_a_reactive_sweep_gives_the_same_bytes_on_every_executor(tmp_path: Path, cluster: str) -> None:
+    """The closed-loop agent (issue 17) adds requests by seeded hash draws: still the same bytes everywhere."""
+    spec = SweepSpec(
+        (PolicyGrid("swe-agent-masking", (("n", ("1", "3")),)), PolicyGrid("jetbrains-summary", (("n", ("3",)),))),
+        (Source("scenario", "coding-agent", (("turns", "30"), ("huge_prob", "0"))),),
+        (0, 1),
+        normalise_run({"window": 12000, "agent": "reactive"}, "test"),
+    )
+    outs = {
+        "one worker": run_sweep(spec, tmp_path / "one", workers=1, progress=False),
+        "two processes": run_sweep(spec, tmp_path / "two", workers=2, progress=False),
+        "dask scheduler": run_sweep(spec, tmp_path / "dask", executor="dask", scheduler=cluster, progress=False),
+    }
+    frames = {name: load_results(o.out) for name, o in outs.items()}
+    reference = frames.pop("one worker")
+    assert reference.runs["extra_requests"].sum() > 0  # the agent acted
+    for name, res in frames.items():
+        for table in TABLES:
+            assert parquet_bytes(getattr(res, table)) == parquet_bytes(getattr(reference, table)), (name, table)
