@@ -4,8 +4,9 @@ Runs in ``.venv-conformance/smolagents`` (``requirements.txt``), never in the pr
 
     .venv-conformance/smolagents/bin/python conformance/smolagents/generate.py
 
-Each case's text (built from its recipe) goes through ``smolagents.utils.truncate_content`` (with the case's ``max_length``, if any),
-as ``CodeAgent`` passes the output of each code snippet before it becomes the step's observation. No model and no
+Each case's text (built from its recipe) goes through ``smolagents.utils.truncate_content`` (with the case's
+``max_length``, if any), as ``CodeAgent`` passes the output of each code snippet before it becomes the step's
+observation. No model and no
 network are needed. Writes ``tests/golden/conformance/smolagents.json``: per case the result's length, its SHA-256
 (UTF-8) and its first and last 120 characters (the texts themselves run to hundreds of kilobytes).
 """
