@@ -7,8 +7,11 @@ summarization.py`` (``compute_summarization_defaults``, ``_DeepAgentsSummarizati
 ``wrap_model_call``, ``_build_new_messages_with_path``, ``_get_history_path``, ``_truncate_args``,
 ``_determine_truncate_cutoff_index``, ``_truncate_tool_call``) and ``_overflow_clip.py``; the summarising itself is
 LangChain's ``SummarizationMiddleware`` helper (``_should_summarize``, ``_determine_cutoff_index``,
-``_create_summary``), which ``policies/langchain.py`` models and this policy reuses; the catalogue
-``reference/policy-catalogue.md`` §B7e and §F.
+``_create_summary``), which ``policies/langchain.py`` models and whose counting this policy reuses; the catalogue
+``reference/policy-catalogue.md`` §B7e and §F. The ``deepagents`` package 0.7.32 on PyPI has the same rules (and also
+drops Claude reasoning blocks from kept messages older than the summary, which has no counterpart here);
+``conformance/deepagents/`` runs its ``wrap_model_call`` with a fake chat model on scripted states and
+``tests/conformance/test_conformance_deepagents.py`` compares this policy with what the model was sent.
 
 Before every model call (``wrap_model_call``), from the messages as the last summarisation event left them (the
 state is never rewritten: a private ``_summarization_event`` holds the cut and the summary message, so this is a
@@ -32,27 +35,27 @@ Defaults (``compute_summarization_defaults``), for a model whose profile gives `
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 from dataclasses import dataclass
 
 from policies.base import Plan, Policy, Trigger, register
-from policies.helpers import plan_shrinks
+from policies.helpers import floor_index, plan_shrinks
 from policies.langchain import (
     CHARS_PER_TOKEN,
     EXTRA_TOKENS_PER_MESSAGE,
     ROLE_CHARS,
     SUMMARY_PROMPT,
-    LangChainSummarization,
-    LangChainSummarizationConfig,
     approx_tokens,
     fraction_tokens,
     parse_size,
+    safe_cutoff_point,
     suffix_tokens,
 )
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
-from sim.core.view import Edit, Rule
+from sim.core.view import Edit, Rule, View
 
 # compute_summarization_defaults, with a model profile.
 TRIGGER = "fraction:0.85"
@@ -82,6 +85,8 @@ class DeepAgentsConfig:
         truncate_keep: the newest messages whose arguments stay (default ``fraction:0.1``).
         max_arg_length: a string argument longer than this many characters is truncated (2,000).
         trim_tokens_to_summarize: the summariser sees the newest this many tokens (LangChain's 4,000).
+        keep_last_user: the harness's contract, as ``langchain-summarization``'s: a last user message the cut passes
+            stays in view after the summary. False summarises it, as Deep Agents does.
     """
 
     trigger: str = TRIGGER
@@ -90,6 +95,7 @@ class DeepAgentsConfig:
     truncate_keep: str = KEEP
     max_arg_length: int = MAX_ARG_LENGTH
     trim_tokens_to_summarize: int | None = 4_000
+    keep_last_user: bool = True
 
     def __post_init__(self) -> None:
         parse_size(self.trigger, "trigger")
@@ -129,18 +135,6 @@ class DeepAgents(Policy[DeepAgentsConfig]):
 
     Config = DeepAgentsConfig
     known_deviations = frozenset({"atomic-units", "revert-resolution"})
-
-    def __init__(self, config: DeepAgentsConfig | None = None) -> None:
-        super().__init__(config)
-        cfg = self.config
-        self._lc = LangChainSummarization(
-            LangChainSummarizationConfig(
-                trigger=cfg.trigger,
-                keep=cfg.keep,
-                trim_tokens_to_summarize=cfg.trim_tokens_to_summarize,
-                chars_per_token=CHARS_PER_TOKEN,
-            )
-        )
 
     @property
     def retry_on_overflow(self) -> int:
@@ -225,7 +219,7 @@ class DeepAgents(Policy[DeepAgentsConfig]):
                 plan = Plan(start=state.view.start, edits=edits, mode="truncate-args")
                 return plan if plan_shrinks(state, plan) else None
             return None
-        base = self.summary_cut(state)
+        base = self.summary_cut(state, edits)
         if base is None:
             return None
         path = HISTORY_PATH.format(session=self.session(state))
@@ -243,14 +237,41 @@ class DeepAgents(Policy[DeepAgentsConfig]):
         )
         return plan if plan_shrinks(state, plan) else None
 
-    def summary_cut(self, state: RunState) -> Plan | None:
-        """LangChain's ``_determine_cutoff_index`` (``langchain-summarization``'s cut, with its pinned last user
-        message), as a plan to build on; on a context-length error it runs whatever the trigger says."""
-        cut = self._lc._cutoff(state)
-        if cut is None:
+    def summary_cut(self, state: RunState, edits: tuple[Edit, ...]) -> Plan | None:
+        """LangChain's ``_determine_cutoff_index`` over the messages as the argument truncation left them (``edits``):
+        the newest ``keep`` (a token or fraction keep: the longest suffix within the budget, found by bisection; the
+        previous summary counts as the oldest message), a cut on a tool message moved back to the AI message whose
+        calls it answers; with the last user message pinned when the cut passes it (``keep_last_user``)."""
+        cfg = self.config
+        base, n = floor_index(state), len(state)
+        offset = 1 if state.view.summary is not None else 0  # list position k is log index base + k - offset
+        total = n - base + offset
+        kind, value = parse_size(cfg.keep, "keep")
+        k: int | None
+        if kind == "messages":
+            k = total - int(value) if total > value else None
+        else:
+            target = max(1, int(value) if kind == "tokens" else fraction_tokens(state, value))
+            if approx_tokens(state, state.view.with_(edits=edits), CHARS_PER_TOKEN) <= target:
+                return None
+
+            def fits(j: int) -> bool:
+                return approx_tokens(state, View(start=base + j - offset, edits=edits), CHARS_PER_TOKEN) <= target
+
+            k = offset + bisect.bisect_left(range(offset, total), True, key=fits)
+            if k >= total:
+                k = total - 1
+            k = k if k > 0 else None
+        if k is None:
+            return None
+        cut = safe_cutoff_point(state, base + k - offset, base)
+        pf = state.protected_from
+        if pf is not None:
+            cut = min(cut, pf)
+        if cut <= base:
             return None
         lu = state.last_user_index
-        pinned = (lu,) if 0 <= lu < cut and state.view.shows(lu) else ()
+        pinned = (lu,) if cfg.keep_last_user and 0 <= lu < cut and state.view.shows(lu) else ()
         return Plan(start=cut, pinned=pinned, summary_slot=0, summarize=True)
 
     @staticmethod
