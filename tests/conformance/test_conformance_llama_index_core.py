@@ -1,0 +1,107 @@
+"""Our LlamaIndex policy against ``ChatSummaryMemoryBuffer.get()``, case by case (``conformance/llama-index-core/``).
+
+The golden file holds what ``llama-index-core`` (its version inside) returned from ``get()`` on each scripted chat
+store, with its own ``MockLLM`` as the summariser and a tokenizer that counts a quarter of the characters: the
+messages returned, in order (``SUMMARY`` for a new summary, ``summary`` for an earlier one it kept), and whether the
+LLM was called. Here the same messages become a ``Conversation`` after the agent's system prompt (kept apart from
+the memory by LlamaIndex's agents); an earlier summary in the store becomes the view's summary; our policy decides
+once, and the view it leaves is compared, message by message.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policies.llamaindex import LlamaIndexSummaryBuffer, LlamaIndexSummaryBufferConfig
+from sim.core.conversation import Conversation, Part
+from sim.core.view import Messages, Summary, View, layout
+from sim.replay.model import ModelConfig
+from tests.builders import Draft, asst, call, conv, state_of, sys, user
+
+GOLDEN_PATH = Path(__file__).parents[1] / "golden" / "conformance" / "llama-index-core.json"
+GOLDEN: dict[str, Any] = json.loads(GOLDEN_PATH.read_text())
+CASES: list[dict[str, Any]] = GOLDEN["cases"]
+MOCK_WINDOW = 3_900  # MockLLM's metadata: llama_index.core.constants.DEFAULT_CONTEXT_WINDOW
+
+# Where we knowingly differ: case -> why. Every other case returns exactly what LlamaIndex returns.
+KNOWN: dict[str, str] = {
+    "runs-end-of-run-turn-over-limit": "the run's user message stays in view (the harness's contract); LlamaIndex "
+    "summarises the whole run when it is over the limit",
+    "user-message-over-the-limit": "the user's message stays in view; LlamaIndex summarises it when it alone is over "
+    "the limit",
+}
+
+
+def conversation(msgs: list[dict[str, Any]]) -> Conversation:
+    drafts: list[Draft] = [sys(GOLDEN["system"], id="system")]
+    for m in msgs:
+        if m["role"] == "user":
+            drafts.append(user(m["text"], id=m["id"]))
+        elif m["role"] == "assistant":
+            drafts.append(asst(m["text"], [call(c["id"], c["name"], c["args"]) for c in m["calls"]], id=m["id"]))
+        elif m["role"] == "tool":
+            parts = tuple(Part("tool_result", r["text"], call_id=r["call_id"], name=r["name"]) for r in m["results"])
+            drafts.append(Draft("tool", parts, m["id"]))
+    return conv(*drafts)
+
+
+def run_case(case: dict[str, Any]) -> dict[str, Any]:
+    s = case["settings"]
+    cfg = LlamaIndexSummaryBufferConfig(
+        token_limit=None if s["default_limit"] else s["token_limit"],  # None: 0.75 of the model's window
+        count_initial_tokens=s.get("count_initial_tokens", False),
+        summarize=s.get("llm", True),
+    )
+    policy = LlamaIndexSummaryBuffer(cfg)
+    msgs = case["input"]
+    earlier = msgs[0]["text"] if msgs and msgs[0]["role"] == "system" else None
+    c = conversation(msgs)
+    view = View(start=1, summary=Summary(earlier, through=1)) if earlier is not None else None
+    state = state_of(policy, c, ModelConfig(context_window=MOCK_WINDOW, output_reserve=1), view=view)
+    plan = policy.decide(state, "auto")
+    after = plan.view_from(state.view) if plan is not None else state.view
+    sent: list[str] = []
+    if plan is not None and plan.summarize:
+        sent.append("SUMMARY")
+    elif after.summary is not None:
+        sent.append("summary")
+    for item in layout(after, len(c.messages), True):
+        if isinstance(item, Messages):
+            sent += [c.messages[i].id for i in range(item.a, item.b) if i > 0]
+    return {"view": sent, "summarised": plan is not None and plan.summarize}
+
+
+def test_golden_file_names_the_package_and_version() -> None:
+    assert GOLDEN["package"] == "llama-index-core" and GOLDEN["version"].count(".") == 2
+    assert len(CASES) >= 20
+    assert {c["expected"]["summarised"] for c in CASES} == {True, False}
+
+
+def test_the_default_limit_is_three_quarters_of_the_window() -> None:
+    """``from_defaults(llm=...)``: ``int(context_window * DEFAULT_TOKEN_LIMIT_RATIO)``; MockLLM's window is 3,900."""
+    defaults = [c for c in CASES if c["settings"]["default_limit"]]
+    assert defaults and all(c["settings"]["token_limit"] == 2_925 for c in defaults)
+    c = conversation(defaults[0]["input"])
+    state = state_of(LlamaIndexSummaryBuffer(), c, ModelConfig(context_window=MOCK_WINDOW, output_reserve=1))
+    assert LlamaIndexSummaryBuffer().limit(state) == 2_925
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_case(case: dict[str, Any]) -> None:
+    ours = run_case(case)
+    if case["name"] in KNOWN:
+        assert ours != case["expected"], f"{case['name']} now agrees: drop it from KNOWN"
+    else:
+        assert ours == case["expected"]
+
+
+def test_agreement_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    """Cases returning what LlamaIndex returns (printed with ``-s``)."""
+    agree = sum(1 for c in CASES if run_case(c) == c["expected"])
+    assert agree + len(KNOWN) == len(CASES)
+    with capsys.disabled():
+        print(f"\nllamaindex-summary-buffer: {agree}/{len(CASES)} cases agree")
