@@ -52,6 +52,8 @@ class Reactions:
     copies: dict[str, list[str]] = field(default_factory=dict)
     copy_of: dict[str, str] = field(default_factory=dict)
     stalls: int = 0
+    #: :func:`task_counts` of the script, computed at the first unrepaired error.
+    task_counts: list[int] = field(default_factory=list)
     #: Failing tool messages whose signal a summary dropped; the agent tries them again before its next step.
     stalls_pending: list[int] = field(default_factory=list)
     #: Task (sim.replay.reactive.task_of) -> errors left unrepaired in it.
@@ -114,20 +116,29 @@ def is_task(m: Message) -> bool:
     return m.role == "user" and m.command is None and any(p.kind == "text" for p in m.parts)
 
 
-def task_of(script: list[Message], k: int) -> int:
-    """The task script message ``k`` serves: how many user requests came before it, less one (0 before any).
-    O(k); asked once per unrepaired error and once when a run stops."""
-    return max(0, sum(1 for m in script[:k] if is_task(m)) - 1)
+def task_counts(script: list[Message]) -> list[int]:
+    """``out[k]``: how many user requests script messages ``[0, k)`` hold (one pass; ``len(script) + 1`` entries)."""
+    out = [0]
+    for m in script:
+        out.append(out[-1] + is_task(m))
+    return out
+
+
+def task_of(counts: list[int], k: int) -> int:
+    """The task script message ``k`` serves (``counts`` from :func:`task_counts`): the user requests before it,
+    less one (0 before any)."""
+    return max(0, counts[min(k, len(counts) - 1)] - 1)
 
 
 def task_success(script: list[Message], reactions: Reactions, cfg: AgentConfig, stopped_at: int | None) -> float:
     """The share of the script's tasks done: a task fails with ``max_unrepaired_errors`` errors left standing in
     it, and when the run stopped (at script message ``stopped_at``), the task in progress and every later one
     were not done."""
-    total = max(1, sum(1 for m in script if is_task(m)))
+    counts = task_counts(script)
+    total = max(1, counts[-1])
     failed = {t for t, n in reactions.unrepaired_by_task.items() if n >= cfg.max_unrepaired_errors}
     if stopped_at is not None:
-        failed.update(range(task_of(script, stopped_at + 1), total))
+        failed.update(range(task_of(counts, stopped_at + 1), total))
     return (total - len(failed)) / total
 
 
@@ -183,7 +194,9 @@ def _act_on_loss(engine: Engine, f: Fact, k: int, reply: Message, cfg: AgentConf
                 _redo(engine, f, src, k, reply)
         else:
             r.errors_unrepaired += 1
-            task = task_of(engine._script, k)
+            if len(r.task_counts) != len(engine._script) + 1:  # counted once per script (it grows when stepped)
+                r.task_counts = task_counts(engine._script)
+            task = task_of(r.task_counts, k)
             r.unrepaired_by_task[task] = r.unrepaired_by_task.get(task, 0) + 1
         return
     r.repeated_work += 1
@@ -298,4 +311,14 @@ def _redo(engine: Engine, f: Fact, src: int, k: int, reply: Message) -> None:
     engine.reactions.add_copy(f.source, mid)
 
 
-__all__ = ["REDO_LOOKBACK", "Reactions", "draw", "is_task", "react", "signals_lost", "task_of", "task_success"]
+__all__ = [
+    "REDO_LOOKBACK",
+    "Reactions",
+    "draw",
+    "is_task",
+    "react",
+    "signals_lost",
+    "task_counts",
+    "task_of",
+    "task_success",
+]
