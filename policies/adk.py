@@ -201,7 +201,8 @@ class ADKCompaction(Policy[ADKConfig]):
         """``_latest_prompt_token_count``: the prompt token count the provider reported for the newest model call made
         since the last compaction; none since (or none at all): chars/4 of the request's contents (the system
         instruction left out), ``_estimate_prompt_token_count``."""
-        if state.last_input_tokens is not None and state.view_at_last_request is state.view:
+        changed = state.view_at_last_request is not None and state.view_at_last_request is not state.view
+        if state.last_input_tokens is not None and not changed:
             return state.last_input_tokens
         system = state.messages[0].chars if state.has_system else 0
         return (state.chars_in_view() - system) // 4
@@ -225,13 +226,13 @@ class ADKCompaction(Policy[ADKConfig]):
             # The previous invocation has just completed: the Runner's post-invocation compaction, which ran before
             # this user message was appended (token threshold first, then the sliding window).
             done = min(n - 1, cap)
-            plan = self._token(state, ranges, done) if cfg.token else None
+            plan = self._token(state, ranges, done, "token-threshold-post-invocation") if cfg.token else None
             if plan is None and cfg.sliding:
                 plan = self._sliding(state, ranges, done)
             if plan is not None:
                 return plan
         if cfg.token:  # CompactionRequestProcessor: before every model call, the new user message included
-            return self._token(state, ranges, cap)
+            return self._token(state, ranges, cap, "token-threshold")
         return None
 
     def _sliding(self, state: RunState, ranges: list[Range], end: int) -> Plan | None:
@@ -254,7 +255,7 @@ class ADKCompaction(Policy[ADKConfig]):
         stop = self_contained_end(state, start, end)
         return self._plan(state, ranges, (start, stop), "sliding-window")
 
-    def _token(self, state: RunState, ranges: list[Range], end: int) -> Plan | None:
+    def _token(self, state: RunState, ranges: list[Range], end: int, mode: str) -> Plan | None:
         """``_run_compaction_for_token_threshold_config`` over events ``[base, end)``."""
         cfg = self.config
         assert cfg.token_threshold is not None and cfg.event_retention_size is not None
@@ -271,7 +272,7 @@ class ADKCompaction(Policy[ADKConfig]):
             return None
         # The rolling seed: the latest summary goes first, with its start timestamp, so the new range contains it.
         start = ranges[-1][0] if ranges else last_end
-        return self._plan(state, ranges, (start, stop), "token-threshold")
+        return self._plan(state, ranges, (start, stop), mode)
 
     def _plan(self, state: RunState, ranges: list[Range], new: Range, mode: str) -> Plan | None:
         """The view after appending a compaction over ``new``: every range it does not contain keeps its summary
