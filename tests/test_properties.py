@@ -31,6 +31,7 @@ from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
 from tests.builders import state_of
+from tests.policies.test_adk import adk_token_grows
 from tests.policies.test_autogen import token_limited_drops_live_turn
 from tests.policies.test_inspect_ai import trim_drops_live_turn
 
@@ -261,6 +262,7 @@ HAND_BUILT = {
     ("inspect-trim", "live-turn"): trim_drops_live_turn,
     ("autogen-token-limited", "live-turn"): token_limited_drops_live_turn,
     ("jetbrains-summary", "revert-resolution"): _revert_after_a_summary,
+    ("adk-token", "compaction-shrinks"): adk_token_grows,
 }
 
 

@@ -309,6 +309,27 @@ def test_deviation_compaction_shrinks() -> None:
     assert any(v.invariant == "compaction-shrinks" for v in res.violations)
 
 
+def adk_token_grows() -> Conversation:
+    """A tiny first step, then three large results: at 4,000 prompt tokens with 5 events kept (``adk-token`` in the
+    8K window of ``tests/test_properties.py``), only the tiny step is compacted, into a longer summary."""
+    d: list[Draft] = [sys("sys"), user("q", id="m1"), asst(calls=["c1"], id="m2"), tool("c1", "x", id="m3")]
+    for k, c in enumerate(("c2", "c3", "c4")):
+        d += [asst(calls=[c], id=f"m{4 + 2 * k}"), tool(c, "x " * 4_000, id=f"m{5 + 2 * k}")]
+    return conv(*d, asst("ok", id="m10"))
+
+
+def test_token_deviation_compaction_shrinks() -> None:
+    """Known deviation ``compaction-shrinks`` for the token trigger too: the first compaction has no earlier summary
+    to weigh the range against, so a range of a few short events is summarised however short it is."""
+    pol = token(token_threshold=4_000, event_retention_size=5)
+    res = run(
+        pol,
+        adk_token_grows(),
+        RunConfig(model=ModelConfig(context_window=8_000, output_reserve=1_000), tokenizer="chars4"),
+    )
+    assert any(v.invariant == "compaction-shrinks" for v in res.violations)
+
+
 def test_both_pairs_token_first() -> None:
     """ "Token-threshold compaction takes precedence": with both pairs set and the count over the threshold, the
     post-invocation compaction is the token one."""
