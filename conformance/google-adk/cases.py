@@ -50,10 +50,18 @@ def chat(turns: int, *, size: int = 3, usage: list[int] | None = None) -> list[M
     return msgs
 
 
-def agent(turns: int, steps: int = 1, *, out: int = 10, batch: int = 1, usage: list[int] | None = None) -> list[Msg]:
+def agent(
+    turns: int,
+    steps: int = 1,
+    *,
+    out: int = 10,
+    batch: int = 1,
+    usage: list[int] | None = None,
+    split: bool = False,
+) -> list[Msg]:
     """``turns`` invocations, each a user message, ``steps`` rounds of an assistant message calling ``batch`` tools
-    and one tool event with their responses (``out`` lines each), then an answer. ``usage`` gives the prompt token
-    count of each model call in order (none when unset)."""
+    and one tool event with their responses (``out`` lines each; one event per response with ``split``), then an
+    answer. ``usage`` gives the prompt token count of each model call in order (none when unset)."""
     msgs: list[Msg] = []
     calls_made = 0
     for k in range(turns):
@@ -69,7 +77,10 @@ def agent(turns: int, steps: int = 1, *, out: int = 10, batch: int = 1, usage: l
             results = [
                 {"call_id": c["id"], "name": "search", "text": lines(f"r{k}.{s}.{j}", out)} for j, c in enumerate(calls)
             ]
-            msgs.append(tool(f"t{k}_{s}", results))
+            if split:
+                msgs.extend(tool(f"t{k}_{s}_{j}", [r]) for j, r in enumerate(results))
+            else:
+                msgs.append(tool(f"t{k}_{s}", results))
         u = usage[calls_made] if usage and calls_made < len(usage) else None
         calls_made += 1
         msgs.append(assistant(f"Option {k} fits the budget.", f"d{k}", usage=u))
@@ -189,6 +200,20 @@ CASES: list[dict[str, Any]] = [
         token_threshold=1_000,
         event_retention_size=4,
     ),
+    case(
+        "token-estimate-without-usage",
+        "token",
+        closing(agent(2, 2, out=40)),
+        token_threshold=600,
+        event_retention_size=3,
+    ),
+    case(
+        "token-batch-split-over-events",
+        "token",
+        closing(agent(2, 1, batch=3, split=True, usage=[LOW, HIGH, LOW, LOW])),
+        token_threshold=1_000,
+        event_retention_size=2,
+    ),
     # -- both pairs: the token trigger first, then the sliding window -----------------------------------------
     case(
         "both-token-wins",
@@ -197,6 +222,15 @@ CASES: list[dict[str, Any]] = [
         token_threshold=1_000,
         event_retention_size=2,
         compaction_interval=3,
+        overlap_size=1,
+    ),
+    case(
+        "both-sliding-then-token",
+        "both",
+        closing(agent(5, 1, usage=[LOW] * 8 + [HIGH] + [LOW] * 6)),
+        token_threshold=1_000,
+        event_retention_size=2,
+        compaction_interval=2,
         overlap_size=1,
     ),
     case(
