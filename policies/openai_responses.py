@@ -1,10 +1,12 @@
 """OpenAI's Responses API compaction: the Agents SDK's ``OpenAIResponsesCompactionSession`` (client-side
 ``responses.compact``) and the API's server-side ``context_management`` compaction.
 
-Read: the Agents SDK, ``openai/openai-agents-python`` ``src/agents/memory/openai_responses_compaction_session.py``
-at 04c49c78 (``DEFAULT_COMPACTION_THRESHOLD``, ``select_compaction_candidate_items``,
-``default_should_trigger_compaction``, ``OpenAIResponsesCompactionSession.run_compaction``) and its docs (sessions:
-"compaction runs after each turn once the candidate threshold is reached"; the run is not complete until it has);
+Read: the Agents SDK, ``openai/openai-agents-python`` at 7f7a44f8 (version 0.22.0):
+``src/agents/memory/openai_responses_compaction_session.py`` (``DEFAULT_COMPACTION_THRESHOLD``,
+``select_compaction_candidate_items``, ``default_should_trigger_compaction``,
+``OpenAIResponsesCompactionSession.run_compaction``, ``_defer_compaction``) and
+``src/agents/run_internal/session_persistence.py`` (``save_result_to_session``: when it runs compaction), and the
+SDK's sessions docs (the run is not complete until compaction has finished);
 the API guide ``developers.openai.com/api/docs/guides/compaction`` (server-side compaction with
 ``compact_threshold``, the standalone ``/responses/compact``); the catalogue ``reference/policy-catalogue.md`` §B4,
 §B3 ("Remote compaction": the window ``/responses/compact`` returns holds the user messages and one encrypted
@@ -81,10 +83,13 @@ class AgentsSessionConfig:
 class OpenAIAgentsSession(Policy[AgentsSessionConfig]):
     """OpenAI Agents SDK OpenAIResponsesCompactionSession: after a turn with 10 or more non-user items, compact.
 
-    * When: after each run (a user turn) is persisted, before the next user message (here at that message's first
-      request, the message itself not yet in the session). The trigger counts items, not tokens: the session's
-      items that are neither user messages nor compaction items, at least ``compaction_threshold``. ``/compact``
-      stands for calling ``run_compaction(force=True)`` between turns.
+    * When (``save_result_to_session``): after each model turn is stored, but a turn that produced local tool
+      outputs only defers it (remembering the response when the hook said yes) and the next turn without them (the
+      run's final answer) runs it, forced if one was deferred. Candidates only grow inside a run, so this compacts
+      after the final answer of a user turn when the count is reached, before the next user message: here at that
+      message's first request, the message itself not yet in the session. The trigger counts items, not tokens:
+      the session's items that are neither user messages nor compaction items, at least ``compaction_threshold``.
+      ``/compact`` stands for calling ``run_compaction({"force": True})`` between turns.
     * What: ``responses.compact`` over the whole session; the stored items are replaced with the window it returns:
       the user messages, verbatim and in order, then one encrypted compaction item (an assistant-role summary here).
       Every assistant message, reasoning item, call and output goes, so no pair is split. The next compaction sends

@@ -2,7 +2,7 @@
 ``OpenAIResponsesCompactionSession``) and ``openai-responses-compaction`` (the API's ``compact_threshold``).
 
 Each test names the rule it shows: ``openai_responses_compaction_session.py`` (``openai/openai-agents-python``
-@04c49c78), the API's compaction guide (catalogue §B4). Decisions are driven on states built with
+@7f7a44f8, 0.22.0), the API's compaction guide (catalogue §B4). Decisions are driven on states built with
 :func:`tests.builders.state_of`; whole runs use the ``chars4`` tokenizer.
 """
 
@@ -82,8 +82,9 @@ def test_session_trigger_counts_items_after_a_turn(threshold: int, fires: bool) 
 
 
 def test_session_compacts_only_between_turns() -> None:
-    """The SDK compacts after a run is stored, never inside one: a request mid tool loop is not a compaction point
-    however many items there are."""
+    """``save_result_to_session``: a turn that produced local tool outputs only defers compaction; the run's final
+    answer (a turn without them) runs it. A request mid tool loop is not a compaction point however many items
+    there are."""
     pol = session(compaction_threshold=2)
     c = turns(3, then=False)
     mid = conv(*c.messages[:-1])  # ends on a tool output of the last turn
