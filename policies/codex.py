@@ -374,8 +374,10 @@ class CodexRemote(Codex):
 
     Codex's dispatch: with an OpenAI or Azure provider (and ``Feature::TokenBudget`` off) every automatic and manual
     compaction is remote (catalogue §B3). Sources [T]: code readings of ``codex-rs/core/src/compact_remote_v2.rs``
-    (catalogue §B3 "Remote compaction V2"; the repository is too large to fetch), with the local path's code
-    (``codex``, this module) for what the two share.
+    (catalogue §B3 "Remote compaction V2", index ids 55465083079, 54882182598; the repository is too large to
+    fetch) and a port that copies its constants and retention (oh-my-pi
+    ``packages/agent/src/compaction/compaction-v2-streaming.ts``), with the local path's code (``codex``, this
+    module) for what the two share.
 
     * Trigger, its phases and the entry bound: as ``codex`` (90% of the window, pre-turn and mid-turn, ``/compact``;
       tool outputs cut to 1.2 x 10,000 bytes).
@@ -393,9 +395,13 @@ class CodexRemote(Codex):
 
     Known deviation: ``revert-resolution``, as ``codex``.
 
-    Differences: as ``codex``'s. Assumed where the readings are silent: the user message that overflows the budget is
-    middle-truncated, as local compaction does; hook prompts and agent-to-agent messages (which V2 also retains) do
-    not occur in the simulator's conversations.
+    The user message that overflows the budget is middle-truncated (``…N tokens truncated…``) and older ones go, as
+    local compaction does: a code reading says V2 "truncate[s] retained message text to RETAINED_MESSAGE_TOKEN_BUDGET,
+    preferring newest messages", and the oh-my-pi port (``compaction-v2-streaming.ts``,
+    ``truncateRetainedMessagesForCompactionV2``) does exactly this.
+
+    Differences: as ``codex``'s. Hook prompts and agent-to-agent messages (which V2 also retains) do not occur in the
+    simulator's conversations.
     """
 
     Config = CodexRemoteConfig
