@@ -219,10 +219,13 @@ class ADKCompaction(Policy[ADKConfig]):
             return None  # ADK has no manual compaction and no compact-and-retry on overflow
         cfg = self.config
         n = len(state)
+        post = is_user_turn(state, n - 1)
+        if not post and not (cfg.token and self.over_trigger(state)):
+            return None  # neither point has anything to do: answered without reading the ranges
         pf = state.protected_from
         cap = n if pf is None else min(n, pf)
         ranges = ranges_of(state.view)
-        if is_user_turn(state, n - 1):
+        if post:
             # The previous invocation has just completed: the Runner's post-invocation compaction, which ran before
             # this user message was appended (token threshold first, then the sliding window).
             done = min(n - 1, cap)
