@@ -15,14 +15,14 @@ import functools
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import ClassVar, Literal
 
 from policies.base import Plan, Policy, Trigger, register
 from policies.helpers import plan_shrinks
 from sim.core.conversation import Message, Part
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
-from sim.core.view import Edit, Injected, Rule, View, edited_chars, spans_of
+from sim.core.view import Edit, Injected, Role, Rule, View, edited_chars, spans_of
 from sim.replay.model import MESSAGE_OVERHEAD, REQUEST_OVERHEAD
 
 #: ``summary_prefix.md`` at 50a53333, verbatim (two spaces before "assist" included): the text the model sees
@@ -184,10 +184,14 @@ class Codex(Policy[CodexConfig]):
     with thinking is kept verbatim after the summary (Anthropic keeps thinking with the tool use it led to, the
     ``atomic-units`` invariant; Codex, on the Responses API, drops reasoning items with the rest). The summariser
     reads what leaves the view, not the kept user messages too (an engine limit), and calls the model once.
-    Not modelled: remote compaction (``/responses/compact``), ghost snapshots, the model-switch item.
+    Not modelled: ghost snapshots, the model-switch item. Remote compaction is ``codex-remote``.
     """
 
     Config = CodexConfig
+    #: How the summary is placed and asked for (``codex-remote`` places an opaque compaction item instead).
+    summary_wrapper: ClassVar[str] = SUMMARY_WRAPPER
+    summary_role: ClassVar[Role] = "user"
+    summary_prompt: ClassVar[str] = SUMMARY_PROMPT
     # Kept user messages can revert a change whose assistant message was dropped: Codex knows nothing of
     # reverts and keeps user messages only.
     known_deviations = frozenset({"revert-resolution"})
@@ -257,10 +261,10 @@ class Codex(Policy[CodexConfig]):
             edits=edits,
             injected=self._injected(state, phase, kept, tail),
             summarize=True,
-            summary_role="user",
-            summary_wrapper=SUMMARY_WRAPPER,
-            summary_system_prompt=SUMMARY_PROMPT,
-            summary_input_newest_tokens=self._summariser_budget(state, SUMMARY_PROMPT),
+            summary_role=self.summary_role,
+            summary_wrapper=self.summary_wrapper,
+            summary_system_prompt=self.summary_prompt,
+            summary_input_newest_tokens=self._summariser_budget(state, self.summary_prompt),
             mode=phase,
         )
 
@@ -324,7 +328,7 @@ class Codex(Policy[CodexConfig]):
         """Whether the kept messages, the initial context and a summary as long as the model's output reserve
         would still be at or over the trigger (Codex would compact again at once: no progress)."""
         after = plan.view_from(state.view).with_(summary=None)
-        kept = math.ceil(state.chars_in_view(after) / 4) + math.ceil(len(SUMMARY_WRAPPER) / 4)
+        kept = math.ceil(state.chars_in_view(after) / 4) + math.ceil(len(self.summary_wrapper) / 4)
         return kept + state.model.output_reserve >= self.limit(state)
 
 
@@ -342,3 +346,65 @@ def _thinking_loop_open(state: RunState) -> bool:
     return state.messages[-1].role == "tool" and any(
         p.kind == "thinking" for p in state.messages[state.unit_start(n - 1)].parts
     )
+
+
+# -- remote compaction -----------------------------------------------------------------------------------------
+#: ``RETAINED_MESSAGE_TOKEN_BUDGET`` of ``compact_remote_v2.rs`` (catalogue §B3 "Remote compaction V2", read through
+#: code readings and a port that copies it as ``V2_RETAINED_MESSAGE_TOKEN_BUDGET = 64_000``).
+RETAINED_MESSAGE_TOKEN_BUDGET = 64_000
+#: What we ask the mock summariser for: the server's compaction prompt is not public (the client sends none, only
+#: a ``CompactionTrigger`` item).
+REMOTE_PROMPT = (
+    "Compact the conversation so far into a state the model can continue from: the user's goals and constraints, "
+    "what was done and found, the decisions taken and what remains."
+)
+
+
+@dataclass(frozen=True)
+class CodexRemoteConfig(CodexConfig):
+    """As :class:`CodexConfig`, but ``user_message_max_tokens`` is ``RETAINED_MESSAGE_TOKEN_BUDGET = 64_000``: the
+    newest user messages the installed history keeps (approximate tokens, bytes / 4)."""
+
+    user_message_max_tokens: int = RETAINED_MESSAGE_TOKEN_BUDGET
+
+
+@register("codex-remote")
+class CodexRemote(Codex):
+    """Codex CLI remote compaction (V2): at 90% of the window, the newest user messages (64K tokens) and an opaque item.
+
+    Codex's dispatch: with an OpenAI or Azure provider (and ``Feature::TokenBudget`` off) every automatic and manual
+    compaction is remote (catalogue §B3). Sources [T]: code readings of ``codex-rs/core/src/compact_remote_v2.rs``
+    (catalogue §B3 "Remote compaction V2", index ids 55465083079, 54882182598; the repository is too large to
+    fetch) and a port that copies its constants and retention (oh-my-pi
+    ``packages/agent/src/compaction/compaction-v2-streaming.ts``), with the local path's code (``codex``, this
+    module) for what the two share.
+
+    * Trigger, its phases and the entry bound: as ``codex`` (90% of the window, pre-turn and mid-turn, ``/compact``;
+      tool outputs cut to 1.2 x 10,000 bytes).
+    * No client prompt: the client appends a ``CompactionTrigger`` item to an otherwise normal Responses request and
+      takes back exactly one encrypted ``compaction`` output item. Before sending it, the oldest function-call and
+      reasoning items are trimmed until the request fits the window (``trim_function_call_history_to_fit_context_
+      window``): here, as for ``codex``, the newest pieces of the summariser's input that fit.
+    * Installed history: the retained prompt messages, real user messages newest first up to
+      ``RETAINED_MESSAGE_TOKEN_BUDGET = 64,000`` tokens (bytes / 4), in chronological order, then the compaction item;
+      Codex re-adds its canonical initial context as for local compaction (pre-turn: the next turn re-injects it;
+      mid-turn: before the last real user message).
+    * The item is opaque: what it carries is modelled with the run's retention model (``sim.replay.summariser``: each
+      fact in the compacted history survives with the per-kind keep probability; the previous item is folded into the
+      next), placed as an assistant-role message with no prefix, its size the mock summariser's.
+
+    Known deviation: ``revert-resolution``, as ``codex``.
+
+    The user message that overflows the budget is middle-truncated (``…N tokens truncated…``) and older ones go, as
+    local compaction does: a code reading says V2 "truncate[s] retained message text to RETAINED_MESSAGE_TOKEN_BUDGET,
+    preferring newest messages", and the oh-my-pi port (``compaction-v2-streaming.ts``,
+    ``truncateRetainedMessagesForCompactionV2``) does exactly this.
+
+    Differences: as ``codex``'s. Hook prompts and agent-to-agent messages (which V2 also retains) do not occur in the
+    simulator's conversations.
+    """
+
+    Config = CodexRemoteConfig
+    summary_wrapper = "{summary}"
+    summary_role = "assistant"
+    summary_prompt = REMOTE_PROMPT

@@ -31,6 +31,7 @@ from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
 from tests.builders import state_of
+from tests.policies.test_adk import adk_token_grows
 from tests.policies.test_autogen import token_limited_drops_live_turn
 from tests.policies.test_cline import sdk_summarises_the_task
 from tests.policies.test_inspect_ai import trim_drops_live_turn
@@ -265,6 +266,7 @@ HAND_BUILT = {
     ("jetbrains-summary", "revert-resolution"): _revert_after_a_summary,
     ("cline", "live-turn"): sdk_summarises_the_task,
     ("letta", "live-turn"): sliding_window_summarises_the_task,
+    ("adk-token", "compaction-shrinks"): adk_token_grows,
 }
 
 

@@ -16,10 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from policies.base import make_policy
 from policies.codex import (
     INITIAL_CONTEXT,
+    RETAINED_MESSAGE_TOKEN_BUDGET,
     SUMMARY_PREFIX,
     SUMMARY_WRAPPER,
     Codex,
     CodexConfig,
+    CodexRemote,
+    CodexRemoteConfig,
     is_real_user_message,
     truncate_output,
 )
@@ -419,3 +422,63 @@ def test_compacted_views_keep_only_user_messages_within_the_budget(c) -> None:  
         assert tokens <= budget + 10 * len(kept)  # chars/4 rounding per message and the marker's few tokens
         assert rec.tokens_after < rec.tokens_before
     assert {v.invariant for v in res.violations} <= Codex.known_deviations
+
+
+# -- codex-remote ----------------------------------------------------------------------------------------------
+def remote(**kw: object) -> CodexRemote:
+    return CodexRemote(CodexRemoteConfig(**kw))  # type: ignore[arg-type]
+
+
+def test_remote_defaults() -> None:
+    """``RETAINED_MESSAGE_TOKEN_BUDGET = 64_000`` (``compact_remote_v2.rs``, catalogue §B3); the rest as local."""
+    cfg = CodexRemoteConfig()
+    assert cfg.user_message_max_tokens == RETAINED_MESSAGE_TOKEN_BUDGET == 64_000
+    assert (cfg.auto_compact_ratio, cfg.truncation_bytes) == (0.9, 10_000)
+    assert make_policy("codex-remote").spec()["params"]["user_message_max_tokens"] == 64_000
+
+
+@pytest.mark.parametrize(("over", "fires"), [(-1, False), (0, True), (1, True)])
+def test_remote_trigger_is_codex_s(over: int, fires: bool) -> None:
+    """Remote and local compaction share the trigger: ``auto_compact_token_limit`` = 90% of the window, checked
+    pre-turn (here) and mid-turn."""
+    pol = remote()
+    st = state_of(pol, conv(*pre_turn_chat().messages[:10]), MODEL, context=LIMIT + over)  # ends on u3
+    assert (pol.decide(st, "auto") is not None) == fires
+
+
+def test_remote_installs_user_messages_and_an_opaque_item() -> None:
+    """V2 installs "retained prompt messages ... newest first up to 64,000 tokens + the compaction item": every
+    assistant message, call and output goes; the item is an encrypted output item with no client prompt or prefix
+    (an assistant-role summary here, its content the retention model's)."""
+    pol = remote()
+    st = state_of(pol, conv(*pre_turn_chat().messages[:10]), MODEL, context=LIMIT)
+    plan = pol.decide(st, "auto")
+    assert plan is not None
+    ids = [st.messages[i].id for i in plan.pinned]
+    assert ids == ["u1", "u2"] and st.messages[plan.start].id == "u3"
+    assert plan.summarize and plan.summary_role == "assistant" and plan.summary_wrapper == "{summary}"
+    assert SUMMARY_PREFIX not in plan.summary_system_prompt
+    res, captured, _ = run_capture(pol, pre_turn_chat(), C4)
+    assert res.violations == [] and res.summary["finish_reason"] == "completed"
+    (rec,) = compaction_records(res)
+    assert rec.view.spans == ((1, 2), (5, 6)) and rec.view.summary is not None
+    assert rec.view.summary.role == "assistant" and not rec.view.summary.text.startswith(SUMMARY_PREFIX)
+
+
+def test_remote_keeps_more_user_text_than_local() -> None:
+    """The retained budget is 64,000 tokens where local compaction keeps 20,000: a 30,000-token user history is
+    kept whole by the remote path, cut by the local one."""
+    big = conv(
+        sys("You are Codex, a coding agent.", id="sys"),
+        user("Spec: " + "p" * 120_000, id="u1"),  # 30,000 tokens at bytes / 4
+        asst("Reading.", calls=["c1"], id="a1"),
+        tool("c1", "r" * 4_000, id="t1"),
+        asst("Done.", id="a2"),
+        user("Go on.", id="u2"),
+    )
+    model = ModelConfig(context_window=200_000, output_reserve=10_000)
+    st_r = state_of(remote(), big, model, context=200_000)
+    st_l = state_of(Codex(), big, model, context=200_000)
+    plan_r, plan_l = remote().decide(st_r, "auto"), Codex().decide(st_l, "auto")
+    assert plan_r is not None and plan_l is not None
+    assert plan_r.edits == () and plan_l.edits  # local truncates u1 to what is left of its 20,000
