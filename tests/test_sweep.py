@@ -298,3 +298,17 @@ def test_spec_calibration_path_is_relative_to_the_spec_and_a_missing_file_says_s
     (tmp_path / "fit.json").unlink()
     with pytest.raises(InvalidConfig, match="fit.json.*cannot be read"):
         plan(spec)
+
+
+def test_the_all_policies_spec_names_every_policy_and_scenario() -> None:
+    """``datasets/sweeps/all-policies.toml`` (issue 16): every registered policy at its defaults over every
+    bundled scenario, so a policy added to the catalogue must be added there too."""
+    from policies import POLICIES
+    from sim.scenarios import SCENARIOS, _load
+
+    _load()
+    spec = load_spec(ROOT / "datasets" / "sweeps" / "all-policies.toml")
+    assert [s.label for s in settings(spec)] == sorted(POLICIES.names())
+    assert sorted(s.name for s in spec.sources) == sorted(SCENARIOS.names())
+    assert all(not s.params for s in spec.sources)
+    assert dict(spec.run)["agent"] == "reactive"
