@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from policies.base import Plan, Policy, Trigger, register
-from policies.helpers import plan_shrinks
+from policies.helpers import end_cut, plan_shrinks
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
 from sim.core.view import Edit, Injected, Rule
@@ -244,7 +244,8 @@ class Opencode(Policy[OpencodeConfig]):
         if trigger == "overflow":
             lu = state.last_user_index
             earlier = [i for i in history if i < lu and msgs[i].role == "user" and msgs[i].command is None]
-            if lu >= 0 and lu in history and earlier:
+            # A thinking tool loop still open after it cannot be dropped (its next reply joins the loop's unit).
+            if lu >= 0 and lu in history and earlier and end_cut(state) == n:
                 replay = lu
                 history = [i for i in history if i < lu]
         if not history:
@@ -265,12 +266,15 @@ class Opencode(Policy[OpencodeConfig]):
             kept.append(replay)
         if pf is not None:  # nothing of an unresolved pending turn leaves the view (a /compact in it included)
             kept.extend(range(pf, n))
-        kept = sorted(i for i in set(kept) if state.view.shows(i))
+        # Where the open tail starts: the log's end, or the start of a thinking tool loop still open there (the
+        # loop's next reply joins its unit); what is kept before it is a closed span.
+        start = end_cut(state)
+        kept = sorted(i for i in set(kept) if i < start and state.view.shows(i))
         injected = [Injected(REQUEST_TEXT, role="user", slot=0, before_summary=True, label="compaction-request")]
         if trigger == "auto" or (trigger == "overflow" and replay is None):
             injected.append(Injected(CONTINUE_TEXT, role="user", label="continue"))
         return Plan(
-            start=n,
+            start=start,
             pinned=tuple(kept),
             summarize=True,
             summary_slot=0,
