@@ -23,6 +23,8 @@ from sim.core.view import Edit, Injected, Rule, View
 DEFAULT_COMPACTION_THRESHOLD = 0.8  # mod.rs; GOOSE_AUTO_COMPACT_THRESHOLD overrides it
 #: ``do_compact``: on ContextLengthExceeded, retry with this share of tool responses removed from the middle out.
 REMOVAL_PERCENTAGES = (0, 10, 20, 50, 100)
+#: Tokens the summariser request adds around its prompt and transcript (the request and its three messages).
+SUMMARISER_FRAMING = 16
 OVERFLOW_RETRIES = 2  # docs: compaction on a context-length error is attempted at most twice
 # The continuation the assistant "says" after the summary (mod.rs), verbatim: after a compaction before a new user
 # message, inside a tool loop, and after a manual compaction.
@@ -195,6 +197,10 @@ class Goose(Policy[GooseConfig]):
             state.view_size(View(start=lo, summary=view.summary, edits=view.edits))[0]
             - state.view_size(View(start=end, edits=view.edits))[0]
         )
+        n = len(state)
+        bare = View(start=n)
+        prompt = state.view_size(bare.with_(injected=(Injected(SUMMARY_PROMPT),)))[0] - state.view_size(bare)[0]
+        size += prompt + SUMMARISER_FRAMING
         if size <= budget:
             return ()
         tools = [i for i in range(lo, end) if state.messages[i].role == "tool" and view.shows(i)]
