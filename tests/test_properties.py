@@ -32,7 +32,9 @@ from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
 from tests.builders import state_of
 from tests.policies.test_autogen import token_limited_drops_live_turn
+from tests.policies.test_goose import compact_drops_live_turn
 from tests.policies.test_inspect_ai import trim_drops_live_turn
+from tests.policies.test_kimi_cli import kept_pair_over_trigger
 
 WINDOW = 8_000
 EXAMPLES = 60
@@ -261,6 +263,8 @@ HAND_BUILT = {
     ("inspect-trim", "live-turn"): trim_drops_live_turn,
     ("autogen-token-limited", "live-turn"): token_limited_drops_live_turn,
     ("jetbrains-summary", "revert-resolution"): _revert_after_a_summary,
+    ("goose", "live-turn"): compact_drops_live_turn,
+    ("kimi-cli", "compaction-loop"): kept_pair_over_trigger,
 }
 
 

@@ -161,11 +161,17 @@ def test_known_deviation_atomic_units_in_a_thinking_loop() -> None:
     assert plan is not None and not state.can_cut(plan.start)
 
 
+def kept_pair_over_trigger() -> Conversation:
+    """A tool loop of 3,000-token results: the two kept steps alone pass the trigger of the 8,000-token window (for
+    ``test_properties.HAND_BUILT``)."""
+    steps = [d for k in range(5) for d in (asst(f"s{k}", [call(f"x{k}")]), tool(f"x{k}", "y" * 12_000))]
+    return chat(user("read them all", id="u1"), *steps, asst("done"))
+
+
 def test_known_deviation_compaction_loop() -> None:
     """When the two kept messages alone are over the trigger, Kimi compacts again before the next step: each
     12,000-character result is 3,000 tokens, two of them pass the scaled trigger (8,000 - 2,000)."""
-    steps = [d for k in range(5) for d in (asst(f"s{k}", [call(f"x{k}")]), tool(f"x{k}", "y" * 12_000))]
-    res = Engine(KimiCli(SCALED), chat(user("read them all", id="u1"), *steps, asst("done")), C4).run()
+    res = Engine(KimiCli(SCALED), kept_pair_over_trigger(), C4).run()
     assert len(compaction_records(res)) >= 2
     assert "compaction-loop" in res.summary["violations_by_invariant"]
 
