@@ -45,6 +45,13 @@ PRUNED = "[Old tool result content cleared]"
 REQUEST_TEXT = "What did we do so far?"
 #: The synthetic user message an automatic compaction appends (``processCompaction``), verbatim.
 CONTINUE_TEXT = "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
+#: What precedes it after a compaction caused by a provider overflow with nothing to replay (``processCompaction``).
+OVERFLOW_NOTE = (
+    "The previous request exceeded the provider's size limit due to large media attachments. The conversation was "
+    "compacted and media files were removed from context. If the user was asking about attached images or files, "
+    "explain that the attachments were too large to process and suggest they try again with smaller or fewer "
+    "files.\n\n"
+)
 #: ``JSON.stringify`` of a model message around its text (role, content array, type keys): the tail is sized on
 #: ``Token.estimate(JSON.stringify(msgs))``, characters / 4.
 JSON_FRAMING_CHARS = 40
@@ -129,7 +136,8 @@ class Opencode(Policy[OpencodeConfig]):
       compaction request ("What did we do so far?", user), the summary (assistant), the kept tail, and after an
       automatic compaction the synthetic user message "Continue if you have next steps, or stop and ask for
       clarification if you are unsure how to proceed.". On overflow, the last user message is replayed after the
-      tail instead (what followed it is dropped) when an earlier user message exists.
+      tail instead (what followed it is dropped) when an earlier user message exists; else the continuation opens
+      with opencode's note that the request exceeded the provider's size limit.
     * **Prune** (``prune=true``; off by default at this commit): after each finished turn (here: before the first
       request of the next one), walking tool outputs newest first, skipping the last two user turns and stopping at
       the last compaction or at an output already pruned, the first ``prune_protect`` tokens (chars/4) are kept; the
@@ -271,8 +279,10 @@ class Opencode(Policy[OpencodeConfig]):
         start = end_cut(state)
         kept = sorted(i for i in set(kept) if i < start and state.view.shows(i))
         injected = [Injected(REQUEST_TEXT, role="user", slot=0, before_summary=True, label="compaction-request")]
-        if trigger == "auto" or (trigger == "overflow" and replay is None):
+        if trigger == "auto":
             injected.append(Injected(CONTINUE_TEXT, role="user", label="continue"))
+        elif trigger == "overflow" and replay is None:
+            injected.append(Injected(OVERFLOW_NOTE + CONTINUE_TEXT, role="user", label="continue"))
         return Plan(
             start=start,
             pinned=tuple(kept),

@@ -14,6 +14,7 @@ import pytest
 from policies.base import Policy, make_policy
 from policies.opencode import (
     CONTINUE_TEXT,
+    OVERFLOW_NOTE,
     PRUNED,
     REQUEST_TEXT,
     Opencode,
@@ -232,7 +233,8 @@ def test_manual_compact_has_no_continuation_and_drops_the_command() -> None:
 
 def test_overflow_replays_the_last_user_message() -> None:
     """``processCompaction`` with ``overflow``: the history stops before the last user message, which is replayed
-    after the compaction (what followed it is dropped); no "Continue…" message."""
+    after the compaction (what followed it is dropped); no "Continue…" message. With no earlier user message there
+    is nothing to replay: a plain compaction whose continuation opens with the note on the provider's size limit."""
     c = chat(
         *turn(1, 8_000), *turn(2, 400), user("request 3", id="u3"), asst("s", [call("cx")], id="ax"), tool("cx", "x")
     )
@@ -243,8 +245,8 @@ def test_overflow_replays_the_last_user_message() -> None:
         "m0",
         REQUEST_TEXT,
         "<summary>",
-        CONTINUE_TEXT,
-    ]  # nothing to replay
+        OVERFLOW_NOTE + CONTINUE_TEXT,
+    ]
     assert Opencode().retry_on_overflow == 1
 
 
