@@ -76,6 +76,8 @@ def middle_out(count: int, percent: int) -> tuple[int, int]:
 # the messages before its bound, so the two together drop the results of a middle range only.
 _KEEP = Rule(kinds=frozenset({"tool_result"}), action="truncate", max_tokens=10**12, text="")
 _DROP = Rule(kinds=frozenset({"tool_result"}), action="drop")
+# ``format_message_for_compacting`` leaves thinking and reasoning out of the summariser's input.
+_NO_THINKING = Rule(kinds=frozenset({"thinking"}), action="drop")
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,8 @@ class Goose(Policy[GooseConfig]):
       new user message, "Continue calling tools as necessary…" inside a tool loop, "…at the user's request…" after a
       manual one). Except after a manual compaction, the most recent user message with text only is then re-appended
       verbatim.
-    * **Summariser input** (``do_compact``): the messages as ``[role]: text`` lines, thinking left out; when the
+    * **Summariser input** (``do_compact``): the messages as ``[role]: text`` lines, thinking left out (here: edits
+      of the messages that leave the view, which only the summariser reads); when the
       summariser's prompt is too long, the tool responses are removed from the middle out, 10%, 20%, 50%, then
       100% of them, until it fits.
 
@@ -181,7 +184,8 @@ class Goose(Policy[GooseConfig]):
             summary_slot=0,
             summary_role="user",
             injected=(Injected(text, role="assistant", slot=0, label="continuation"),),
-            edits=(*state.view.edits, *edits),
+            # Only the summariser reads the messages before ``start``: these edits shape its input.
+            edits=(*edits, Edit(_NO_THINKING, start)),
             mode="summarize",
             summary_system_prompt=SUMMARY_PROMPT,
         )

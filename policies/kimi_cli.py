@@ -22,6 +22,7 @@ from policies.base import Plan, Policy, Trigger, register
 from policies.helpers import floor_index, plan_shrinks
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
+from sim.core.view import Edit, Rule
 
 COMPACTION_TRIGGER_RATIO = 0.85  # config.py LoopControl.compaction_trigger_ratio (ge 0.5, le 0.99)
 RESERVED_CONTEXT_SIZE = 50_000  # config.py LoopControl.reserved_context_size (ge 1000)
@@ -29,6 +30,9 @@ MAX_PRESERVED_MESSAGES = 2  # compaction.py SimpleCompaction(max_preserved_messa
 #: compaction.py: the compacted history opens with a user message: this prefix (as ``system()`` wraps it), then the
 #: summariser's reply.
 SUMMARY_WRAPPER = "<system>Previous context has been compacted. Here is the compaction output:</system>{summary}"
+#: ``prepare`` gives the summariser the text parts of each message only: thinking and tool calls are left out (here by
+#: an edit of the messages that leave the view, which only the summariser reads).
+_TEXT_ONLY = Rule(kinds=frozenset({"thinking", "tool_call"}), action="drop")
 # Our wording of prompts/compact.md: compact the numbered messages by priority (current task state, errors and their
 # fixes, final code only, environment, design decisions, TODOs), keep errors and working solutions, merge, drop
 # redundancy, condense code, answer in the tagged sections.
@@ -85,10 +89,11 @@ class KimiCli(Policy[KimiCliConfig]):
       rewritten to ``[user: "<system>Previous context has been compacted. Here is the compaction output:</system>" +
       summary, *kept]``. After a compaction the count is an estimate of the new history.
 
-    Differences: the summariser is shown the tool calls too (Kimi formats text parts only, as numbered ``## Message``
-    blocks); nothing of an unresolved pending turn is summarised (the harness's contract); a compaction that would
-    not shrink the view is skipped. The background-task snapshot Kimi appends after compacting, the custom
-    ``/compact`` instruction and the retries with back-off are not modelled.
+    Differences: the summariser's input is the engine's transcript of the messages (text parts, tool results as
+    ``[name result …]``), not Kimi's numbered ``## Message`` blocks; nothing of an unresolved pending turn is
+    summarised (the harness's contract); a compaction that would not shrink the view is skipped. The background-task
+    snapshot Kimi appends after compacting, the custom ``/compact`` instruction and the retries with back-off are not
+    modelled.
 
     Known deviations: ``live-turn`` (in a tool loop the two newest user/assistant messages are the loop's own replies,
     and the user message that started it is summarised); ``atomic-units`` (the kept messages may start inside a
@@ -136,6 +141,7 @@ class KimiCli(Policy[KimiCliConfig]):
             start=start,
             summarize=True,
             summary_role="user",
+            edits=(Edit(_TEXT_ONLY, start),),
             mode="summarize",
             summary_wrapper=SUMMARY_WRAPPER,
             summary_system_prompt=SUMMARY_PROMPT,

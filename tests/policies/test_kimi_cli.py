@@ -115,6 +115,11 @@ def test_keeps_the_last_two_user_or_assistant_messages_with_their_tool_results()
     loop = chat(*turn(1), user("request 2", id="u2"), asst("s", [call("cx")], id="ax"), tool("cx", "x", id="tx"))
     assert planned(loop, KimiCli(), context=160_000) == ["sys", "<summary>", "u2", "ax", "tx"]
     assert SUMMARY_WRAPPER.startswith("<system>Previous context has been compacted. Here is the compaction output:")
+    state = state_of(KimiCli(), c, BIG, context=160_000)
+    plan = KimiCli().decide(state, "auto")
+    assert plan is not None and plan.edits is not None  # the summariser reads text parts only (TextPart)
+    ((edit,),) = [plan.edits]
+    assert edit.rule.kinds == frozenset({"thinking", "tool_call"}) and edit.before == plan.start
 
 
 def test_fewer_than_two_messages_compacts_nothing() -> None:
