@@ -20,7 +20,7 @@ from policies.base import Plan, Policy, Trigger, register
 from policies.helpers import plan_shrinks, smallest_summary_chars
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
-from sim.core.view import Injected, View
+from sim.core.view import Edit, Injected, Rule, View
 
 HISTORY_SHARE = 16  # models.py: max_input_tokens / 16 ...
 MIN_HISTORY_TOKENS = 1_024  # ... at least 1,024 ...
@@ -33,6 +33,10 @@ SUMMARY_PREFIX = "I spoke to you previously about a number of things.\n"
 SUMMARY_WRAPPER = SUMMARY_PREFIX + "{summary}"
 #: history.py ``summarize``: an assistant "Ok." follows when the result does not end on an assistant message.
 OK = "Ok."
+#: ``summarize_all`` shows the summariser each message's ``content`` only: no reasoning, no tool calls (Aider has none),
+#: and no message but the user's and the assistant's (here: ``summary_drop_tool_outputs``). An edit of the messages
+#: that leave the view, which only the summariser reads.
+_CONTENT_ONLY = Rule(kinds=frozenset({"thinking", "tool_call"}), action="drop")
 # Our wording of prompts.py ``summarize``: brief, more detail for recent parts, names of functions, libraries,
 # packages and files kept, no fenced code, written as the user in the first person, starting "I asked you...".
 SUMMARY_PROMPT = (
@@ -134,8 +138,9 @@ class Aider(Policy[AiderConfig]):
       the tail are summarised again (up to depth 3).
     * **Placement**: the history is rewritten to ``[user: "I spoke to you previously about a number of things.\\n" +
       summary, *tail]``, and an assistant "Ok." follows when that does not end on an assistant message (when
-      everything was summarised). The summariser (``summarize_all``) sees the user and assistant messages only: tool
-      results are left out (Aider has no tool messages); the previous summary is part of the head (regenerated).
+      everything was summarised). The summariser (``summarize_all``) sees the content of the user and assistant
+      messages only: tool results, tool calls and thinking are left out (Aider has no tool messages); the previous
+      summary is part of the head (regenerated).
 
     Differences: the background thread's race (a result thrown away when ``done_messages`` changed meanwhile) is
     not modelled: the summary is always applied at the next request. The summariser is called once, where Aider
@@ -217,6 +222,7 @@ class Aider(Policy[AiderConfig]):
             summary_slot=0,
             summary_role="user",
             injected=injected,
+            edits=(Edit(_CONTENT_ONLY, cut),) if cut > 0 else (),
             mode="summarize",
             summary_wrapper=SUMMARY_WRAPPER,
             summary_system_prompt=SUMMARY_PROMPT,
