@@ -108,6 +108,8 @@ def test_the_current_exchange_is_never_summarised_and_asked_once_per_exchange() 
 
 
 def test_engine_run_writes_the_summary_as_a_user_message_with_the_prefix() -> None:
+    """``summarize_all``: ``prompts.summary_prefix + summary`` as a ``user`` message; a run of 15 exchanges over the
+    1,024-token budget summarises without breaking an invariant."""
     res = Engine(Aider(), chat(*(d for k in range(1, 16) for d in exchange(k))), C4).run()
     recs = compaction_records(res)
     assert recs and all(r.view.summary is not None for r in recs)

@@ -77,6 +77,8 @@ def planned(c: Conversation, trigger: str = "auto", policy: Goose | None = None,
 
 
 def test_defaults_and_config() -> None:
+    """mod.rs ``DEFAULT_COMPACTION_THRESHOLD = 0.8``; a context-length error is compacted and retried at most twice
+    (docs)."""
     assert Goose().config.threshold == 0.8  # DEFAULT_COMPACTION_THRESHOLD
     with pytest.raises(InvalidConfig, match="context_limit=0"):
         make_policy("goose", {"context_limit": "0"})
@@ -129,6 +131,7 @@ def compact_drops_live_turn() -> Conversation:
 
 
 def test_engine_run_compacts_at_the_threshold_and_keeps_going() -> None:
+    """A long session: each compaction replaces the history by a user-role summary and the run goes on to the end."""
     res = Engine(Goose(), chat(*(d for k in range(1, 30) for d in turn(k, 2_400))), C4).run()
     recs = compaction_records(res)
     assert len(recs) >= 2 and all(r.view.summary is not None and r.view.summary.role == "user" for r in recs)

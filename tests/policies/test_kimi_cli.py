@@ -72,6 +72,8 @@ def planned(
 
 
 def test_defaults_and_config_bounds() -> None:
+    """config.py: ``compaction_trigger_ratio`` 0.85 (``ge=0.5, le=0.99``), ``reserved_context_size`` 50,000;
+    ``SimpleCompaction(max_preserved_messages=2)``."""
     cfg = KimiCli().config
     assert (cfg.compaction_trigger_ratio, cfg.reserved_context_size, cfg.max_preserved_messages) == (0.85, 50_000, 2)
     with pytest.raises(InvalidConfig, match="compaction_trigger_ratio=0.3"):
@@ -135,6 +137,8 @@ def test_manual_compact() -> None:
 
 
 def test_engine_run_and_the_summary_message() -> None:
+    """``compact``: the compacted history opens with a user message, ``system(COMPACTION_OUTPUT_PREFIX)`` then the
+    summary."""
     res = Engine(KimiCli(SCALED), chat(*(d for k in range(1, 25) for d in turn(k, 2_000))), C4).run()
     recs = compaction_records(res)
     assert recs and recs[0].view.summary is not None and recs[0].view.summary.role == "user"
@@ -182,6 +186,8 @@ def test_known_deviation_compaction_loop() -> None:
 
 
 def test_known_deviation_revert_resolution() -> None:
+    """Kimi has no notion of reverts: the kept messages are counted from the end, so a change can be summarised while
+    its revert stays in view."""
     c = chat(
         user("edit it", change("ch1", "edit a.py"), id="u0"),
         asst("edited", [call("c0")], id="a0"),
