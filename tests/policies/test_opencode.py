@@ -103,8 +103,8 @@ def test_usable_and_tail_budget_follow_overflow_ts_and_compaction_ts() -> None:
 
 
 def test_defaults_and_bad_configs() -> None:
-    """``compaction.auto`` defaults to true and ``compaction.prune`` is off at this commit (``if (!cfg.compaction?.prune)
-    return``); ``PRUNE_PROTECT`` 40,000 and ``PRUNE_MINIMUM`` 20,000; no ``tail_turns`` limit unless set."""
+    """``compaction.auto`` defaults to true and ``compaction.prune`` is off at this commit
+    (``if (!cfg.compaction?.prune) return``); ``PRUNE_PROTECT`` 40,000, ``PRUNE_MINIMUM`` 20,000; no ``tail_turns``."""
     cfg = Opencode().config
     assert (cfg.auto, cfg.prune, cfg.prune_protect, cfg.prune_minimum, cfg.tail_turns) == (
         True,
