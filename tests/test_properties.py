@@ -34,7 +34,9 @@ from tests.builders import state_of
 from tests.policies.test_adk import adk_token_grows
 from tests.policies.test_autogen import token_limited_drops_live_turn
 from tests.policies.test_cline import sdk_summarises_the_task
+from tests.policies.test_goose import compact_drops_live_turn
 from tests.policies.test_inspect_ai import trim_drops_live_turn
+from tests.policies.test_kimi_cli import kept_pair_over_trigger
 from tests.policies.test_letta import sliding_window_summarises_the_task
 
 WINDOW = 8_000
@@ -267,6 +269,8 @@ HAND_BUILT = {
     ("cline", "live-turn"): sdk_summarises_the_task,
     ("letta", "live-turn"): sliding_window_summarises_the_task,
     ("adk-token", "compaction-shrinks"): adk_token_grows,
+    ("goose", "live-turn"): compact_drops_live_turn,
+    ("kimi-cli", "compaction-loop"): kept_pair_over_trigger,
 }
 
 
