@@ -1026,10 +1026,10 @@ class Engine:
 
         A step sees no further than its message: an exhausted budget's final answer uses the script's next
         reply only when the script already holds it (as it does in :meth:`run`)."""
+        if message is not None:  # kept after the run ended too: what it never reached counts (retention, tasks)
+            self._script.append(message)
         if self._outcome is not None:
             return False
-        if message is not None:
-            self._script.append(message)
         k = self._next
         if k >= len(self._script):
             return False
