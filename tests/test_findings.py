@@ -27,6 +27,7 @@ def fake_runner(numbers: dict[tuple[str, int], dict[str, float]]) -> Any:
             "repeated_work": 0.0,
             "errors": 0.0,
             "stalls": 0.0,
+            "facts_unused": 0.0,
             "extra_requests": 0.0,
             "overflows": 0.0,
             "finish_reason": "completed",
