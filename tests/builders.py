@@ -148,6 +148,25 @@ def compact_cmd(*, id: str | None = None) -> Draft:
     return command("compact", id=id)
 
 
+def tool_steps(n: int, *, first: int = 1, size: int = 200, thinking: bool = False) -> list[Draft]:
+    """``n`` tool steps: an assistant message with one call (``c<k>``), then its result of about ``size``
+    characters (ids ``a<k>``, ``t<k>``), ``k`` from ``first``."""
+    out: list[Draft] = []
+    for k in range(first, first + n):
+        out.append(asst(f"step {k}", [call(f"c{k}")], thinking=f"think {k}" if thinking else None, id=f"a{k}"))
+        out.append(tool(f"c{k}", f"out {k} " + "r" * size, id=f"t{k}"))
+    return out
+
+
+def user_turns(n: int, *, steps: int = 10, size: int = 300) -> list[Draft]:
+    """``n`` user turns ("Next part k.", ids ``u<k>``), each followed by ``steps`` :func:`tool_steps`."""
+    return [
+        d
+        for k in range(n)
+        for d in (user(f"Next part {k}.", id=f"u{k}"), *tool_steps(steps, first=steps * k, size=size))
+    ]
+
+
 def fact(id: str, kind: str, text: str, source: str, needed_at: Sequence[str] = ()) -> Fact:
     return Fact(id, kind, text, source, tuple(needed_at))  # type: ignore[arg-type]
 

@@ -27,18 +27,22 @@ from sim.core.view import Injected, Messages, View, layout
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import small_model
-from tests.builders import Draft, asst, call, change, compaction_records, conv, revert, state_of, sys, tool, user
+from tests.builders import (
+    Draft,
+    asst,
+    call,
+    change,
+    compaction_records,
+    conv,
+    revert,
+    state_of,
+    sys,
+    tool,
+    tool_steps,
+    user,
+)
 
 C4 = RunConfig(model=small_model(), tokenizer="chars4")
-
-
-def steps(n: int, *, first: int = 1, size: int = 200, thinking: bool = False) -> list[Draft]:
-    """``n`` tool steps: an assistant message with one call, then its result (ids ``a<k>``, ``t<k>``)."""
-    out: list[Draft] = []
-    for k in range(first, first + n):
-        out.append(asst(f"step {k}", [call(f"c{k}")], thinking=f"think {k}" if thinking else None, id=f"a{k}"))
-        out.append(tool(f"c{k}", f"out {k} " + "r" * size, id=f"t{k}"))
-    return out
 
 
 def chat(*drafts: Draft) -> Conversation:
@@ -86,18 +90,18 @@ def test_bad_configs_raise_as_autogen_does(name: str, params: dict[str, str], sa
 # -- BufferedChatCompletionContext -------------------------------------------------------------------------------
 def test_buffered_sends_the_newest_five() -> None:
     """``_buffered_chat_completion_context.py``: ``self._messages[-buffer_size:]``."""
-    c = chat(*steps(3), asst("done", id="done"))  # task a1 t1 a2 t2 a3 t3 done
+    c = chat(*tool_steps(3), asst("done", id="done"))  # task a1 t1 a2 t2 a3 t3 done
     assert after(AutoGenBuffered(), c) == ["m0", "a2", "t2", "a3", "t3", "done"]
 
 
 def test_buffered_drops_a_leading_function_result() -> None:
     """The first of the newest ``buffer_size`` is a result: it goes too (4 messages sent, not 5)."""
-    c = chat(*steps(3))  # task a1 t1 a2 t2 a3 t3: the newest 5 start at t1
+    c = chat(*tool_steps(3))  # task a1 t1 a2 t2 a3 t3: the newest 5 start at t1
     assert after(AutoGenBuffered(), c) == ["m0", "a2", "t2", "a3", "t3"]
 
 
 def test_buffered_does_nothing_within_the_buffer() -> None:
-    c = chat(*steps(2))  # 5 messages after the system prompt
+    c = chat(*tool_steps(2))  # 5 messages after the system prompt
     state = state_of(AutoGenBuffered(), c)
     assert AutoGenBuffered().decide(state, "auto") is None
     assert AutoGenBuffered().decide(state, "manual") is None  # no /compact in AutoGen
@@ -105,7 +109,7 @@ def test_buffered_does_nothing_within_the_buffer() -> None:
 
 def test_buffered_moves_on_every_request() -> None:
     """A view recomputed before every model call: each request past the buffer drops what fell out of it."""
-    res = Engine(AutoGenBuffered(), chat(*steps(8), asst("done")), C4).run()
+    res = Engine(AutoGenBuffered(), chat(*tool_steps(8), asst("done")), C4).run()
     starts = [r.view.start for r in compaction_records(res)]
     assert len(starts) >= 6 and starts == sorted(set(starts))
     assert all(r.view.injected == () and r.view.summary is None for r in compaction_records(res))
@@ -113,7 +117,7 @@ def test_buffered_moves_on_every_request() -> None:
 
 def test_buffered_drops_the_task_in_a_long_tool_loop() -> None:
     """Known deviation ``live-turn``: the user message of a loop longer than the buffer is not sent."""
-    c = chat(*steps(4))
+    c = chat(*tool_steps(4))
     assert "task" not in after(AutoGenBuffered(), c)
     res = Engine(AutoGenBuffered(), c, C4).run()
     assert "live-turn" in res.summary["violations_by_invariant"]
@@ -121,7 +125,7 @@ def test_buffered_drops_the_task_in_a_long_tool_loop() -> None:
 
 def test_buffered_cuts_inside_a_thinking_tool_loop() -> None:
     """Known deviation ``atomic-units``: a thinking tool loop is one unit; AutoGen counts messages."""
-    c = chat(*steps(4, thinking=True))
+    c = chat(*tool_steps(4, thinking=True))
     state = state_of(AutoGenBuffered(), c)
     plan = AutoGenBuffered().decide(state, "auto")
     assert plan is not None and not state.can_cut(plan.start)
@@ -129,7 +133,7 @@ def test_buffered_cuts_inside_a_thinking_tool_loop() -> None:
 
 def test_buffered_drops_a_change_whose_revert_stays() -> None:
     """Known deviation ``revert-resolution``: AutoGen has no reverts."""
-    c = chat(asst("edit", [call("c0")], parts=[change("ch1")], id="edit"), tool("c0", "ok"), *steps(2))
+    c = chat(asst("edit", [call("c0")], parts=[change("ch1")], id="edit"), tool("c0", "ok"), *tool_steps(2))
     c = conv(*c.messages, user("undo that", revert("ch1"), id="undo"))
     sent = after(AutoGenBuffered(), c)
     assert "undo" in sent and "edit" not in sent
@@ -137,27 +141,27 @@ def test_buffered_drops_a_change_whose_revert_stays() -> None:
 
 def test_buffered_keeps_a_pending_turn() -> None:
     """Our addition: what a pending turn shows stays while it is unresolved."""
-    c = chat(*steps(1), user("Deploy it.", id="u2"), asst("May I deploy?", id="ask", pending=True))
-    c = conv(*c.messages, user("Meanwhile, check the docs.", id="u3"), *steps(3, first=2))
+    c = chat(*tool_steps(1), user("Deploy it.", id="u2"), asst("May I deploy?", id="ask", pending=True))
+    c = conv(*c.messages, user("Meanwhile, check the docs.", id="u3"), *tool_steps(3, first=2))
     assert after(AutoGenBuffered(), c)[:3] == ["m0", "u2", "ask"]
 
 
 # -- HeadAndTailChatCompletionContext ----------------------------------------------------------------------------
 def test_head_and_tail_puts_the_skipped_count_between() -> None:
     """``_head_and_tail_chat_completion_context.py``: head, "Skipped n messages." (a user message), tail."""
-    c = chat(*steps(4, size=400), asst("done", id="done"))  # task a1 t1 a2 t2 a3 t3 a4 t4 done
+    c = chat(*tool_steps(4, size=400), asst("done", id="done"))  # task a1 t1 a2 t2 a3 t3 a4 t4 done
     assert after(AutoGenHeadAndTail(), c) == ["m0", "task", "Skipped 4 messages.", "a3", "t3", "a4", "t4", "done"]
 
 
 def test_head_and_tail_drops_a_leading_result_from_the_tail_but_still_counts_it() -> None:
     """The tail's first message, t2, is a result: it goes, and n = 9 - 1 - 5 still counts it as kept."""
-    c = chat(*steps(4, size=400))  # task a1 t1 a2 t2 a3 t3 a4 t4
+    c = chat(*tool_steps(4, size=400))  # task a1 t1 a2 t2 a3 t3 a4 t4
     assert after(AutoGenHeadAndTail(), c) == ["m0", "task", "Skipped 3 messages.", "a3", "t3", "a4", "t4"]
 
 
 def test_head_and_tail_drops_a_trailing_call_from_the_head() -> None:
     """A head whose last message holds function calls loses it (its result is not in the head)."""
-    c = chat(*steps(5, size=400), asst("done", id="done"))
+    c = chat(*tool_steps(5, size=400), asst("done", id="done"))
     sent = after(AutoGenHeadAndTail(AutoGenHeadAndTailConfig(head_size=2, tail_size=3)), c)
     assert sent[:3] == ["m0", "task", "Skipped 7 messages."]
     sent = after(AutoGenHeadAndTail(AutoGenHeadAndTailConfig(head_size=3, tail_size=3)), c)
@@ -165,7 +169,7 @@ def test_head_and_tail_drops_a_trailing_call_from_the_head() -> None:
 
 
 def test_head_and_tail_sends_everything_up_to_head_plus_tail() -> None:
-    c = chat(*steps(3, size=400))  # 7 messages after the system prompt
+    c = chat(*tool_steps(3, size=400))  # 7 messages after the system prompt
     state = state_of(AutoGenHeadAndTail(), c)
     assert AutoGenHeadAndTail(AutoGenHeadAndTailConfig(head_size=2, tail_size=5)).decide(state, "auto") is None
     assert AutoGenHeadAndTail(AutoGenHeadAndTailConfig(head_size=1, tail_size=5)).decide(state, "auto") is not None
@@ -173,7 +177,7 @@ def test_head_and_tail_sends_everything_up_to_head_plus_tail() -> None:
 
 def test_head_and_tail_waits_while_the_placeholder_is_longer_than_what_it_hides() -> None:
     """Our difference: "Skipped 1 messages." in place of a one-word reply would grow the prompt."""
-    c = chat(asst("ok", id="ok"), *steps(2, size=400), asst("done", id="done"))
+    c = chat(asst("ok", id="ok"), *tool_steps(2, size=400), asst("done", id="done"))
     state = state_of(AutoGenHeadAndTail(), c)
     assert AutoGenHeadAndTail(AutoGenHeadAndTailConfig(head_size=1, tail_size=5)).decide(state, "auto") is None
 
@@ -181,14 +185,14 @@ def test_head_and_tail_waits_while_the_placeholder_is_longer_than_what_it_hides(
 # -- TokenLimitedChatCompletionContext ---------------------------------------------------------------------------
 def test_token_limited_removes_from_the_middle() -> None:
     """``_token_limited_chat_completion_context.py``: pop ``len // 2`` while over; the task and the newest stay."""
-    c = chat(*steps(6), asst("done", id="done"))
+    c = chat(*tool_steps(6), asst("done", id="done"))
     sent = after(AutoGenTokenLimited(AutoGenTokenLimitedConfig(token_limit=400)), c)
     assert sent[:4] == ["m0", "task", "a1", "t1"] and sent[-3:] == ["a6", "t6", "done"]
     assert "a4" not in sent and "t3" not in sent
 
 
 def test_token_limited_does_nothing_at_the_limit() -> None:
-    c = chat(*steps(6))
+    c = chat(*tool_steps(6))
     state = state_of(AutoGenTokenLimited(), c)
     count = AutoGenTokenLimited().context_tokens(state)
     assert AutoGenTokenLimited(AutoGenTokenLimitedConfig(token_limit=count)).decide(state, "auto") is None
@@ -197,7 +201,7 @@ def test_token_limited_does_nothing_at_the_limit() -> None:
 
 def test_token_limited_without_a_limit_uses_the_models_window() -> None:
     """``token_limit=None``: the client's ``remaining_tokens`` (its window less the count) must not be negative."""
-    c = chat(*steps(14, size=400))
+    c = chat(*tool_steps(14, size=400))
     state = state_of(AutoGenTokenLimited(), c, ModelConfig(context_window=1_500, output_reserve=100))
     count = AutoGenTokenLimited().context_tokens(state)
     assert count > 1_500
@@ -209,7 +213,7 @@ def test_token_limited_without_a_limit_uses_the_models_window() -> None:
 
 def test_token_limited_leaves_a_result_without_its_call() -> None:
     """Known deviation ``tool-pairing``: a popped call's result is still sent; the provider rejects it."""
-    c = chat(*steps(6), asst("done", id="done"))
+    c = chat(*tool_steps(6), asst("done", id="done"))
     state = state_of(AutoGenTokenLimited(), c)
     count = AutoGenTokenLimited().context_tokens(state)
     sent = after(AutoGenTokenLimited(AutoGenTokenLimitedConfig(token_limit=count - 1)), c)
@@ -223,9 +227,9 @@ def token_limited_drops_live_turn() -> Conversation:
     checker's 8,000-token window in one step: the middle-out pops take the user message (``live-turn``; for
     ``test_properties.HAND_BUILT``, as the generated conversations rarely jump past the window in one step)."""
     return chat(
-        *steps(5, size=2400),
+        *tool_steps(5, size=2400),
         user("Now also fix the lexer.", id="u2"),
-        *steps(5, first=10, size=2400),
+        *tool_steps(5, first=10, size=2400),
         asst("read", [call("cz")], id="az"),
         tool("cz", "z" * 8_000, id="tz"),
         asst("done"),
@@ -242,7 +246,7 @@ def test_token_limited_can_drop_the_last_user_message() -> None:
 def test_token_limited_reserves_nothing_for_the_output() -> None:
     """Unset, the limit is the whole window: a prompt between the input budget and the window is sent, and the
     provider rejects it (AutoGen's clients count no output reserve)."""
-    res = Engine(AutoGenTokenLimited(), chat(*steps(30, size=1_200)), C4).run()
+    res = Engine(AutoGenTokenLimited(), chat(*tool_steps(30, size=1_200)), C4).run()
     assert res.summary["finish_reason"] == "context-overflow"
     assert compaction_records(res) == []
 

@@ -29,19 +29,10 @@ from sim.core.view import Injected, Messages, View, layout
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import small_model
-from tests.builders import Draft, asst, call, change, conv, revert, state_of, sys, tool, user
+from tests.builders import Draft, asst, call, change, conv, revert, state_of, sys, tool, tool_steps, user, user_turns
 
 C4 = RunConfig(model=small_model(), tokenizer="chars4")
 LIMIT = 1_000
-
-
-def steps(n: int, *, first: int = 1, size: int = 200, thinking: bool = False) -> list[Draft]:
-    """``n`` tool steps: an assistant message with one call, then its result (ids ``a<k>``, ``t<k>``)."""
-    out: list[Draft] = []
-    for k in range(first, first + n):
-        out.append(asst(f"step {k}", [call(f"c{k}")], thinking=f"think {k}" if thinking else None, id=f"a{k}"))
-        out.append(tool(f"c{k}", f"out {k} " + "r" * size, id=f"t{k}"))
-    return out
 
 
 def chat(*drafts: Draft) -> Conversation:
@@ -96,7 +87,7 @@ def test_removal_counts_are_even() -> None:
 
 def test_cline_messages_join_user_and_tool_messages() -> None:
     """Cline's history alternates: the results of a call and what the user adds after them are one user message."""
-    c = chat(*steps(1), user("also this", id="u2"), asst("ok", id="a2"))
+    c = chat(*tool_steps(1), user("also this", id="u2"), asst("ok", id="a2"))
     groups = cline_messages(state_of(legacy(), c))
     assert [(g.a, g.b, g.role) for g in groups] == [
         (1, 2, "user"),
@@ -109,7 +100,7 @@ def test_cline_messages_join_user_and_tool_messages() -> None:
 # -- the trigger ------------------------------------------------------------------------------------------------------
 def test_trigger_is_the_previous_requests_tokens_at_the_limit() -> None:
     """``totalTokens >= maxAllowedSize``, the previous request's tokensIn + tokensOut + cache reads and writes."""
-    c = chat(*steps(6))
+    c = chat(*tool_steps(6))
     assert decide(legacy(), c, LIMIT - 1)[1] is None
     assert decide(legacy(), c, LIMIT)[1] is not None
     assert decide(legacy(), c, LIMIT + 1)[1] is not None
@@ -118,14 +109,14 @@ def test_trigger_is_the_previous_requests_tokens_at_the_limit() -> None:
 
 
 def test_no_manual_compaction() -> None:
-    assert decide(legacy(), chat(*steps(6)), 10 * LIMIT, "manual")[1] is None
+    assert decide(legacy(), chat(*tool_steps(6)), 10 * LIMIT, "manual")[1] is None
 
 
 # -- the truncation ---------------------------------------------------------------------------------------------------
 def test_half_keeps_the_first_pair_and_replaces_the_reply_by_the_notice() -> None:
     """13 messages: remove ``floor(11 / 4) * 2 = 4`` from index 2 (t1 a2 t2 a3); the first message after the range,
     t3, loses its tool results (so the tail starts at a4); the first reply's text is the notice."""
-    c = chat(*steps(6))
+    c = chat(*tool_steps(6))
     state, plan = decide(legacy(), c, LIMIT)
     assert plan is not None and plan.mode == "truncate"
     view = plan.view_from(state.view)
@@ -138,7 +129,7 @@ def test_half_keeps_the_first_pair_and_replaces_the_reply_by_the_notice() -> Non
 
 def test_quarter_when_half_the_tokens_are_still_over() -> None:
     """``keep = totalTokens / 2 > maxAllowedSize ? "quarter" : "half"``: remove ``floor(11 * 3 / 8) * 2 = 8``."""
-    c = chat(*steps(6))
+    c = chat(*tool_steps(6))
     state, plan = decide(legacy(), c, 2 * LIMIT)  # half of it is the limit: not over, so half
     assert plan is not None and dict(plan.checkpoint)["deleted_range"] == "2,5"
     state, plan = decide(legacy(), c, 2 * LIMIT + 2)
@@ -148,11 +139,11 @@ def test_quarter_when_half_the_tokens_are_still_over() -> None:
 
 def test_the_deleted_range_grows_from_its_end() -> None:
     """``startOfRest = currentDeletedRange[1] + 1``: the next truncation removes half of what is after the range."""
-    c1 = chat(*steps(6))
+    c1 = chat(*tool_steps(6))
     state, plan = decide(legacy(), c1, LIMIT)
     assert plan is not None
     first = plan.view_from(state.view)
-    c2 = chat(*steps(8))  # 17 messages: from 6, remove floor(11 / 4) * 2 = 4 (6..9)
+    c2 = chat(*tool_steps(8))  # 17 messages: from 6, remove floor(11 / 4) * 2 = 4 (6..9)
     state, plan = decide(legacy(), c2, LIMIT, view=first)
     assert plan is not None and dict(plan.checkpoint)["deleted_range"] == "2,9"
     assert shown(c2, plan.view_from(state.view)) == ["task", NOTICE, "a6", "t6", "a7", "t7", "a8", "t8"]
@@ -185,7 +176,7 @@ def test_overflow_truncates_a_quarter_and_replaces_the_task() -> None:
     """``handleContextWindowExceededError``: ``"quarter"`` whatever the count, and
     ``triggerApplyStandardContextTruncationNoticeChange`` also replaces the first user message's first text block
     with "[Continue assisting the user!]"; one automatic retry."""
-    c = chat(*steps(6))
+    c = chat(*tool_steps(6))
     state, plan = decide(legacy(), c, 0, "overflow")
     assert legacy().retry_on_overflow == 1
     assert plan is not None and dict(plan.checkpoint)["deleted_range"] == "2,9"
@@ -193,7 +184,7 @@ def test_overflow_truncates_a_quarter_and_replaces_the_task() -> None:
     assert shown(c, view) == ["cline-first-user-replacement", NOTICE, "a6", "t6"]
     assert view.injected[0].text == FIRST_USER_REPLACEMENT and view.injected[0].role == "user"
     # and it stays replaced at the next truncation
-    c2 = chat(*steps(10))
+    c2 = chat(*tool_steps(10))
     state, plan = decide(legacy(), c2, LIMIT, view=view)
     assert plan is not None and shown(c2, plan.view_from(state.view))[0] == "cline-first-user-replacement"
 
@@ -201,7 +192,7 @@ def test_overflow_truncates_a_quarter_and_replaces_the_task() -> None:
 def test_nothing_of_a_pending_turn_leaves_the_view() -> None:
     """Difference (the harness's contract): the tail never starts past an unresolved pending turn."""
     ask = [user("Deploy?", id="ask"), asst("Deploying needs approval.", [call("d1")], id="ad", pending=True)]
-    c = chat(*steps(2), *ask, tool("d1", "waiting", id="td"), *steps(3, first=5))
+    c = chat(*tool_steps(2), *ask, tool("d1", "waiting", id="td"), *tool_steps(3, first=5))
     state, plan = decide(legacy(), c, LIMIT)
     assert plan is not None
     assert shown(c, plan.view_from(state.view))[2:4] == ["ask", "ad"]
@@ -210,7 +201,7 @@ def test_nothing_of_a_pending_turn_leaves_the_view() -> None:
 # -- in a run, and the known deviations -------------------------------------------------------------------------------
 def test_in_a_run_the_view_stays_under_the_window() -> None:
     """An 8K window: truncate at 6,400 (0.8 of it); each truncation halves what follows the first pair."""
-    res = Engine(ClineLegacy(), chat(*steps(80, size=600), asst("done")), C4).run()
+    res = Engine(ClineLegacy(), chat(*tool_steps(80, size=600), asst("done")), C4).run()
     records = res.summary["compactions"]
     assert res.summary["compaction_count"] >= 2 and res.summary["finish_reason"] == "completed"
     assert all(r["mode"] == "truncate" and r["tokens_before"] >= 6_400 > r["tokens_after"] for r in records)
@@ -219,14 +210,14 @@ def test_in_a_run_the_view_stays_under_the_window() -> None:
 
 def test_a_long_loop_after_a_user_message_deletes_it() -> None:
     """Known deviation ``live-turn``: the range counts messages, so a user message early in a long tool loop goes."""
-    c = chat(*steps(1), user("Use the v2 API.", id="u2"), *steps(8, first=2))
+    c = chat(*tool_steps(1), user("Use the v2 API.", id="u2"), *tool_steps(8, first=2))
     state, plan = decide(legacy(), c, LIMIT)
     assert plan is not None and "u2" not in shown(c, plan.view_from(state.view))
 
 
 def test_a_range_can_end_inside_a_thinking_loop() -> None:
     """Known deviation ``atomic-units``: the tail may start at a reply of a tool loop whose first reply thought."""
-    c = chat(*steps(6, thinking=True))
+    c = chat(*tool_steps(6, thinking=True))
     state, plan = decide(legacy(), c, LIMIT)
     assert plan is not None and not state.can_cut(plan.start)
 
@@ -236,7 +227,7 @@ def test_a_kept_revert_can_lose_its_change() -> None:
     c = chat(
         asst("edit", [call("c1")], parts=[change("ch1")], id="a1"),
         tool("c1", "ok", id="t1"),
-        *steps(4, first=2),
+        *tool_steps(4, first=2),
         asst("undo", [call("c9")], parts=[revert("ch1")], id="a9"),
         tool("c9", "ok", id="t9"),
     )
@@ -248,7 +239,7 @@ def test_a_kept_revert_can_lose_its_change() -> None:
 
 def test_default_limit_is_the_windows() -> None:
     """A 128K model: truncate at 98,000."""
-    c = chat(*steps(6))
+    c = chat(*tool_steps(6))
     model = ModelConfig(context_window=128_000)
     policy = ClineLegacy()
     assert policy.decide(state_of(policy, c, model, context=97_999), "auto") is None
@@ -268,7 +259,7 @@ def sdk_plan(policy: Cline, c: Conversation, trigger: str = "auto", view: View |
 def sdk_summarises_the_task() -> Conversation:
     """One task, then a tool loop long enough to reach the trigger: no typed user message after the first, so the
     cut follows the token walk alone and the task is summarised (``findCutIndex``'s comment says as much)."""
-    return chat(*steps(70, size=200), asst("done"))
+    return chat(*tool_steps(70, size=200), asst("done"))
 
 
 def test_sdk_defaults() -> None:
@@ -286,14 +277,14 @@ def test_sdk_estimate_is_chars_over_three_with_json_framing() -> None:
     """``estimateTokens(JSON.stringify(...).length)``: a third of the characters, rounded up, at least 1."""
     assert estimate(0, 0) == 1
     assert estimate(300) == 124  # (300 + 72) / 3
-    c = chat(*steps(2))
+    c = chat(*tool_steps(2))
     state = state_of(Cline(), c)
     assert Cline.request_tokens(state) == estimate(state.chars_in_view(), len(c.messages))
 
 
 def test_sdk_trigger_just_below_and_at() -> None:
     """``shouldCompact = requestInputTokens >= requestTriggerTokens``."""
-    c = chat(*steps(30))
+    c = chat(*tool_steps(30))
     r = Cline.request_tokens(state_of(Cline(), c))
     below = sdk(max_input_tokens=int(r / 0.9) + 2, preserve_recent_tokens=500)
     at = sdk(max_input_tokens=int(r / 0.9), preserve_recent_tokens=500)
@@ -303,7 +294,7 @@ def test_sdk_trigger_just_below_and_at() -> None:
 
 def later_prompt(before: int = 10, after: int = 2) -> Conversation:
     """The task, ``before`` tool steps, a second prompt ``u2``, ``after`` more steps."""
-    return chat(*steps(before), user("Now the tests.", id="u2"), *steps(after, first=before + 1))
+    return chat(*tool_steps(before), user("Now the tests.", id="u2"), *tool_steps(after, first=before + 1))
 
 
 def test_sdk_summary_placement_and_prompt() -> None:
@@ -339,8 +330,8 @@ def test_sdk_target_after_five_pairs_is_half_the_input() -> None:
     """``resolveAutoRequestTargetTokens``: 5 user/assistant pairs and an output cap below the input limit: half the
     usable input; fewer: 0.7 of the trigger (both less the system prompt's share)."""
     p = Cline()
-    few = state_of(p, chat(*steps(2)))
-    many = state_of(p, chat(*steps(6)))
+    few = state_of(p, chat(*tool_steps(2)))
+    many = state_of(p, chat(*tool_steps(6)))
     assert Cline.pairs(few) == 2 and Cline.pairs(many) == 6
     assert p.message_target(few, False) == int(162_000 * 0.7) - p.overhead(few)
     assert p.message_target(many, False) == 90_000 - p.overhead(many)
@@ -359,7 +350,7 @@ def test_sdk_no_overflow_retry_and_manual_compacts_below_the_trigger() -> None:
 def test_sdk_in_a_run_summaries_are_anchored() -> None:
     """Each compaction summarises the new messages with the previous summary passed along ("Previous summary:"):
     the engine folds the previous summary into the next one."""
-    turns = [d for k in range(12) for d in (user(f"Next part {k}.", id=f"u{k}"), *steps(10, first=10 * k, size=300))]
+    turns = user_turns(12, size=300)
     res = Engine(Cline(), chat(*turns, asst("done")), C4).run()
     records = [r for r in res.summary["compactions"] if r["mode"] == "summarize"]
     assert len(records) >= 2

@@ -17,17 +17,9 @@ from sim.core.view import Summary, View
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import small_model
-from tests.builders import Draft, asst, call, change, conv, revert, state_of, sys, tool, user
+from tests.builders import Draft, asst, call, change, conv, revert, state_of, sys, tool, tool_steps, user, user_turns
 
 C4 = RunConfig(model=small_model(), tokenizer="chars4")
-
-
-def steps(n: int, *, first: int = 1, size: int = 200, thinking: bool = False) -> list[Draft]:
-    out: list[Draft] = []
-    for k in range(first, first + n):
-        out.append(asst(f"step {k}", [call(f"c{k}")], thinking=f"think {k}" if thinking else None, id=f"a{k}"))
-        out.append(tool(f"c{k}", f"out {k} " + "r" * size, id=f"t{k}"))
-    return out
 
 
 def chat(*drafts: Draft) -> Conversation:
@@ -41,7 +33,7 @@ def letta(**cfg: object) -> Letta:
 def sliding_window_summarises_the_task() -> Conversation:
     """One task, then a tool loop that overflows the window: the sliding window's cut (40 % of the messages) passes
     the task, the only user message."""
-    return chat(*steps(60, size=600), asst("done"))
+    return chat(*tool_steps(60, size=600), asst("done"))
 
 
 def window_for(c: Conversation, share: float) -> ModelConfig:
@@ -76,7 +68,7 @@ def test_threshold_is_the_window_or_ninety_percent() -> None:
 def test_trigger_is_strictly_over_the_last_calls_total() -> None:
     """``context_token_estimate > compaction_trigger_threshold``, the estimate being the last call's
     ``usage.total_tokens``: at the threshold, nothing; one over, compact."""
-    c = chat(*steps(12))
+    c = chat(*tool_steps(12))
     policy = letta(force_proactive=True)
     assert policy.decide(state_of(policy, c, context=180_000), "auto") is None
     assert policy.decide(state_of(policy, c, context=180_001), "auto") is not None
@@ -88,7 +80,7 @@ def test_first_try_evicts_forty_percent_to_an_assistant_message() -> None:
     """The eviction fraction starts at 0.30 and grows by 0.10 before the first try: ``round(0.4 * N)``, moved back to
     the last assistant message at or before it; a tail under 70 % of the window stops there."""
     # N = 26: system, task, a1 t1 ... a12 t12; round(0.4 * 26) = 10: t5, so a5 (index 10)
-    c = chat(*steps(12, size=2_000))
+    c = chat(*tool_steps(12, size=2_000))
     model = window_for(c, 0.9)  # the tail from a5 is under 70 % of this window
     state = state_of(Letta(), c, model)
     plan = Letta().decide(state, "overflow")
@@ -100,7 +92,7 @@ def test_first_try_evicts_forty_percent_to_an_assistant_message() -> None:
 def test_the_fraction_grows_until_the_goal() -> None:
     """Over the goal after a try: +10 % and again. A window the whole log overflows by 30 % needs more than
     40 % evicted."""
-    c = chat(*steps(12, size=2_000))
+    c = chat(*tool_steps(12, size=2_000))
     model = window_for(c, 1.3)  # the whole log is 1.3 windows: 40 % is not enough to get under 70 %
     state = state_of(Letta(), c, model)
     plan = Letta().decide(state, "overflow")
@@ -111,7 +103,7 @@ def test_the_fraction_grows_until_the_goal() -> None:
 
 def test_the_previous_summary_is_resummarised() -> None:
     """``messages[1:cut]`` starts with the previous summary at index 1: the engine folds it into the new one."""
-    c = chat(*steps(12))
+    c = chat(*tool_steps(12))
     view = View(start=6, summary=Summary("earlier work", role="user"))
     model = window_for(c, 0.9)
     state = state_of(Letta(), c, model, view=view)
@@ -129,14 +121,14 @@ def test_falls_back_to_all_when_no_cut_fits() -> None:
 
 
 def test_all_mode() -> None:
-    c = chat(*steps(6))
+    c = chat(*tool_steps(6))
     plan = letta(mode="all").decide(state_of(Letta(), c), "manual")
     assert plan is not None and plan.mode == "all" and plan.start == len(c.messages)
 
 
 def test_a_pending_request_at_the_end_stays() -> None:
     """``summarize_all`` keeps a pending approval request at the end (and the harness keeps the pending turn)."""
-    c = chat(*steps(6), user("deploy?", id="ask"), asst("Needs approval.", [call("d1")], id="ad", pending=True))
+    c = chat(*tool_steps(6), user("deploy?", id="ask"), asst("Needs approval.", [call("d1")], id="ad", pending=True))
     plan = letta(mode="all").decide(state_of(Letta(), c), "manual")
     assert plan is not None and c.messages[plan.start].id == "ask"
 
@@ -144,7 +136,7 @@ def test_a_pending_request_at_the_end_stays() -> None:
 # -- in a run, and the known deviations -------------------------------------------------------------------------------
 def test_in_a_run_overflow_compacts_and_retries() -> None:
     """A context-window error: compact, then retry; the run goes on."""
-    turns = [d for k in range(8) for d in (user(f"Next part {k}.", id=f"u{k}"), *steps(10, first=10 * k, size=600))]
+    turns = user_turns(8, size=600)
     res = Engine(Letta(), chat(*turns, asst("done")), C4).run()
     assert res.summary["compaction_count"] >= 2 and res.summary["finish_reason"] == "completed"
     assert {r["trigger"] for r in res.summary["compactions"]} == {"overflow"}
@@ -158,7 +150,7 @@ def test_the_sliding_window_summarises_the_task_of_a_long_loop() -> None:
 
 def test_the_cut_can_fall_inside_a_thinking_loop() -> None:
     """Known deviation ``atomic-units``."""
-    c = chat(*steps(12, thinking=True))
+    c = chat(*tool_steps(12, thinking=True))
     state = state_of(Letta(), c, window_for(c, 0.9))
     plan = Letta().decide(state, "overflow")
     assert plan is not None and not state.can_cut(plan.start)
@@ -169,7 +161,7 @@ def test_a_kept_revert_can_lose_its_change() -> None:
     c = chat(
         asst("edit", [call("c1")], parts=[change("ch1")], id="a1"),
         tool("c1", "ok " * 50, id="t1"),
-        *steps(10, first=2),
+        *tool_steps(10, first=2),
         asst("undo", [call("c9")], parts=[revert("ch1")], id="a99"),
         tool("c9", "ok", id="t99"),
     )

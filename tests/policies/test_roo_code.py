@@ -16,19 +16,11 @@ from sim.core.errors import InvalidConfig
 from sim.core.view import Injected, Messages, Summary, View, layout
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.strategies import small_model
-from tests.builders import Draft, asst, call, change, conv, revert, state_of, sys, tool, user
+from tests.builders import Draft, asst, call, change, conv, revert, state_of, sys, tool, tool_steps, user, user_turns
 
 C4 = RunConfig(model=small_model(), tokenizer="chars4")
 WINDOW = 200_000
 ALLOWED = WINDOW * 0.9 - 8_192  # the default model's output reserve: 171,808
-
-
-def steps(n: int, *, first: int = 1, size: int = 200, thinking: bool = False) -> list[Draft]:
-    out: list[Draft] = []
-    for k in range(first, first + n):
-        out.append(asst(f"step {k}", [call(f"c{k}")], thinking=f"think {k}" if thinking else None, id=f"a{k}"))
-        out.append(tool(f"c{k}", f"out {k} " + "r" * size, id=f"t{k}"))
-    return out
 
 
 def chat(*drafts: Draft) -> Conversation:
@@ -75,7 +67,7 @@ def test_defaults() -> None:
 
 def test_prev_context_tokens_adds_the_last_message() -> None:
     """``prevContextTokens = totalTokens + lastMessageTokens``: the last request's tokens plus what was added since."""
-    c = chat(*steps(3))
+    c = chat(*tool_steps(3))
     state = state_of(RooCode(), c, context=1_000)
     assert RooCode.prev_context_tokens(state) == 1_000
     state.messages_at_last_request -= 2  # the last reply and its result came after that request
@@ -90,7 +82,7 @@ def test_prev_context_tokens_adds_the_last_message() -> None:
 
 def test_condense_at_the_percentage() -> None:
     """``contextPercent >= effectiveThreshold``: just below, nothing; at it, condense."""
-    c = chat(*steps(6))
+    c = chat(*tool_steps(6))
     policy = roo(auto_condense_context_percent=50)
     assert plan_for(policy, c, WINDOW // 2 - 1)[1] is None
     state, plan = plan_for(policy, c, WINDOW // 2)
@@ -103,7 +95,7 @@ def test_condense_at_the_percentage() -> None:
 def test_keeps_the_first_message_and_the_last_three() -> None:
     """The first message and the last 3 (``N_MESSAGES_TO_KEEP``) stay; the summary, an assistant message, goes before
     them; the 6-section prompt. The last 3 here are a6, t6 and done."""
-    c = chat(*steps(6), asst("done", id="done"))
+    c = chat(*tool_steps(6), asst("done", id="done"))
     state, plan = plan_for(roo(auto_condense_context_percent=5), c, WINDOW // 10)
     assert plan is not None and plan.summary_role == "assistant" and plan.summary_system_prompt == CONDENSE_PROMPT
     assert "Pending Tasks and Next Steps" in CONDENSE_PROMPT
@@ -114,7 +106,7 @@ def test_keeps_the_first_message_and_the_last_three() -> None:
 def test_a_kept_result_keeps_its_call() -> None:
     """``getKeepMessagesWithToolBlocks``: the first kept message holds results whose ``tool_use`` is in the condensed
     region: those blocks go with the summary (here: the assistant message that holds them stays)."""
-    c = chat(*steps(6))  # the last 3: t5, a6, t6
+    c = chat(*tool_steps(6))  # the last 3: t5, a6, t6
     assert after(roo(auto_condense_context_percent=5), c, WINDOW // 10) == [
         "task",
         "SUMMARY(assistant)",
@@ -128,14 +120,14 @@ def test_a_kept_result_keeps_its_call() -> None:
 def test_condensed_recently_refuses() -> None:
     """A summary among the last 3 ("condensed recently"): no condense. The fallback then counts 4 visible messages
     (the first, the summary, a6, t6) and hides ``floor(3 * 0.5) = 1``, rounded down to 0: nothing either."""
-    c = chat(*steps(6))
+    c = chat(*tool_steps(6))
     a6 = next(i for i, m in enumerate(c.messages) if m.id == "a6")
     view = View(start=a6, spans=((1, 2),), summary=Summary("earlier", role="assistant"))
     policy = roo(auto_condense_context_percent=5)
     assert plan_for(policy, c, WINDOW // 10, view=view)[1] is None
     assert plan_for(policy, c, int(ALLOWED) + 1, view=view)[1] is None
     # two steps more: the last 3 (t7 a8 t8) exclude the summary; a7 stays for t7's call
-    c2 = chat(*steps(8, size=1_000))
+    c2 = chat(*tool_steps(8, size=1_000))
     state, plan = plan_for(policy, c2, WINDOW // 10, view=view)
     assert plan is not None and plan.summarize and c2.messages[plan.start].id == "a7"
 
@@ -147,7 +139,7 @@ def test_nothing_to_condense_in_a_short_conversation() -> None:
 
 
 def test_manual_condense_ignores_the_threshold() -> None:
-    c = chat(*steps(6), asst("done", id="done"))
+    c = chat(*tool_steps(6), asst("done", id="done"))
     state, plan = plan_for(RooCode(), c, 10, "manual")
     assert plan is not None and plan.summarize
 
@@ -156,7 +148,7 @@ def test_manual_condense_ignores_the_threshold() -> None:
 def test_truncation_hides_half_the_visible_messages_after_the_first() -> None:
     """``truncateConversation(messages, 0.5)``: 13 visible, ``floor(12 * 0.5) = 6`` hidden after the first, and the
     marker "[Sliding window truncation: 6 messages hidden to reduce context]" in their place."""
-    c = chat(*steps(6))
+    c = chat(*tool_steps(6))
     out = after(roo(auto_condense_context=False), c, int(ALLOWED) + 1)
     assert out == [
         "task",
@@ -174,14 +166,14 @@ def test_truncation_hides_half_the_visible_messages_after_the_first() -> None:
 
 def test_the_count_is_rounded_down_to_even() -> None:
     """``rawMessagesToRemove - (rawMessagesToRemove % 2)``: 12 visible, 11 after the first, 5 rounded down to 4."""
-    c = chat(*steps(5), asst("done", id="done"))
+    c = chat(*tool_steps(5), asst("done", id="done"))
     out = after(roo(auto_condense_context=False), c, int(ALLOWED) + 1)
     assert out[:3] == ["task", "[Sliding window truncation: 4 messages hidden to reduce context]", "a3"]
 
 
 def test_overflow_condenses_at_75_percent_three_times() -> None:
     """``handleContextWindowExceededError``: ``manageContext`` with the threshold at 75 %, up to 3 retries."""
-    c = chat(*steps(6), asst("done", id="done"))
+    c = chat(*tool_steps(6), asst("done", id="done"))
     assert RooCode().retry_on_overflow == 3
     assert plan_for(RooCode(), c, int(WINDOW * 0.75) - 1, "overflow")[1] is None
     state, plan = plan_for(RooCode(), c, int(WINDOW * 0.75), "overflow")
@@ -190,7 +182,7 @@ def test_overflow_condenses_at_75_percent_three_times() -> None:
 
 # -- in a run, and the known deviations -------------------------------------------------------------------------------
 def test_in_a_run() -> None:
-    turns = [d for k in range(12) for d in (user(f"Next part {k}.", id=f"u{k}"), *steps(10, first=10 * k, size=600))]
+    turns = user_turns(12, size=600)
     res = Engine(RooCode(), chat(*turns, asst("done")), C4).run()
     records = res.summary["compactions"]
     assert res.summary["compaction_count"] >= 2 and res.summary["finish_reason"] == "completed"
@@ -199,7 +191,7 @@ def test_in_a_run() -> None:
 
 def long_loop_loses_its_prompt() -> Conversation:
     """A user message, then a tool loop of more than 3 messages: the last 3 kept leave the prompt to the summary."""
-    return chat(*steps(2), user("Use the v2 API.", id="u2"), *steps(60, first=3, size=600))
+    return chat(*tool_steps(2), user("Use the v2 API.", id="u2"), *tool_steps(60, first=3, size=600))
 
 
 def test_a_long_loop_summarises_its_prompt() -> None:
@@ -210,7 +202,7 @@ def test_a_long_loop_summarises_its_prompt() -> None:
 
 def test_the_tail_can_start_inside_a_thinking_loop() -> None:
     """Known deviation ``atomic-units``: the kept assistant message continues a loop whose first reply thought."""
-    c = chat(*steps(6, thinking=True))
+    c = chat(*tool_steps(6, thinking=True))
     state, plan = plan_for(roo(auto_condense_context_percent=5), c, WINDOW // 10)
     assert plan is not None and not state.can_cut(plan.start)
 
@@ -220,7 +212,7 @@ def test_a_kept_revert_can_lose_its_change() -> None:
     c = chat(
         asst("edit", [call("c1")], parts=[change("ch1")], id="a1"),
         tool("c1", "ok", id="t1"),
-        *steps(4, first=2),
+        *tool_steps(4, first=2),
         asst("undo", [call("c9")], parts=[revert("ch1")], id="a9"),
         tool("c9", "ok", id="t9"),
     )
@@ -231,6 +223,6 @@ def test_a_kept_revert_can_lose_its_change() -> None:
 def test_nothing_of_a_pending_turn_is_condensed() -> None:
     """Difference (the harness's contract): the cut never passes the start of an unresolved pending turn."""
     ask = [user("Deploy?", id="ask"), asst("Needs approval.", [call("d1")], id="ad", pending=True)]
-    c = chat(*steps(3), *ask, tool("d1", "waiting", id="td"), *steps(3, first=5))
+    c = chat(*tool_steps(3), *ask, tool("d1", "waiting", id="td"), *tool_steps(3, first=5))
     out = after(roo(auto_condense_context_percent=5), c, WINDOW // 10)
     assert out[:4] == ["task", "SUMMARY(assistant)", "ask", "ad"]
