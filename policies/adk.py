@@ -201,7 +201,7 @@ class ADKCompaction(Policy[ADKConfig]):
         """``_latest_prompt_token_count``: the prompt token count the provider reported for the newest model call made
         since the last compaction; none since (or none at all): chars/4 of the request's contents (the system
         instruction left out), ``_estimate_prompt_token_count``."""
-        changed = state.view_at_last_request is not None and state.view_at_last_request is not state.view
+        changed = state.view_changed_since_request
         if state.last_input_tokens is not None and not changed:
             return state.last_input_tokens
         system = state.messages[0].chars if state.has_system else 0

@@ -556,7 +556,7 @@ class AnthropicSDKCompaction(Policy[SDKCompactionConfig]):
         current view (before any request, or once the view changed: the usage describes a view now gone)."""
         if not len(state) or state.messages[-1].role != "assistant" or state.last_input_tokens is None:
             return None
-        if state.view_at_last_request is not None and state.view is not state.view_at_last_request:
+        if state.view_changed_since_request:
             return None
         reply = state.messages[-1]
         if reply.usage is not None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from policies.base import Plan, Policy, Trigger, register
-from policies.helpers import plan_shrinks
+from policies.helpers import plan_shrinks, reported_total
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
 from sim.core.view import Injected
@@ -154,11 +154,7 @@ class ClineLegacy(Policy[ClineLegacyConfig]):
     def tokens_used(state: RunState) -> int | None:
         """The previous request's prompt plus output (None before any request). Once the view changed since (a
         truncation), the prompt the next request sends: the count the next check reads, less its reply."""
-        if state.last_input_tokens is None:
-            return None
-        if state.view_at_last_request is not None and state.view is not state.view_at_last_request:
-            return state.view_size()[0]
-        return state.last_input_tokens + (state.last_output_tokens or 0)
+        return reported_total(state)
 
     def over_trigger(self, state: RunState) -> bool:
         used = self.tokens_used(state)

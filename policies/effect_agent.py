@@ -303,7 +303,7 @@ class EffectAgent(Policy[EffectAgentConfig]):
         what the view gained since) while the view has only grown; the whole view's JSON estimate before the
         first call and right after a compaction (``lastViewLength = -1``)."""
         last_in = state.last_input_tokens
-        changed = state.view_at_last_request is not None and state.view is not state.view_at_last_request
+        changed = state.view_changed_since_request
         if not last_in or changed:
             return view_tokens(state)
         msgs = state.messages

@@ -205,7 +205,7 @@ class GeminiCli(Policy[GeminiCliConfig]):
         history was replaced since (a compression or a masking), the tokens of the prompt the next request will send:
         that request's count is what Gemini's next check reads (in between it holds a chars/4 estimate that no check
         reads)."""
-        changed = state.view_at_last_request is not None and state.view is not state.view_at_last_request
+        changed = state.view_changed_since_request
         if state.last_input_tokens is None or changed:
             return state.view_size()[0]
         return state.last_input_tokens

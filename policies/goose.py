@@ -146,7 +146,7 @@ class Goose(Policy[GooseConfig]):
     def current_tokens(state: RunState) -> int:
         """The session's tokens: the last request's usage, or the count of the view when there is none since the view
         last changed (Goose drops the running total when it replaces the conversation)."""
-        changed = state.view_at_last_request is not None and state.view is not state.view_at_last_request
+        changed = state.view_changed_since_request
         if state.last_input_tokens is None or changed:
             return state.view_size()[0]
         return state.last_input_tokens + (state.last_output_tokens or 0)

@@ -172,3 +172,14 @@ def plan_shrinks(state: RunState, plan: Plan, margin: float = 1.5) -> bool:
     if plan.summarize:
         tokens += round(margin * smallest_summary_chars(state, plan.summary_wrapper) / 4)
     return tokens < state.view_size()[0]
+
+
+def reported_total(state: RunState) -> int | None:
+    """The last request's reported prompt plus its output (None before any request); once the view changed since
+    (a compaction), the prompt the next request sends. What clients that count the provider's ``total_tokens``
+    check against their limit (Cline, Letta)."""
+    if state.last_input_tokens is None:
+        return None
+    if state.view_changed_since_request:
+        return state.view_size()[0]
+    return state.last_input_tokens + (state.last_output_tokens or 0)

@@ -113,7 +113,7 @@ class KimiCli(Policy[KimiCliConfig]):
         """``token_count_with_pending``: the last step's prompt plus reply, plus ``estimate_text_tokens`` (chars // 4)
         of the messages appended after that reply; right after a compaction, the estimate of the new history (here
         the view's tokens)."""
-        changed = state.view_at_last_request is not None and state.view is not state.view_at_last_request
+        changed = state.view_changed_since_request
         if state.last_input_tokens is None or changed:
             return state.view_size()[0]
         pending = state.chars(min(state.messages_at_last_request + 1, len(state))) // 4

@@ -238,7 +238,7 @@ class LangChainSummarization(Policy[LangChainSummarizationConfig]):
             return False
         approx = approx_tokens(state, chars_per_token=self.chars_per_token(state))
         count, reported = approx, 0
-        unchanged = state.view_at_last_request is None or state.view_at_last_request is state.view
+        unchanged = not state.view_changed_since_request
         if state.last_input_tokens is not None and unchanged:
             # The provider's last total scales the estimate (by at most 1.25) and triggers by itself too.
             reported = state.last_input_tokens

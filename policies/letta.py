@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from policies.base import Plan, Policy, Trigger, register
-from policies.helpers import end_cut, plan_shrinks
+from policies.helpers import end_cut, plan_shrinks, reported_total
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
 from sim.core.view import View
@@ -114,11 +114,7 @@ class Letta(Policy[LettaConfig]):
     def context_token_estimate(state: RunState) -> int | None:
         """``usage.total_tokens`` of the last step's call; once the view changed since (a compaction), the prompt
         the next request sends (Letta's estimate after compacting)."""
-        if state.last_input_tokens is None:
-            return None
-        if state.view_at_last_request is not None and state.view is not state.view_at_last_request:
-            return state.view_size()[0]
-        return state.last_input_tokens + (state.last_output_tokens or 0)
+        return reported_total(state)
 
     def over_trigger(self, state: RunState) -> bool:
         estimate = self.context_token_estimate(state)

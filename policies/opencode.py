@@ -194,7 +194,7 @@ class Opencode(Policy[OpencodeConfig]):
         keeps it out of the check)."""
         if state.last_input_tokens is None:
             return None
-        if state.view_at_last_request is not None and state.view is not state.view_at_last_request:
+        if state.view_changed_since_request:
             return None
         return state.last_input_tokens + (state.last_output_tokens or 0)
 

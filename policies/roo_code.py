@@ -125,7 +125,7 @@ class RooCode(Policy[RooCodeConfig]):
         condense or a truncation), the prompt the next request sends (Roo reads the count the condense reported)."""
         if state.last_input_tokens is None:
             return None
-        if state.view_at_last_request is not None and state.view is not state.view_at_last_request:
+        if state.view_changed_since_request:
             return state.view_size()[0]
         since = min(state.messages_at_last_request + 1, len(state))
         return state.last_input_tokens + (state.last_output_tokens or 0) + tokens_between(state, since, len(state))

@@ -315,14 +315,19 @@ class RunState:
         """Characters appended since the last agent request: what the seeds estimate with chars/4."""
         return self._l.chars_prefix[-1] - self.chars_at_last_request
 
+    @property
+    def view_changed_since_request(self) -> bool:
+        """Whether the view changed (a compaction, a rollback) after the last agent request, so that request's
+        reported usage no longer describes the prompt the next one sends."""
+        return self.view_at_last_request is not None and self.view is not self.view_at_last_request
+
     def estimated_context_tokens(self) -> int:
         """The seeds' estimate: last provider-reported prompt plus chars/4 of what came since.
 
         Before the first request, and after the view changed since the last report, the whole view's
         characters / 4 stand in.
         """
-        changed = self.view_at_last_request is not None and self.view is not self.view_at_last_request
-        if self.last_input_tokens is None or changed:
+        if self.last_input_tokens is None or self.view_changed_since_request:
             # No report yet, or the view changed since the report (a compaction or a rollback): the
             # seeds' fallback, chars/4 of everything in the view.
             return -(-self.chars_in_view() // 4)
