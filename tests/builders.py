@@ -167,6 +167,24 @@ def user_turns(n: int, *, steps: int = 10, size: int = 300) -> list[Draft]:
     ]
 
 
+def case_conversation(msgs: Sequence[dict[str, Any]], system: str | None = None) -> Conversation:
+    """A conformance case's messages as a conversation (the JSON the generators under ``conformance/`` write):
+    ``{"role", "id", "text"}``, an assistant's ``calls`` (``id``, ``name``, ``args``), a tool message's
+    ``results`` (``call_id``, ``name``, ``text``); ``system``: a system prompt first, with id ``system``."""
+    drafts: list[Draft] = [] if system is None else [sys(system, id="system")]
+    for m in msgs:
+        if m["role"] == "system":
+            drafts.append(sys(m["text"], id=m["id"]))
+        elif m["role"] == "user":
+            drafts.append(user(m["text"], id=m["id"]))
+        elif m["role"] == "assistant":
+            drafts.append(asst(m["text"], [call(c["id"], c["name"], c["args"]) for c in m["calls"]], id=m["id"]))
+        else:
+            parts = tuple(Part("tool_result", r["text"], call_id=r["call_id"], name=r["name"]) for r in m["results"])
+            drafts.append(Draft("tool", parts, m["id"]))
+    return conv(*drafts)
+
+
 def fact(id: str, kind: str, text: str, source: str, needed_at: Sequence[str] = ()) -> Fact:
     return Fact(id, kind, text, source, tuple(needed_at))  # type: ignore[arg-type]
 

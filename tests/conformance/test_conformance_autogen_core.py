@@ -27,10 +27,10 @@ from policies.autogen import (
     AutoGenTokenLimitedConfig,
 )
 from policies.base import Policy
-from sim.core.conversation import Conversation, Part
+from sim.core.conversation import Conversation
 from sim.core.view import Injected, Messages, layout
 from sim.replay.model import ModelConfig
-from tests.builders import Draft, asst, call, conv, state_of, sys, user
+from tests.builders import case_conversation, state_of
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "autogen-core.json"
 CASES: list[dict[str, Any]] = json.loads(GOLDEN.read_text())["cases"]
@@ -40,16 +40,7 @@ KNOWN: dict[str, str] = {}
 
 
 def conversation(msgs: list[dict[str, Any]]) -> Conversation:
-    drafts: list[Draft] = [sys("You are a coding agent.", id="system")]
-    for m in msgs:
-        if m["role"] == "user":
-            drafts.append(user(m["text"], id=m["id"]))
-        elif m["role"] == "assistant":
-            drafts.append(asst(m["text"], [call(c["id"], c["name"], c["args"]) for c in m["calls"]], id=m["id"]))
-        else:
-            parts = tuple(Part("tool_result", r["text"], call_id=r["call_id"], name=r["name"]) for r in m["results"])
-            drafts.append(Draft("tool", parts, m["id"]))
-    return conv(*drafts)
+    return case_conversation(msgs, "You are a coding agent.")
 
 
 def policy_for(case: dict[str, Any]) -> Policy[Any]:

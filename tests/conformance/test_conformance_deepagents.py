@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from policies.deep_agents import HISTORY_PATH, DeepAgents, DeepAgentsConfig
-from sim.core.conversation import Conversation, Part
+from sim.core.conversation import Conversation
 from sim.core.view import Messages, layout
 from sim.replay.model import ModelConfig
-from tests.builders import Draft, asst, call, conv, state_of, sys, user
+from tests.builders import case_conversation, state_of
 
 GOLDEN_PATH = Path(__file__).parents[1] / "golden" / "conformance" / "deepagents.json"
 GOLDEN: dict[str, Any] = json.loads(GOLDEN_PATH.read_text())
@@ -45,16 +45,7 @@ KNOWN: dict[str, str] = {
 
 
 def conversation(msgs: list[dict[str, Any]]) -> Conversation:
-    drafts: list[Draft] = [sys(GOLDEN["system"], id="system")]
-    for m in msgs:
-        if m["role"] == "user":
-            drafts.append(user(m["text"], id=m["id"]))
-        elif m["role"] == "assistant":
-            drafts.append(asst(m["text"], [call(c["id"], c["name"], c["args"]) for c in m["calls"]], id=m["id"]))
-        else:
-            parts = tuple(Part("tool_result", r["text"], call_id=r["call_id"], name=r["name"]) for r in m["results"])
-            drafts.append(Draft("tool", parts, m["id"]))
-    return conv(*drafts)
+    return case_conversation(msgs, GOLDEN["system"])
 
 
 def run_case(case: dict[str, Any], config: DeepAgentsConfig = OWN_CUT) -> dict[str, Any]:

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from policies.adk import ADKCompaction, ADKConfig, ranges_of
-from sim.core.conversation import Conversation, Part
+from sim.core.conversation import Conversation
 from sim.core.view import Injected, Messages, Summary, View, layout
-from tests.builders import Draft, asst, call, conv, state_of, sys, user
+from tests.builders import case_conversation, state_of
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "google-adk.json"
 CASES: list[dict[str, Any]] = json.loads(GOLDEN.read_text())["cases"]
@@ -35,16 +35,7 @@ KNOWN: dict[str, str] = {}
 
 
 def conversation(msgs: list[dict[str, Any]]) -> Conversation:
-    drafts: list[Draft] = [sys("You are a travel agent.", id="system")]
-    for m in msgs:
-        if m["role"] == "user":
-            drafts.append(user(m["text"], id=m["id"]))
-        elif m["role"] == "assistant":
-            drafts.append(asst(m["text"], [call(c["id"], c["name"], c["args"]) for c in m["calls"]], id=m["id"]))
-        else:
-            parts = tuple(Part("tool_result", r["text"], call_id=r["call_id"], name=r["name"]) for r in m["results"])
-            drafts.append(Draft("tool", parts, m["id"]))
-    return conv(*drafts)
+    return case_conversation(msgs, "You are a travel agent.")
 
 
 def replay(case: dict[str, Any]) -> dict[str, Any]:

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from policies.langmem import SUMMARY_WRAPPER, LangMem, LangMemConfig
-from sim.core.conversation import Conversation, Part
+from sim.core.conversation import Conversation
 from sim.core.view import Messages, Summary, View, layout
 from sim.replay.model import ModelConfig
-from tests.builders import Draft, asst, call, conv, state_of, sys, user
+from tests.builders import case_conversation, state_of
 
 GOLDEN_PATH = Path(__file__).parents[1] / "golden" / "conformance" / "langmem.json"
 GOLDEN: dict[str, Any] = json.loads(GOLDEN_PATH.read_text())
@@ -34,18 +34,7 @@ KNOWN: dict[str, str] = {
 
 
 def conversation(msgs: list[dict[str, Any]]) -> Conversation:
-    drafts: list[Draft] = []
-    for m in msgs:
-        if m["role"] == "system":
-            drafts.append(sys(m["text"], id=m["id"]))
-        elif m["role"] == "user":
-            drafts.append(user(m["text"], id=m["id"]))
-        elif m["role"] == "assistant":
-            drafts.append(asst(m["text"], [call(c["id"], c["name"], c["args"]) for c in m["calls"]], id=m["id"]))
-        else:
-            parts = tuple(Part("tool_result", r["text"], call_id=r["call_id"], name=r["name"]) for r in m["results"])
-            drafts.append(Draft("tool", parts, m["id"]))
-    return conv(*drafts)
+    return case_conversation(msgs)
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
