@@ -37,7 +37,8 @@ KNOWN: dict[str, str] = {
 
 
 def conversation(msgs: list[dict[str, Any]]) -> Conversation:
-    return case_conversation(msgs, GOLDEN["system"])
+    # its system messages are the summary the view holds (run_case), not messages of the log
+    return case_conversation([m for m in msgs if m["role"] != "system"], GOLDEN["system"])
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
