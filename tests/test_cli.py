@@ -145,3 +145,23 @@ def test_malformed_recording_names_file_and_line(tmp_path: Path, capsys: pytest.
 def test_check_passes_for_a_bundled_policy(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--policy", "none", "--examples", "15"]) == 0
     assert "15 examples" in capsys.readouterr().out
+
+
+def test_a_reader_that_stops_early_gets_no_traceback() -> None:
+    """``csim compare DIR | head``: when the reader closes the pipe, csim stops quietly (status 0, nothing on
+    stderr) instead of printing a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sim.cli.main as m\n"
+        "m.cmd_list = lambda args: [print('x' * 100) for _ in range(100_000)] and 0\n"  # 10 MB, past any pipe buffer
+        "raise SystemExit(m.main(['list', 'policies']))\n"
+    )
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.read(10) == b"x" * 10
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -241,6 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CsimError as exc:
         print(f"csim: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return _reader_gone()
     except OSError as exc:
         if exc.errno not in _STORAGE_ERRORS:
             raise
@@ -249,6 +252,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("csim: interrupted", file=sys.stderr)
         return 130
+
+
+def _reader_gone() -> int:
+    """The program reading csim's output closed it early (``csim compare DIR | head``): nothing went wrong here,
+    so stop quietly; what is still buffered goes nowhere, instead of a second error at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
 
 
 if __name__ == "__main__":
