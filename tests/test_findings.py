@@ -73,3 +73,21 @@ def test_the_command_writes_the_table(tmp_path: Path, capsys: pytest.CaptureFixt
     frame = pd.read_csv(tmp_path / "findings.csv")
     assert list(frame["finding"]) == ["compaction-control", "compaction-control"]
     assert (tmp_path / "findings.md").read_text(encoding="utf-8").startswith("# Published findings")
+
+
+@pytest.mark.parametrize("costs, holds", [([1.4, 1.2, 1.5, 1.9], True), ([1.9, 1.5, 1.3, 1.1], False)])
+def test_a_cost_curve_that_only_falls_is_monotone(costs: list[float], holds: bool) -> None:
+    """The masking-window verdict: cost must rise and fall over the windows; a curve that only falls (or only
+    rises) is monotone, whatever its order."""
+    from sim.report.findings import masking_window
+
+    by_window = dict(zip((10, 20, 43, 72), costs, strict=True))
+
+    def runner(policy: str, params: dict[str, Any], **kw: Any) -> pd.DataFrame:
+        cost = 5.0 if policy == "none" else by_window[params["attention_window"]]
+        return fake_runner({(policy, kw["window"]): {"total_cost_usd": cost, "cumulative_input_tokens": 1}})(
+            policy, params, **kw
+        )
+
+    _, curve = masking_window(runner).claims
+    assert curve.holds is holds

@@ -226,6 +226,7 @@ def test_reactive_runs_keep_every_invariant(c: Any, name: str, seed: int, wrong:
         reactive._reacquire = original  # type: ignore[assignment]
     assert not any(checked)
     assert res.summary["reacquisitions"] == len(checked)
+    assert all(e.message.role != "user" for e in appended(res) if e.synthetic)  # the agent never speaks as the user
     ACTED.append(res.summary["extra_requests"] + res.summary["errors"])
     scripted = run(
         make_policy(name, PROPERTY_POLICIES[name]),
@@ -271,3 +272,64 @@ def test_a_reactive_run_gives_the_same_bytes_in_another_process() -> None:
         for _ in range(2)
     }
     assert len(outs) == 1 and len(next(iter(outs))) == 64
+
+
+# -- found in review ---------------------------------------------------------------------------------------
+def test_the_policy_is_asked_again_after_the_agent_acted() -> None:
+    """The re-read result is a new observation: masking all but the newest one hides the one before it again
+    before the scripted request goes out, as the policy would before any request."""
+    from sim.replay.engine import Engine
+
+    eng = Engine(masking(), reading_chat(), config())
+    eng.run()
+    t3 = eng._index["t3"]
+    assert eng.reactions.reacquisitions == 1
+    assert eng.state.view.rules_at(t3), "t3 was left unmasked after the re-read"
+
+
+def test_the_agent_never_speaks_as_the_user() -> None:
+    """A lost user constraint is restated by the agent, in a reply: a synthetic user message would pass for the
+    user's current request (policies and the live-turn check key on the last user message)."""
+    c = conv(
+        system("s"),
+        user("task one", id="u1"),
+        asst(calls=["c1"], id="a1"),
+        tool("c1", "grep output " + "g" * 200, id="t1"),
+        asst("found it", id="a2"),
+        user("use CONFIG-9 from now on", id="u2"),
+        asst("noted", id="a3"),
+        user("now fix the parser", id="u3"),
+        asst("fixed", id="a4"),
+        facts=[fact("f1", "constraint", "CONFIG-9", "u2", ["u3"])],
+    )
+    res = run(ForgetsDecisions(), c, config(wrong_recall=0.0))
+    added = [e.message for e in appended(res) if e.synthetic]
+    assert res.summary["repeated_work"] == 1 and [m.role for m in added] == ["assistant"]
+    assert added[0].text == "use CONFIG-9 from now on"  # no tool exchange from the turn before is replayed
+    assert res.summary["retention_recall"] == 1.0 and res.summary["violation_count"] == 0
+
+
+def test_a_failure_tried_again_is_no_new_signal() -> None:
+    """Summaries that drop every failure make the agent try each of the script's failing steps again, once per
+    drop of the original: a retry a later summary drops is not retried in turn (no feedback loop)."""
+    from sim.replay.summariser import SummariserConfig
+    from sim.scenarios import generate
+
+    conv0 = generate("coding-agent", 0, turns=60)
+    failures = sum(1 for m in conv0.messages if m.role == "tool" and any(p.is_error for p in m.parts))
+    cfg = RunConfig(
+        model=ModelConfig(context_window=60_000), agent=REACTIVE, summariser=SummariserConfig(keep_recall=0)
+    )
+    res = run(make_policy("claude-code", {}), conv0, cfg)
+    assert 0 < res.summary["stalls"] <= failures * max(1, res.summary["compaction_count"])
+    assert res.summary["finish_reason"] == "completed"
+
+
+def test_a_budget_spent_on_the_last_reply_leaves_no_task_undone() -> None:
+    """Exhausting the turn budget with the script's last reply ends the run 'budget-exhausted', but every reply
+    was sent: every task is done."""
+    from sim.core.budgets import Budgets
+
+    replies = sum(1 for m in reading_chat().messages if m.role == "assistant")
+    res = run(NoCompaction(), reading_chat(), RunConfig(tokenizer="chars4", budgets=Budgets(max_turns=replies)))
+    assert res.summary["finish_reason"] == "budget-exhausted" and res.summary["task_success"] == 1.0

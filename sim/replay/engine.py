@@ -184,7 +184,7 @@ class Engine:
         # The closed-loop agent (sim.replay.reactive): what it did, and whether it acts at all.
         self._reactive = config.agent.reactive
         self.reactions = Reactions()
-        self._at = 0
+        self._sent = -1  # the last script reply whose request was sent (task success counts what came after)
         self._times: tuple[float, ...] = ()  # when each script message is complete (sim.replay.caching)
         self._now = 0.0  # when the current request starts
         self._index: dict[str, int] = {}
@@ -578,11 +578,13 @@ class Engine:
             pieces.extend(parts)
             texts.append(t)
             blocks.append(parts)
-            for f in self._facts_by_source.get(self.ledger.messages[i].id, ()):
+            mid = self.ledger.messages[i].id
+            for f in self._facts_by_source.get(self.reactions.copy_of.get(mid, mid), ()):  # a reactive copy's too
                 if (
                     f.id not in self._lost_on_entry
                     and f.text in t
                     and (before.summary is None or f.id not in before.summary.facts)
+                    and f not in candidates
                 ):
                     candidates.append(f)
         body = "\n\n".join(texts)
@@ -1060,7 +1062,6 @@ class Engine:
         after_response = any("response" in p.when for p in (self._members or (self.policy,)))
         try:
             for k in range(k0, len(msgs) if k1 is None else k1):
-                self._at = k  # where a run that stops stopped (task success counts the tasks from there on)
                 m = msgs[k]
                 phase = phase0 if k == k0 else MESSAGE
                 if phase == MESSAGE and m.role != "assistant":
@@ -1074,9 +1075,10 @@ class Engine:
                 if phase == SEND:
                     self._sync(k, SEND)
                     self._start_request(k)
-                    if self._reactive:
-                        react(self, k, m, self.config.agent)
+                    if self._reactive and react(self, k, m, self.config.agent):
+                        self._auto_compact(k, False)  # the agent's messages came after the policy was asked
                     self._agent_request(m)
+                    self._sent = k
                     phase = BUDGET
                 if phase == MANUAL:
                     plan = self._decide(k, MANUAL)
@@ -1220,8 +1222,9 @@ class Engine:
         by_kind = {k: [v[0], v[1]] for k, v in self.retention_by_kind.items()}
         for kind, n in unreached.items():
             by_kind.setdefault(kind, [0, 0])[0] += n
-        stopped_at = None if reason == "completed" else self._at
-        success = task_success(self._script, self.reactions, self.config.agent, stopped_at)
+        success = task_success(
+            self._script, self.reactions, self.config.agent, None if reason == "completed" else self._sent
+        )
         billed_input = sum(r["context_tokens"] for r in rows if r["billed"])
         summary = {
             "run_id": self.run_id,

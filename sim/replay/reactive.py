@@ -52,6 +52,8 @@ class Reactions:
     copies: dict[str, list[str]] = field(default_factory=dict)
     copy_of: dict[str, str] = field(default_factory=dict)
     stalls: int = 0
+    #: Ids of every message the agent added (its requests' replies and the results and restatements after them).
+    added: set[str] = field(default_factory=set)
     #: :func:`task_counts` of the script, computed at the first unrepaired error.
     task_counts: list[int] = field(default_factory=list)
     #: Failing tool messages whose signal a summary dropped; the agent tries them again before its next step.
@@ -71,6 +73,7 @@ class Reactions:
             copy_of=dict(self.copy_of),
             unrepaired_by_task=dict(self.unrepaired_by_task),
             stalls_pending=list(self.stalls_pending),
+            added=set(self.added),
         )
 
     def summary(self) -> dict[str, float | int]:
@@ -87,11 +90,13 @@ class Reactions:
         }
 
 
-def react(engine: Engine, k: int, reply: Message, cfg: AgentConfig) -> None:
-    """Act on the facts the request answered by ``reply`` (script message ``k``) needs, before it is sent.
+def react(engine: Engine, k: int, reply: Message, cfg: AgentConfig) -> bool:
+    """Act on the facts the request answered by ``reply`` (script message ``k``) needs, before it is sent; True
+    when the agent added messages (the engine then asks the policy again before the scripted request).
 
     The facts due are set aside while the extra requests go out (they are judged at the scripted request,
     after the agent has acted), then handed back."""
+    before = len(engine.ledger.messages)
     due, engine._due = engine._due, []
     try:
         pending, engine.reactions.stalls_pending = engine.reactions.stalls_pending, []
@@ -109,6 +114,7 @@ def react(engine: Engine, k: int, reply: Message, cfg: AgentConfig) -> None:
             _act_on_loss(engine, f, k, reply, cfg)
     finally:
         engine._due = due + engine._due
+    return len(engine.ledger.messages) > before
 
 
 def is_task(m: Message) -> bool:
@@ -130,15 +136,17 @@ def task_of(counts: list[int], k: int) -> int:
     return max(0, counts[min(k, len(counts) - 1)] - 1)
 
 
-def task_success(script: list[Message], reactions: Reactions, cfg: AgentConfig, stopped_at: int | None) -> float:
+def task_success(script: list[Message], reactions: Reactions, cfg: AgentConfig, sent: int | None) -> float:
     """The share of the script's tasks done: a task fails with ``max_unrepaired_errors`` errors left standing in
-    it, and when the run stopped (at script message ``stopped_at``), the task in progress and every later one
-    were not done."""
+    it, and when the run stopped after sending script reply ``sent``, the task of the first reply it never sent
+    and every later one were not done (a run that stops after its last reply left nothing undone)."""
     counts = task_counts(script)
     total = max(1, counts[-1])
     failed = {t for t, n in reactions.unrepaired_by_task.items() if n >= cfg.max_unrepaired_errors}
-    if stopped_at is not None:
-        failed.update(range(task_of(counts, stopped_at + 1), total))
+    if sent is not None:
+        unsent = next((j for j in range(sent + 1, len(script)) if script[j].role == "assistant"), None)
+        if unsent is not None:
+            failed.update(range(task_of(counts, unsent + 1), total))
     return (total - len(failed)) / total
 
 
@@ -204,8 +212,11 @@ def _act_on_loss(engine: Engine, f: Fact, k: int, reply: Message, cfg: AgentConf
 
 
 def _next_id(engine: Engine, reply: Message) -> str:
+    """A new id for a message the agent adds (and, with ``-call``, ``-result``, ``-results``, for its results)."""
     engine.reactions.serial += 1
-    return f"{reply.id}~re{engine.reactions.serial}"
+    mid = f"{reply.id}~re{engine.reactions.serial}"
+    engine.reactions.added.update((mid, f"{mid}-result", f"{mid}-results"))
+    return mid
 
 
 def _extra_request(engine: Engine, k: int, answer: Message) -> None:
@@ -270,8 +281,8 @@ def signals_lost(engine: Engine, before: View, after: View, cid: str) -> None:
     for a, b in minus(ranges(before, n), ranges(after, n)):
         for i in range(a, b):
             m = msgs[i]
-            if m.role != "tool" or not any(p.is_error for p in m.parts):
-                continue
+            if m.role != "tool" or not any(p.is_error for p in m.parts) or m.id in engine.reactions.added:
+                continue  # a failure tried again is no new signal: only the script's own failures stall
             if draw(engine.config.seed, "signal", m.id, cid) >= keep:
                 engine.reactions.stalls_pending.append(i)
 
@@ -294,20 +305,19 @@ def _repeat(engine: Engine, failed: int, k: int, reply: Message) -> bool:
 
 
 def _redo(engine: Engine, f: Fact, src: int, k: int, reply: Message) -> None:
-    """Redo the work that established ``f``: the exchange that led to it again (its calls and results, each of
-    the original's size), then the fact itself again: a reply restating it (a decision, a plan) or, for a
-    user's message, the user restating it. The restatement carries the fact from here on."""
+    """Redo the work that established ``f``: for a decision or plan of the agent's, the exchange that led to it
+    again (its calls and results, each of the original's size); then a reply of the agent restating the source
+    message (a user's constraint included). The restatement carries the fact from here on."""
     source = engine.ledger.messages[src]
-    _repeat(engine, src - 1, k, reply)
+    if source.role == "assistant":  # a decision or a plan: the exchange that led to it, in its own turn
+        _repeat(engine, src - 1, k, reply)
     parts = tuple(p for p in source.parts if p.kind not in ("tool_call", "tool_result", "change", "revert", "command"))
     if not parts:
         return
+    # The agent restates it in a reply of its own, even a user's constraint (asking the user again would make a
+    # new user message, which policies and the live-turn check would take for the user's current request).
     mid = _next_id(engine, reply)
-    again = Message(mid, source.role if source.role in ("user", "assistant") else "assistant", parts)
-    if again.role == "assistant":
-        _extra_request(engine, k, again)
-    else:
-        engine._append(again, synthetic=True)
+    _extra_request(engine, k, Message(mid, "assistant", parts))
     engine.reactions.add_copy(f.source, mid)
 
 

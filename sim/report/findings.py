@@ -162,7 +162,7 @@ def masking_window(runner: Runner) -> Finding:
                 "cost is not monotone in the window, and every window is cheaper than raw",
                 "M10 $1.14, M20 $1.21, M29 $1.50, M43 $1.47, M58 $1.33, M72 $1.26, raw $2.39",
                 f"{curve}, raw ${raw['total_cost_usd']:.2f}",
-                costs != sorted(costs) and max(costs) < raw["total_cost_usd"],
+                costs not in (sorted(costs), sorted(costs, reverse=True)) and max(costs) < raw["total_cost_usd"],
                 f"our cheapest window is M={windows[cheapest]}",
             ),
         ),
@@ -241,8 +241,9 @@ def compaction_control(runner: Runner) -> Finding:
                 "all 5 tickets processed",
                 f"runs completed {comp['completed']:.0%}, tasks done {comp['task_success']:.0%} "
                 f"(baseline {base['task_success']:.0%})",
-                comp["completed"] == 1.0,
-                "a task here is one customer message; an unrepaired wrong recall fails it",
+                comp["completed"] == 1.0 and comp["task_success"] >= base["task_success"] - 0.05,
+                "a task here is one customer message; an unrepaired wrong recall fails it. Holds when every run "
+                "completes and tasks done stay within 5 points of the baseline's",
             ),
         ),
     )
@@ -383,8 +384,9 @@ def to_frame(findings: Iterable[Finding]) -> pd.DataFrame:
 
 
 def summary_keeps(policy: str, params: Mapping[str, Any], seeds: Sequence[int]) -> dict[str, tuple[int, int]]:
-    """Per fact kind, over every compaction of ``policy`` on a long coding session: facts its summary kept and
-    facts it lost (shown before the compaction, not after), summed over ``seeds``."""
+    """Per fact kind, over every compaction of ``policy`` on a long coding session that wrote a summary: facts new
+    to that summary's span that it kept, and those it lost (shown before the compaction, not after); facts the
+    previous summary already carried are left out (they were judged when it was written). Summed over ``seeds``."""
     from policies.base import make_policy
     from sim.core.log import CompactionCreated
     from sim.replay.engine import RunConfig, run
@@ -395,13 +397,15 @@ def summary_keeps(policy: str, params: Mapping[str, Any], seeds: Sequence[int]) 
         conv = generate("coding-agent", seed, turns=250)
         kind = {f.id: f.kind for f in conv.facts}
         result = run(make_policy(policy, dict(params)), conv, RunConfig(seed=seed))  # the default 200K window
+        carried: frozenset[str] = frozenset()  # what the previous summary held: judged when it was written
         for e in result.log:
             if not isinstance(e, CompactionCreated) or e.view.summary is None:
                 continue
-            for fid in e.view.summary.facts:
+            for fid in e.view.summary.facts - carried:
                 out.setdefault(kind[fid], [0, 0])[0] += 1
-            for fid in filter(None, e.facts_lost.split(",")):
+            for fid in set(filter(None, e.facts_lost.split(","))) - carried:
                 out.setdefault(kind[fid], [0, 0])[1] += 1
+            carried = e.view.summary.facts
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
