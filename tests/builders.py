@@ -31,7 +31,7 @@ from policies.base import Policy
 from sim.core.conversation import Conversation, Fact, Message, Part, Tool
 from sim.core.log import CompactionCreated, MessageAppended
 from sim.core.state import RunState
-from sim.core.view import View
+from sim.core.view import Injected, Messages, Summary, View, layout
 from sim.replay.engine import Engine, RunConfig, RunResult
 from sim.replay.model import ModelConfig
 
@@ -183,6 +183,30 @@ def case_conversation(msgs: Sequence[dict[str, Any]], system: str | None = None)
             parts = tuple(Part("tool_result", r["text"], call_id=r["call_id"], name=r["name"]) for r in m["results"])
             drafts.append(Draft("tool", parts, m["id"]))
     return conv(*drafts)
+
+
+def request_turn(k: int, size: int = 400) -> list[Draft]:
+    """One user request ``u<k>``, a step with one call ``a<k>``, its result ``t<k>`` of ``size`` characters, and
+    the reply ``d<k>``."""
+    return [
+        user(f"request {k}", id=f"u{k}"),
+        asst(f"step {k}", [call(f"c{k}")], id=f"a{k}"),
+        tool(f"c{k}", "r" * size, id=f"t{k}"),
+        asst(f"done {k}", id=f"d{k}"),
+    ]
+
+
+def shown_ids(c: Conversation, view: View) -> list[str]:
+    """What ``view`` sends, in order: message ids, ``<summary>`` for the summary, an injected message's text."""
+    out: list[str] = []
+    for item in layout(view, len(c.messages), True):
+        if isinstance(item, Summary):
+            out.append("<summary>")
+        elif isinstance(item, Injected):
+            out.append(item.text)
+        elif isinstance(item, Messages):
+            out += [c.messages[i].id for i in range(item.a, item.b)]
+    return out
 
 
 def fact(id: str, kind: str, text: str, source: str, needed_at: Sequence[str] = ()) -> Fact:

@@ -14,11 +14,24 @@ from policies.aider import OK, SUMMARY_PREFIX, Aider, AiderConfig
 from policies.base import make_policy
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
-from sim.core.view import Injected, Messages, Summary, View, layout
+from sim.core.view import Summary
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import small_model
-from tests.builders import Draft, asst, call, change, compaction_records, conv, revert, state_of, sys, tool, user
+from tests.builders import (
+    Draft,
+    asst,
+    call,
+    change,
+    compaction_records,
+    conv,
+    revert,
+    shown_ids,
+    state_of,
+    sys,
+    tool,
+    user,
+)
 
 SMALL = small_model()  # 8,000 tokens: the budget is the 1,024 floor
 C4 = RunConfig(model=SMALL, tokenizer="chars4")
@@ -33,24 +46,12 @@ def chat(*drafts: Draft) -> Conversation:
     return conv(sys("You are aider.", id="sys"), *drafts)
 
 
-def shown(c: Conversation, view: View) -> list[str]:
-    out: list[str] = []
-    for item in layout(view, len(c.messages), True):
-        if isinstance(item, Summary):
-            out.append("<summary>")
-        elif isinstance(item, Injected):
-            out.append(item.text)
-        elif isinstance(item, Messages):
-            out += [c.messages[i].id for i in range(item.a, item.b)]
-    return out
-
-
 def planned(policy: Aider, c: Conversation, model: ModelConfig = SMALL) -> list[str] | None:
     state = state_of(policy, c, model)
     plan = policy.decide(state, "auto")
     if plan is None:
         return None
-    return shown(c, plan.view_from(state.view).with_(summary=Summary("s")))
+    return shown_ids(c, plan.view_from(state.view).with_(summary=Summary("s")))
 
 
 def test_budget_is_a_sixteenth_of_the_input_clamped_to_1k_8k() -> None:

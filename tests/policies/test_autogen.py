@@ -23,7 +23,6 @@ from policies.autogen import (
 from policies.base import Policy, make_policy
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
-from sim.core.view import Injected, Messages, View, layout
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import small_model
@@ -35,6 +34,7 @@ from tests.builders import (
     compaction_records,
     conv,
     revert,
+    shown_ids,
     state_of,
     sys,
     tool,
@@ -49,22 +49,11 @@ def chat(*drafts: Draft) -> Conversation:
     return conv(sys("You are an agent."), user("Fix the parser.", id="task"), *drafts)
 
 
-def shown(c: Conversation, view: View) -> list[str]:
-    """Ids of the messages ``view`` sends, in order; an injected message as its text."""
-    out: list[str] = []
-    for item in layout(view, len(c.messages), True):
-        if isinstance(item, Injected):
-            out.append(item.text)
-        elif isinstance(item, Messages):
-            out += [c.messages[i].id for i in range(item.a, item.b)]
-    return out
-
-
 def after(policy: Policy, c: Conversation, model: ModelConfig | None = None) -> list[str]:  # type: ignore[type-arg]
     """What the policy sends for the whole of ``c`` (its plan, or the view unchanged)."""
     state = state_of(policy, c, model)
     plan = policy.decide(state, "auto")
-    return shown(c, plan.view_from(state.view) if plan is not None else state.view)
+    return shown_ids(c, plan.view_from(state.view) if plan is not None else state.view)
 
 
 # -- configuration -----------------------------------------------------------------------------------------------

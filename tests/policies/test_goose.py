@@ -20,7 +20,7 @@ from policies.goose import (
 )
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
-from sim.core.view import Injected, Messages, Summary, View, layout
+from sim.core.view import Summary
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.strategies import small_model
 from tests.builders import (
@@ -31,7 +31,9 @@ from tests.builders import (
     compact_cmd,
     compaction_records,
     conv,
+    request_turn,
     revert,
+    shown_ids,
     state_of,
     sys,
     tool,
@@ -42,29 +44,8 @@ SMALL = small_model()  # 8,000 tokens
 C4 = RunConfig(model=SMALL, tokenizer="chars4")
 
 
-def turn(k: int, size: int = 400) -> list[Draft]:
-    return [
-        user(f"request {k}", id=f"u{k}"),
-        asst(f"step {k}", [call(f"c{k}")], id=f"a{k}"),
-        tool(f"c{k}", "r" * size, id=f"t{k}"),
-        asst(f"done {k}", id=f"d{k}"),
-    ]
-
-
 def chat(*drafts: Draft) -> Conversation:
     return conv(sys("You are goose.", id="sys"), *drafts)
-
-
-def shown(c: Conversation, view: View) -> list[str]:
-    out: list[str] = []
-    for item in layout(view, len(c.messages), True):
-        if isinstance(item, Summary):
-            out.append("<summary>")
-        elif isinstance(item, Injected):
-            out.append(item.text)
-        elif isinstance(item, Messages):
-            out += [c.messages[i].id for i in range(item.a, item.b)]
-    return out
 
 
 def planned(c: Conversation, trigger: str = "auto", policy: Goose | None = None, **kw: object) -> list[str] | None:
@@ -73,7 +54,7 @@ def planned(c: Conversation, trigger: str = "auto", policy: Goose | None = None,
     plan = policy.decide(state, trigger)  # type: ignore[arg-type]
     if plan is None:
         return None
-    return shown(c, plan.view_from(state.view).with_(summary=Summary("s")))
+    return shown_ids(c, plan.view_from(state.view).with_(summary=Summary("s")))
 
 
 def test_defaults_and_config() -> None:
@@ -87,7 +68,7 @@ def test_defaults_and_config() -> None:
 
 def test_triggers_strictly_over_the_threshold() -> None:
     """``usage_ratio > threshold``: 6,400 of 8,000 is not over 0.8; 6,401 is."""
-    c = chat(*turn(1, 8_000), *turn(2, 8_000), user("request 3", id="u3"))
+    c = chat(*request_turn(1, 8_000), *request_turn(2, 8_000), user("request 3", id="u3"))
     assert planned(c, context=6_400) is None
     assert planned(c, context=6_401) is not None
     assert planned(c, context=7_000) is not None
@@ -96,28 +77,30 @@ def test_triggers_strictly_over_the_threshold() -> None:
 @pytest.mark.parametrize("threshold", [0.0, -1.0, 1.0, 1.5])
 def test_threshold_out_of_range_disables_auto_compaction(threshold: float) -> None:
     """``if threshold <= 0.0 || threshold >= 1.0 { false }``."""
-    c = chat(*turn(1, 8_000), *turn(2, 8_000), user("request 3", id="u3"))
+    c = chat(*request_turn(1, 8_000), *request_turn(2, 8_000), user("request 3", id="u3"))
     assert planned(c, policy=Goose(GooseConfig(threshold=threshold)), context=7_900) is None
 
 
 def test_everything_is_summarised_and_the_new_user_message_reappended() -> None:
     """``compact_messages``: all agent-visible messages summarised, then the summary (user), the assistant
     continuation (the conversation variant: the preserved message is the newest), and the user message again."""
-    c = chat(*turn(1, 8_000), *turn(2, 8_000), user("request 3", id="u3"))
+    c = chat(*request_turn(1, 8_000), *request_turn(2, 8_000), user("request 3", id="u3"))
     assert planned(c, context=7_000) == ["sys", "<summary>", CONVERSATION_CONTINUATION_TEXT, "u3"]
 
 
 def test_inside_a_tool_loop_the_loop_text_and_the_loop_is_summarised() -> None:
     """Not the newest message: ``TOOL_LOOP_CONTINUATION_TEXT``; what followed the user message is summarised and the
     user message re-appended after the continuation."""
-    c = chat(*turn(1, 8_000), user("request 2", id="u2"), asst("s", [call("cx")], id="ax"), tool("cx", "x" * 8_000))
+    c = chat(
+        *request_turn(1, 8_000), user("request 2", id="u2"), asst("s", [call("cx")], id="ax"), tool("cx", "x" * 8_000)
+    )
     assert planned(c, context=7_000) == ["sys", "<summary>", TOOL_LOOP_CONTINUATION_TEXT, "u2"]
 
 
 def test_manual_compaction_keeps_no_user_message() -> None:
     """``manual_compact``: no preserved user message, the manual continuation. The last user message is summarised
     with the rest (known deviation ``live-turn``)."""
-    c = chat(*turn(1, 8_000), *turn(2, 400), compact_cmd(id="cmd"))
+    c = chat(*request_turn(1, 8_000), *request_turn(2, 400), compact_cmd(id="cmd"))
     assert planned(c, "manual") == ["sys", "<summary>", MANUAL_COMPACT_CONTINUATION_TEXT]
     res = Engine(Goose(), compact_drops_live_turn(), C4).run()
     assert [r.trigger for r in compaction_records(res)] == ["manual"]
@@ -127,12 +110,12 @@ def test_manual_compaction_keeps_no_user_message() -> None:
 def compact_drops_live_turn() -> Conversation:
     """``/compact`` after two turns, then a reply: the manual compaction summarises the last user message too (for
     ``test_properties.HAND_BUILT``: the generated conversations' ``/compact`` rarely has enough to summarise)."""
-    return chat(*turn(1, 8_000), *turn(2, 400), compact_cmd(), asst("ok"))
+    return chat(*request_turn(1, 8_000), *request_turn(2, 400), compact_cmd(), asst("ok"))
 
 
 def test_engine_run_compacts_at_the_threshold_and_keeps_going() -> None:
     """A long session: each compaction replaces the history by a user-role summary and the run goes on to the end."""
-    res = Engine(Goose(), chat(*(d for k in range(1, 30) for d in turn(k, 2_400))), C4).run()
+    res = Engine(Goose(), chat(*(d for k in range(1, 30) for d in request_turn(k, 2_400))), C4).run()
     recs = compaction_records(res)
     assert len(recs) >= 2 and all(r.view.summary is not None and r.view.summary.role == "user" for r in recs)
     assert res.summary["finish_reason"] == "completed" and res.violations == []
@@ -152,14 +135,14 @@ def test_summariser_overflow_drops_middle_tool_responses_from_its_input() -> Non
     """``do_compact``: on ContextLengthExceeded, retry with tool responses removed from the middle out (10%, 20%,
     50%, 100%). A prompt the provider rejected (overflow) is too long for the summariser too: the first share that
     fits is left out of its input (and only of its input: the messages leave the view anyway)."""
-    c = chat(*(d for k in range(1, 11) for d in turn(k, 3_000)), user("request 11", id="u11"))
+    c = chat(*(d for k in range(1, 11) for d in request_turn(k, 3_000)), user("request 11", id="u11"))
     state = state_of(Goose(), c, SMALL)
     assert state.view_size()[0] > SMALL.input_budget
     plan = Goose().decide(state, "overflow")
     assert plan is not None and plan.edits is not None
     drops = [e for e in plan.edits if e.rule.action == "drop" and "tool_result" in e.rule.kinds]
     assert len(drops) == 1 and drops[0].before < state.last_user_index
-    small = chat(*turn(1, 400), *turn(2, 400), user("request 3", id="u3"))
+    small = chat(*request_turn(1, 400), *request_turn(2, 400), user("request 3", id="u3"))
     plan = Goose().decide(state_of(Goose(), small, SMALL), "overflow")
     assert plan is not None and plan.edits is not None  # fits: no tool response removed, only thinking left out
     assert [e.rule.kinds for e in plan.edits] == [frozenset({"thinking"})]

@@ -13,7 +13,7 @@ from policies.base import make_policy
 from policies.kimi_cli import SUMMARY_WRAPPER, KimiCli, KimiCliConfig
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
-from sim.core.view import Messages, Summary, View, layout
+from sim.core.view import Summary
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import small_model
@@ -25,7 +25,9 @@ from tests.builders import (
     compact_cmd,
     compaction_records,
     conv,
+    request_turn,
     revert,
+    shown_ids,
     state_of,
     sys,
     tool,
@@ -38,27 +40,8 @@ C4 = RunConfig(model=SMALL, tokenizer="chars4")
 SCALED = KimiCliConfig(reserved_context_size=2_000)  # csim check's scaling of the 50,000 reserve to 8,000 tokens
 
 
-def turn(k: int, size: int = 400) -> list[Draft]:
-    return [
-        user(f"request {k}", id=f"u{k}"),
-        asst(f"step {k}", [call(f"c{k}")], id=f"a{k}"),
-        tool(f"c{k}", "r" * size, id=f"t{k}"),
-        asst(f"done {k}", id=f"d{k}"),
-    ]
-
-
 def chat(*drafts: Draft) -> Conversation:
     return conv(sys("You are Kimi.", id="sys"), *drafts)
-
-
-def shown(c: Conversation, view: View) -> list[str]:
-    out: list[str] = []
-    for item in layout(view, len(c.messages), True):
-        if isinstance(item, Summary):
-            out.append("<summary>")
-        elif isinstance(item, Messages):
-            out += [c.messages[i].id for i in range(item.a, item.b)]
-    return out
 
 
 def planned(
@@ -68,7 +51,7 @@ def planned(
     plan = policy.decide(state, trigger)  # type: ignore[arg-type]
     if plan is None:
         return None
-    return shown(c, plan.view_from(state.view).with_(summary=Summary("s")))
+    return shown_ids(c, plan.view_from(state.view).with_(summary=Summary("s")))
 
 
 def test_defaults_and_config_bounds() -> None:
@@ -82,7 +65,7 @@ def test_defaults_and_config_bounds() -> None:
 
 def test_reserve_fires_first_on_a_200k_window() -> None:
     """``should_auto_compact``: ``token_count + 50,000 >= 200,000`` fires at 150,000, before ``0.85 x 200,000``."""
-    c = chat(*turn(1), *turn(2), user("request 3", id="u3"))
+    c = chat(*request_turn(1), *request_turn(2), user("request 3", id="u3"))
     assert planned(c, KimiCli(), context=149_999) is None
     assert planned(c, KimiCli(), context=150_000) is not None
 
@@ -90,7 +73,7 @@ def test_reserve_fires_first_on_a_200k_window() -> None:
 def test_ratio_fires_when_the_reserve_is_small() -> None:
     """With a 1,000 reserve the ratio decides: at 170,000 tokens (0.85), not one below."""
     policy = KimiCli(KimiCliConfig(reserved_context_size=1_000))
-    c = chat(*turn(1), *turn(2), user("request 3", id="u3"))
+    c = chat(*request_turn(1), *request_turn(2), user("request 3", id="u3"))
     assert planned(c, policy, context=169_999) is None
     assert planned(c, policy, context=170_000) is not None
 
@@ -98,7 +81,7 @@ def test_ratio_fires_when_the_reserve_is_small() -> None:
 def test_pending_messages_count_at_chars_over_four() -> None:
     """``token_count_with_pending``: the last step's ``usage.total`` plus ``estimate_text_tokens`` of what was appended
     after it (a 4,000-character tool result: 1,000 tokens)."""
-    c = chat(*turn(1), user("request 2", id="u2"), asst("s", [call("cx")], id="ax"))
+    c = chat(*request_turn(1), user("request 2", id="u2"), asst("s", [call("cx")], id="ax"))
     state = state_of(KimiCli(), c, BIG, context=149_000)
     state.messages_at_last_request -= 1  # the reply "ax" answered the last request: counted in its usage
     assert KimiCli().token_count(state) == 149_000
@@ -112,9 +95,11 @@ def test_pending_messages_count_at_chars_over_four() -> None:
 def test_keeps_the_last_two_user_or_assistant_messages_with_their_tool_results() -> None:
     """``prepare``: from the end, the 2nd user/assistant message on is preserved (tool messages ride along); the
     rest is summarised into one user message with the "Previous context has been compacted" prefix."""
-    c = chat(*turn(1), *turn(2), user("request 3", id="u3"))
+    c = chat(*request_turn(1), *request_turn(2), user("request 3", id="u3"))
     assert planned(c, KimiCli(), context=160_000) == ["sys", "<summary>", "d2", "u3"]
-    loop = chat(*turn(1), user("request 2", id="u2"), asst("s", [call("cx")], id="ax"), tool("cx", "x", id="tx"))
+    loop = chat(
+        *request_turn(1), user("request 2", id="u2"), asst("s", [call("cx")], id="ax"), tool("cx", "x", id="tx")
+    )
     assert planned(loop, KimiCli(), context=160_000) == ["sys", "<summary>", "u2", "ax", "tx"]
     assert SUMMARY_WRAPPER.startswith("<system>Previous context has been compacted. Here is the compaction output:")
     state = state_of(KimiCli(), c, BIG, context=160_000)
@@ -132,14 +117,14 @@ def test_fewer_than_two_messages_compacts_nothing() -> None:
 
 def test_manual_compact() -> None:
     """``/compact``: the same preparation, at once (the command is not in Kimi's history)."""
-    c = chat(*turn(1), *turn(2), compact_cmd(id="cmd"))
+    c = chat(*request_turn(1), *request_turn(2), compact_cmd(id="cmd"))
     assert planned(c, KimiCli(), "manual") == ["sys", "<summary>", "a2", "t2", "d2", "cmd"]
 
 
 def test_engine_run_and_the_summary_message() -> None:
     """``compact``: the compacted history opens with a user message, ``system(COMPACTION_OUTPUT_PREFIX)`` then the
     summary."""
-    res = Engine(KimiCli(SCALED), chat(*(d for k in range(1, 25) for d in turn(k, 2_000))), C4).run()
+    res = Engine(KimiCli(SCALED), chat(*(d for k in range(1, 25) for d in request_turn(k, 2_000))), C4).run()
     recs = compaction_records(res)
     assert recs and recs[0].view.summary is not None and recs[0].view.summary.role == "user"
     assert recs[0].view.summary.text.startswith("<system>Previous context has been compacted.")
@@ -149,7 +134,7 @@ def test_known_deviation_live_turn_in_a_tool_loop() -> None:
     """Two steps into a tool loop, the two newest user/assistant messages are the loop's replies: the user message
     that started it is summarised."""
     c = chat(
-        *turn(1),
+        *request_turn(1),
         user("fix it", id="u2"),
         *(d for k in range(14) for d in (asst(f"s{k}", [call(f"x{k}")]), tool(f"x{k}", "y" * 2_000))),
     )

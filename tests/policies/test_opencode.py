@@ -22,7 +22,7 @@ from policies.opencode import (
 )
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
-from sim.core.view import Injected, Messages, Summary, View, layout
+from sim.core.view import Summary
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
 from sim.replay.strategies import small_model
@@ -36,6 +36,7 @@ from tests.builders import (
     conv,
     revert,
     run_capture,
+    shown_ids,
     state_of,
     sys,
     text_of,
@@ -61,19 +62,6 @@ def chat(*drafts: Draft) -> Conversation:
     return conv(sys("You are opencode."), *drafts)
 
 
-def shown(c: Conversation, view: View) -> list[str]:
-    """What ``view`` sends, in order: message ids, injected texts, and ``<summary>`` for the summary."""
-    out: list[str] = []
-    for item in layout(view, len(c.messages), True):
-        if isinstance(item, Injected):
-            out.append(item.text)
-        elif isinstance(item, Summary):
-            out.append("<summary>")
-        elif isinstance(item, Messages):
-            out += [c.messages[i].id for i in range(item.a, item.b)]
-    return out
-
-
 def planned(policy: Policy, c: Conversation, trigger: str = "auto", **kw: object) -> list[str] | None:  # type: ignore[type-arg]
     """What the policy's plan would send (with a stand-in summary), or None when it does nothing."""
     state = state_of(policy, c, SMALL, **kw)  # type: ignore[arg-type]
@@ -81,7 +69,7 @@ def planned(policy: Policy, c: Conversation, trigger: str = "auto", **kw: object
     if plan is None:
         return None
     view = plan.view_from(state.view)
-    return shown(c, view.with_(summary=Summary("s")) if plan.summarize else view)
+    return shown_ids(c, view.with_(summary=Summary("s")) if plan.summarize else view)
 
 
 # -- configuration -------------------------------------------------------------------------------------------------
