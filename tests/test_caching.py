@@ -217,3 +217,34 @@ def test_openai_prefix_caching_reads_what_the_recorded_gpt_4o_request_read() -> 
     assert {row["model"] for row in rows} == {"gpt-4o-2024-08-06"}
     assert rows[-1]["context_tokens"] == recorded.prompt_tokens  # anchored on the recorded usage
     assert rows[-1]["cache_read_tokens"] == recorded.cache_read_tokens == 2_304
+
+
+def test_a_task_notification_rewrites_everything_after_the_system_prompt_once() -> None:
+    """Claude Code re-sends its conversation unmatched when a background task's notification arrives
+    (anthropics/claude-code#64901): that request reads only the system prompt and writes the rest, and the
+    requests after it read what it wrote. The same conversation without the mark reads on as before."""
+
+    def conversation(marked: bool) -> Conversation:
+        system = Message("s", "system", (Part("text", "You are terse. " * 400),))
+        msgs = [system]
+        for k in range(6):
+            meta = {"task_notification": True} if marked and k == 3 else {}
+            text = ("<task-notification>done</task-notification> " if k == 3 else "") + "lorem ipsum " * 300
+            msgs.append(Message(f"u{k}", "user", (Part("text", f"{k}: {text}"),), meta=meta))  # type: ignore[arg-type]
+            msgs.append(Message(f"a{k}", "assistant", (Part("text", f"reply {k} " + "dolor " * 200),)))
+        return Conversation("notify", tuple(msgs))
+
+    def reads(marked: bool) -> list[tuple[int, int, int]]:
+        r = run(NoCompaction(), conversation(marked), RunConfig())
+        rows = [row for row in r.rows if row["request_kind"] == "agent"]
+        return [(row["cache_read_tokens"], row["cache_write_5m_tokens"], row["context_tokens"]) for row in rows]
+
+    plain, marked = reads(False), reads(True)
+    assert plain[:3] == marked[:3]  # before the notification nothing differs
+    system_only = marked[0][0]  # the first request reads the system prompt, warm from other sessions
+    read, written, prompt = marked[3]
+    assert read == system_only and written == prompt - read  # the notification request: the system prompt only
+    assert plain[3][0] > 2 * system_only  # unmarked, it reads the conversation the request before wrote
+    for (r, _, _), (_, _, before) in zip(marked[4:], marked[3:-1], strict=True):
+        assert r >= before - 1  # the requests after it read what the one before them wrote
+    assert sum(w for _, w, _ in marked) > sum(w for _, w, _ in plain)

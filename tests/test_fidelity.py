@@ -12,7 +12,6 @@ from sim.calibration import fidelity
 from sim.calibration import fit as cal
 from sim.cli.main import main
 from sim.core.conversation import Conversation, Message, Part, Usage
-from sim.core.cost import Pricer
 from sim.core.errors import InvalidConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,33 +173,42 @@ def test_real_session_out_of_sample(held_out_calibration: Path, tmp_path: Path, 
     assert abs(float(comp["first_after_relative_error"])) <= 0.05
 
 
-def test_real_session_cache_usage_out_of_sample(held_out_calibration: Path, tmp_path: Path) -> None:
-    """The prompt cache on the recorded timestamps against the recorded cache reads and writes of session 258c7280
-    (Claude Code 2.1.39, Opus 4.6, 1-hour writes), calibration fitted without it. Measured: no request predicted
-    as a miss that was not one; both recorded misses (each right after a background-task notification, which
-    the simulator does not model: the recording reads only the system prompt there although the conversation
-    before it is unchanged) are missed, and their rewrites (145,469 tokens) are most of the recorded writes
-    the simulation lacks, and almost all of the cost it lacks."""
+@pytest.mark.parametrize(
+    ("session", "requests", "ttl", "misses"),
+    [("258c7280-ae70-4798-800f-63464d01a85d", 152, "1h", 2), ("fa812bfe-b295-4cca-9c2f-fdf01028cb46", 157, "5m", 1)],
+)
+def test_real_session_cache_usage_out_of_sample(session: str, requests: int, ttl: str, misses: int) -> None:
+    """The prompt cache on the recorded timestamps against each shared Claude Code session's recorded cache reads
+    and writes (Claude Code 2.1.39, Opus 4.6), calibration fitted on the other sessions. Measured: every recorded
+    miss predicted (each right after a background-task notification: 2 of 2 and 1 of 1), no other request
+    predicted as one; cache writes -8.4% and -7.2% of the recorded; cost priced from simulated usage -2.4% and
+    -1.1% of the cost priced from the recorded usage. The misses read about 4,300 tokens more than recorded:
+    the client's hidden first-message context is part of the overhead the head block carries, and the rebuild
+    rewrites it too."""
+    folder = RECORDED / "claude-code"
+    if not folder.is_dir():
+        pytest.skip(f"recorded sample not found at {folder} (set CSIM_RECORDED to its folder)")
     from sim.formats import read
 
-    conv = read(RECORDED / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl", "claude-code")
-    res = fidelity.replay(conv.conversations[0], cal.load(held_out_calibration)[0], "continue")
+    convs = {p.stem: c for p in sorted(folder.glob("*.jsonl")) for c in read(p, "claude-code").conversations}
+    others = [c for name, c in convs.items() if name != session]
+    fits = cal.calibrate(cal.samples(others, "claude-code"), tokenizer="cl100k_base", fitted_on="-", checksum="-")
+    conv = convs[session]
+    res = fidelity.replay(conv, next(c for c in fits if c.agent == "main"), "continue")
     c = res.cache_summary()
-    assert c is not None and c["requests"] == 152
-    assert fidelity.recorded_ttl(conv.conversations[0].messages) == "1h"
-    assert c["recorded_misses"] == 2 and c["other_requests_predicted_as_misses"] == 0
-    missed_rewrites = sum(r["recorded_cache_write"] for r in res.rows if r["recorded_miss"])
-    assert missed_rewrites == 145_469
-    gap = c["recorded_cache_write_tokens"] - c["simulated_cache_write_tokens"]
-    assert 0 < gap - missed_rewrites < 0.1 * c["recorded_cache_write_tokens"]
-    # The cost gap is those two rewrites, priced as writes (1 hour) where the simulation read them: with them
-    # added back, within 2% (measured -1.3%).
-    _, _, read_rate, _, write_1h = Pricer("claude-opus-4-6", "anthropic").rates()
-    rewrite_usd = missed_rewrites * (write_1h - read_rate) / 1e6
-    assert c["simulated_cost_usd"] < c["recorded_cost_usd"]
-    assert abs(c["simulated_cost_usd"] + rewrite_usd - c["recorded_cost_usd"]) < 0.02 * c["recorded_cost_usd"]
+    assert c is not None and c["requests"] == requests
+    assert fidelity.recorded_ttl(conv.messages) == ttl
+    assert c["recorded_misses"] == c["recorded_misses_predicted"] == misses
+    assert c["other_requests_predicted_as_misses"] == 0
+    assert abs(c["cache_write_relative_error"]) <= 0.10
+    assert abs(c["cost_relative_error"]) <= 0.05
     reads = sum(r["simulated_cache_read"] for r in res.rows) / sum(r["recorded_cache_read"] for r in res.rows)
     assert 0.97 < reads < 1.03
+    index = {m.id: i for i, m in enumerate(conv.messages)}
+    for r in res.rows:  # each recorded miss answers a background-task notification
+        if r["recorded_miss"]:
+            before = conv.messages[: index[r["message_id"]]]
+            assert next(m for m in reversed(before) if m.role == "user").meta.get("task_notification")
 
 
 def test_every_shared_claude_code_session_replays_at_its_recorded_prompts_held_out() -> None:

@@ -21,7 +21,8 @@ Where the recording carries cache usage (Claude Code's ``cache_read_input_tokens
 recorded timestamps, each request priced as the model the recording names, with the TTL the recorded client
 wrote with (the larger share of its writes: 1-hour or 5-minute), and compares per request the simulated cache
 reads and writes with the recorded ones. A request is a *miss* when less than half its prompt was read from the
-cache (after an idle gap past the TTL, after a compaction). :meth:`Fidelity.cache_summary` counts the recorded
+cache (after an idle gap past the TTL, after a compaction, after a background-task notification: see
+:mod:`sim.replay.caching`). :meth:`Fidelity.cache_summary` counts the recorded
 misses the replay predicts, the others it predicts as misses, the total cache writes, and the session's cost
 priced from each side's usage.
 

@@ -17,6 +17,9 @@ simulator needs is the message script, so this importer:
   messages, and a slash command (``<command-name>/compact</command-name>``) into a ``command`` part;
 - marks the message after a ``compact_boundary`` with ``meta["compact_boundary"]``, lists the
   compactions in the conversation's meta, and marks the summary (``isCompactSummary``) message;
+- marks a user message that reports a finished background task (its text opens with
+  ``<task-notification>``) with ``meta["task_notification"]``: the client re-sends its history there in a
+  form the prompt cache does not match (see :mod:`sim.replay.caching`);
 - repairs calls left without a result (an interrupted tool use) with an aborted result, listing
   each repair in ``ImportResult.skipped``.
 """
@@ -187,6 +190,8 @@ class _Session:
             meta["is_meta"] = True
         if obj.get("isCompactSummary") is True:
             meta["compact_summary"] = True
+        if _opens_with(content, "<task-notification>"):
+            meta["task_notification"] = True
         if isinstance(content, str):
             drafts = [
                 Draft(
@@ -270,6 +275,12 @@ class _Session:
 
 
 # --- blocks ----------------------------------------------------------------------------------
+
+
+def _opens_with(content: object, tag: str) -> bool:
+    """Whether a user record's content (a string, or one of its text blocks) opens with ``tag``."""
+    texts = [b.get("text") for b in content if isinstance(b, dict)] if isinstance(content, list) else [content]
+    return any(isinstance(t, str) and t.lstrip().startswith(tag) for t in texts)
 
 
 def _text_or_command(content: str) -> Part:

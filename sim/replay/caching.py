@@ -23,6 +23,16 @@ cache entry is already live elsewhere (the first request of the recorded Claude 
 17,842 tokens). With a system breakpoint, the first request is preceded by one on the head and system blocks
 alone, its bill discarded.
 
+Client rebuilds: Claude Code answers a background task's completion (a user message the importer marks
+``meta["task_notification"]``) with a request whose conversation the cache no longer matches: it reads only the
+tools and system prompt and writes the whole conversation again, though the transcript before it is unchanged.
+Reported in anthropics/claude-code#64901 (cache read collapses "to the system+tools floor" after async task
+notifications) and #87215 (full re-writes "immediately after a task-notification user record"); in both shared
+Claude Code recordings all three notifications do it (2.1.39, Opus 4.6: 21,460 and 21,496 tokens read, the rest
+written) and no other request does. It is a client behaviour with nothing fitted, so it is kept as the reports
+describe it: every block after the system prompt (after the head without one) is keyed anew from that request
+on, and later requests read the entries it wrote.
+
 Breakpoints: for Anthropic the policy's :class:`~sim.core.cache.CachePlacement` (the system prompt's last block
 and the last block before the status line); for OpenAI GPT-5.6 and later the ends of user, system and tool
 messages (the provider's eligible message endings; we mark every tool message, not only the last of a group of
@@ -57,6 +67,8 @@ from sim.replay.request import common_units
 #: (content identity, tokens) of each block of a message as rules edit it: the engine's, memoised.
 MessageBlocks = Callable[[Message, tuple[Rule, ...]], Sequence[tuple[object, int]]]
 _ELIGIBLE_ROLES = frozenset({"user", "system", "tool"})
+#: The message meta key of a request at which the client re-sends its conversation unmatched (see above).
+REBUILD_MARK = "task_notification"
 
 
 class RequestCache:
@@ -84,6 +96,7 @@ class RequestCache:
         self._view: View | None = None
         self._head: tuple[int, bool] | None = None
         self._n = 0
+        self._rebuilds = 0  # task notifications so far: salts the key of the first block after the system prompt
 
     def copy(self, ledger: Ledger) -> RequestCache:
         """This cache, entries and blocks included, over ``ledger`` (a copy of this one's)."""
@@ -148,19 +161,23 @@ class RequestCache:
     # -- keeping the blocks ----------------------------------------------------------------------------
     def _sync(self, view: View, head_tokens: int, grace: bool) -> None:
         n = len(self.ledger.messages)
+        rebuilds = self._rebuilds + sum(1 for m in self.ledger.messages[self._n : n] if m.meta.get(REBUILD_MARK))
+        rebuilt, self._rebuilds = rebuilds != self._rebuilds, rebuilds
         if self._view is None or self._head != (head_tokens, grace):
             self._head = (head_tokens, grace)
             self._keys, self._raw, self._unit_end, self._eligible = [], [], [], []
             self._cum = self._raw if self._cal is None else []
             self._push(chain(0, ("head", head_tokens, grace)), head_tokens, new_unit=False)
             self._feed(layout(view, n, self.has_system), 0)
-        elif view is self._view:  # the same view: only messages appended since, all in its tail
+        elif view is self._view and not rebuilt:  # the same view: only messages appended since, all in its tail
             msgs = self.ledger.messages
             for i in range(max(self._n, view.start), n):
                 self._add(self._message_blocks(msgs[i], view.rules_at(i)), msgs[i].role in _ELIGIBLE_ROLES)
         else:
             new = layout(view, n, self.has_system)
             same = min(common_units(layout(self._view, n, self.has_system), new), len(self._unit_end))
+            if rebuilt:  # everything after the system prompt is keyed anew
+                same = min(same, int(self.has_system))
             end = self._unit_end[same - 1] if same else 1
             del self._keys[end:], self._raw[end:], self._unit_end[same:]
             if self._cal is not None:
@@ -191,8 +208,9 @@ class RequestCache:
 
     def _add(self, blocks: Sequence[tuple[object, int]], eligible: bool) -> None:
         keys = self._keys
+        salt = self._rebuilds if len(self._unit_end) == int(self.has_system) else 0  # the first unit after it
         for k, (content, tokens) in enumerate(blocks):
-            self._push(chain(keys[-1], content), tokens, new_unit=k == 0)
+            self._push(chain(keys[-1], (REBUILD_MARK, salt, content) if salt and k == 0 else content), tokens, k == 0)
         self._unit_end.append(len(keys))
         if eligible and blocks:
             self._eligible.append(len(keys) - 1)

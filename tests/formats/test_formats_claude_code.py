@@ -181,3 +181,21 @@ def test_unknown_record_types_are_named_not_fatal(tmp_path: Path) -> None:
     (conv,) = read(_write(tmp_path, recs), "claude-code").conversations
     assert conv.meta["unknown_record_types"] == ["attachment"]
     assert conv.meta["skipped_records"] == {"attachment": 1, "summary": 1}
+
+
+def test_background_task_notifications_are_marked(tmp_path: Path) -> None:
+    """A user record that reports a finished background task, as a string or a text block, is marked
+    ``task_notification`` (the prompt cache model rewrites the conversation there); other user text is not."""
+    note = "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>"
+    recs = [
+        _rec("user", "u1", "Run the tests in the background"),
+        _asst("a1", "m1", {"type": "text", "text": "started"}),
+        _rec("user", "u2", note),
+        _asst("a2", "m2", {"type": "text", "text": "they pass"}),
+        _rec("user", "u3", [{"type": "text", "text": "  " + note}]),
+        _asst("a3", "m3", {"type": "text", "text": "again"}),
+        _rec("user", "u4", "what does <task-notification> mean?"),
+    ]
+    conv = read(_write(tmp_path, recs), "claude-code").conversations[0]
+    marked = {m.id for m in conv.messages if m.meta.get("task_notification")}
+    assert marked == {"u2", "u3"}
