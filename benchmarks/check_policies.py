@@ -8,11 +8,17 @@ a failure) and then the counts by outcome: ``pass``, ``fail`` (a counterexample:
 it does not declare, or raised), ``error`` (the command itself failed) and ``timeout``.
 
     python benchmarks/check_policies.py --examples 10000 --jobs 2 [--policy NAME ...] [--window 8000]
+
+At 10,000 examples a policy takes 20 minutes to hours, so a full pass is longer than one sitting: with
+``--record FILE`` each finished policy is appended to FILE as one JSON line (the policy, outcome, examples,
+window, seconds, the commit checked and what it printed), a later run with the same FILE skips the policies it
+already holds at the same examples and window, and the counts cover them all.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -55,14 +61,26 @@ def main() -> None:
     ap.add_argument("--window", type=int, default=8000)
     ap.add_argument("--timeout", type=float, default=6 * 3600.0, help="seconds per policy")
     ap.add_argument("--policy", action="append", help="only these (repeatable); default: every bundled policy")
+    ap.add_argument("--record", type=Path, help="JSONL of finished policies: appended to, and those in it skipped")
     args = ap.parse_args()
     names = args.policy or policies()
-    print(f"csim check --examples {args.examples} --window {args.window}: {len(names)} policies, {args.jobs} at a time")
+    done: dict[str, dict[str, object]] = {}
+    if args.record is not None and args.record.exists():
+        for line in args.record.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            if rec["examples"] == args.examples and rec["window"] == args.window and rec["policy"] in names:
+                done[rec["policy"]] = rec
+    todo = [n for n in names if n not in done]
+    print(
+        f"csim check --examples {args.examples} --window {args.window}: {len(names)} policies "
+        f"({len(done)} already in {args.record}), {args.jobs} at a time"
+    )
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     t0 = time.perf_counter()
-    outcomes: Counter[str] = Counter()
-    failures: list[str] = []
+    outcomes: Counter[str] = Counter(str(rec["outcome"]) for rec in done.values())
+    failures = [f"--- {n} ({rec['outcome']})\n{rec['text']}" for n, rec in done.items() if rec["outcome"] != "pass"]
     with ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(check, n, args.examples, args.window, args.timeout) for n in names]
+        futures = [pool.submit(check, n, args.examples, args.window, args.timeout) for n in todo]
         for fut in as_completed(futures):
             name, outcome, took, text = fut.result()
             outcomes[outcome] += 1
@@ -71,8 +89,13 @@ def main() -> None:
             print(f"  {outcome:7} {name:28} {took:7.0f} s  {ran.group(1) + ' examples' if ran else ''}", flush=True)
             if outcome != "pass":
                 failures.append(f"--- {name} ({outcome})\n{text}")
+            if args.record is not None:
+                rec = {"policy": name, "outcome": outcome, "examples": args.examples, "window": args.window}
+                rec |= {"seconds": round(took, 1), "commit": commit.stdout.strip(), "text": text}
+                with args.record.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(rec) + "\n")
     print(
-        f"{len(names)} policies in {time.perf_counter() - t0:.0f} s: "
+        f"{len(names)} policies ({len(todo)} run now) in {time.perf_counter() - t0:.0f} s: "
         + ", ".join(f"{k} {outcomes.get(k, 0)}" for k in ("pass", "fail", "error", "timeout"))
     )
     for f in failures:
