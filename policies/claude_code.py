@@ -12,6 +12,7 @@ where they compacted: ``compactMetadata.preTokens`` 167,094 and 167,117, the thr
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -26,6 +27,7 @@ from policies.helpers import (
     unit_floor,
 )
 from sim.core.cache import CachePlacement
+from sim.core.conversation import Message
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
 from sim.core.view import Edit, Injected, Rule
@@ -54,6 +56,7 @@ MICROCOMPACT_PLACEHOLDER = "[Old tool result content cleared]"
 # scenarios' ``path``): what "recently read or edited files" are made of.
 FILE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "read_file", "edit_file", "write_file"})
 READ_TOOLS = frozenset({"Read", "read_file"})
+WRITE_TOOLS = frozenset({"Write", "write_file"})
 PATH_KEYS = ("file_path", "path", "notebook_path")
 # An absolute token count, sized for a 200K window: ``csim check`` scales it to its small window.
 TOKENS = {"tokens": True}
@@ -102,6 +105,62 @@ class ClaudeCodeConfig:
             raise InvalidConfig(f"failure_breaker={self.failure_breaker!r} must be at least 1")
         if self.autocompact_pct is not None and not 0 < self.autocompact_pct <= 100:
             raise InvalidConfig(f"autocompact_pct={self.autocompact_pct!r} must be in (0, 100], or unset")
+
+
+def reattached_files(messages: Sequence[Message], start: int, cfg: ClaudeCodeConfig) -> tuple[Injected, ...]:
+    """What Claude Code re-attaches after a compaction of ``messages[start:]``: the memory text, then the
+    ``restore_files`` most recently read, edited or written files, newest first, each with its newest known
+    content (a read's result, a write's content) when that fits ``restore_file_tokens`` and what is left of
+    ``restore_budget_tokens``, else its path only. Claude Code 2.1.39 reads each from disk with a per-file token
+    limit and drops what the limit or budget refuses (``cli.js``: the five newest entries of its read-file state,
+    ``fileReadingLimits: {maxTokens: 5000}``, a 50,000 budget); a replay has no disk, so the newest content the
+    conversation shows stands in for it. Used by the policy and by ``csim fidelity`` to estimate the first
+    request after a recorded compaction."""
+    out = [Injected(cfg.memory_text, label="memory")] if cfg.memory_text else []
+    budget = cfg.restore_budget_tokens - len(cfg.memory_text) // 4
+    paths: list[str] = []
+    newest: dict[str, str] = {}
+    calls: dict[str, str] = {}  # call id -> result text, of calls whose result is still to come in the walk back
+    for i in range(len(messages) - 1, start - 1, -1):
+        for p in messages[i].parts:
+            if p.kind == "tool_result" and p.call_id:
+                calls[p.call_id] = p.text
+            elif p.kind == "tool_call" and p.name in FILE_TOOLS:
+                path = _path_of(p.args)
+                result = calls.pop(p.call_id or "", None)
+                if path is None:
+                    continue
+                if path not in paths and len(paths) < cfg.restore_files:
+                    paths.append(path)
+                if path not in newest:
+                    if p.name in READ_TOOLS and result is not None:
+                        newest[path] = result
+                    elif p.name in WRITE_TOOLS:
+                        written = _content_of(p.args)
+                        if written is not None:
+                            newest[path] = written
+        if len(paths) >= cfg.restore_files and all(q in newest for q in paths):
+            break
+    for path in paths:
+        text = newest.get(path)
+        tokens = -(-len(text) // 4) if text is not None else 0
+        if text is None or tokens > cfg.restore_file_tokens or tokens > budget:
+            note = f"{path} was read or edited before the compaction; read it again if you need it."
+            out.append(Injected(note, label=f"file-path:{path}"))
+            continue
+        budget -= tokens
+        out.append(Injected(f"Contents of {path} (re-attached after compaction):\n{text}", label=f"file:{path}"))
+    return tuple(out)
+
+
+def _content_of(args: str | None) -> str | None:
+    """A write call's file content (``content``), or None."""
+    try:
+        parsed = json.loads(args or "")
+    except ValueError:
+        return None
+    content = parsed.get("content") if isinstance(parsed, dict) else None
+    return content if isinstance(content, str) else None
 
 
 def _path_of(args: str | None) -> str | None:
@@ -203,37 +262,7 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
 
     def reattached(self, state: RunState) -> tuple[Injected, ...]:
         """The memory text, then the most recently read or edited files, newest first, within the budgets."""
-        cfg = self.config
-        out = [Injected(cfg.memory_text, label="memory")] if cfg.memory_text else []
-        budget = cfg.restore_budget_tokens - len(cfg.memory_text) // 4
-        paths: list[str] = []
-        newest_read: dict[str, str] = {}
-        calls: dict[str, str] = {}  # call id -> path, of read calls whose result is still to come in the walk back
-        for i in range(len(state) - 1, floor_index(state) - 1, -1):
-            for p in state.messages[i].parts:
-                if p.kind == "tool_result" and p.call_id:
-                    calls[p.call_id] = p.text
-                elif p.kind == "tool_call" and p.name in FILE_TOOLS:
-                    path = _path_of(p.args)
-                    result = calls.pop(p.call_id or "", None)
-                    if path is None:
-                        continue
-                    if path not in paths and len(paths) < cfg.restore_files:
-                        paths.append(path)
-                    if p.name in READ_TOOLS and result is not None and path not in newest_read:
-                        newest_read[path] = result
-            if len(paths) >= cfg.restore_files and all(q in newest_read for q in paths):
-                break
-        for path in paths:
-            text = newest_read.get(path)
-            tokens = -(-len(text) // 4) if text is not None else 0
-            if text is None or tokens > cfg.restore_file_tokens or tokens > budget:
-                note = f"{path} was read or edited before the compaction; read it again if you need it."
-                out.append(Injected(note, label=f"file-path:{path}"))
-                continue
-            budget -= tokens
-            out.append(Injected(f"Contents of {path} (re-attached after compaction):\n{text}", label=f"file:{path}"))
-        return tuple(out)
+        return reattached_files(state.messages[: len(state)], floor_index(state), self.config)
 
 
 @dataclass(frozen=True)

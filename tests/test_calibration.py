@@ -21,32 +21,51 @@ from sim.replay.engine import RunConfig, run
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = Path(os.environ.get("CSIM_RECORDED") or ROOT.parent / "shared" / "recorded")
 
-#: The brief's targets for the Claude Code main sessions (held out).
-TARGET_MEDIAN, TARGET_P90 = 0.03, 0.08
+#: Issue 15's bar for estimated text, held out by session.
+TARGET_MEDIAN, TARGET_P90 = 0.02, 0.05
 
 
-def _samples(coef: tuple[float, float, float, float], n: int = 40, convs: int = 3) -> list[cal.Sample]:
+def _samples(
+    coef: tuple[float, float, float, float],
+    n: int = 40,
+    convs: int = 3,
+    kinds: tuple[float, float, float] | None = None,
+) -> list[cal.Sample]:
+    """``convs`` conversations of two segments each (the second opens with a summary), requests whose messages
+    grow by random amounts of prose, code and JSON, recorded as ``fixed + per_message x messages + ratio x
+    tokens (+ after_compaction)``: one ratio, or one per kind when ``kinds`` is given."""
     rng = np.random.default_rng(7)
+    ratios = kinds or (coef[2],) * 3
     out = []
-    for i in range(n):
-        tokens, msgs, summ = int(rng.integers(100, 150_000)), int(rng.integers(1, 400)), bool(i % 5 == 0)
-        y = coef[0] + coef[1] * msgs + coef[2] * tokens + coef[3] * summ
-        out.append(
-            cal.Sample(
-                f"c{i % convs}",
-                0,
-                i,
-                f"m{i}",
-                tokens,
-                msgs,
-                summ,
-                tokens * 4,
-                int(round(y)),
-                "anthropic",
-                "claude-code",
-                "main",
-            )
-        )
+    head = 400
+    per_segment = max(2, n // (2 * convs))
+    for c in range(convs):
+        for seg in range(2):
+            content = np.zeros(3, dtype=np.int64)
+            msgs = 0
+            for i in range(per_segment):
+                content += rng.integers(50, 3_000, size=3)
+                msgs += int(rng.integers(1, 6))
+                summ = seg == 1
+                tokens = head + int(content.sum())
+                y = coef[0] + coef[1] * msgs + float(np.dot(ratios, content)) + coef[2] * head + coef[3] * summ
+                out.append(
+                    cal.Sample(
+                        f"c{c}",
+                        seg,
+                        i,
+                        f"m{c}.{seg}.{i}",
+                        tokens,
+                        msgs,
+                        summ,
+                        tokens * 4,
+                        int(round(y)),
+                        "anthropic",
+                        "claude-code",
+                        "main",
+                        (int(content[0]), int(content[1]), int(content[2])),
+                    )
+                )
     return out
 
 
@@ -55,13 +74,42 @@ def _samples(coef: tuple[float, float, float, float], n: int = 40, convs: int = 
 )
 def test_fit_recovers_known_coefficients(fixed: float, per_message: float, scale: float, after: float) -> None:
     rows = _samples((fixed, per_message, scale, after))
-    got = cal.fit_coefficients(rows)
+    got = cal.fit_coefficients(rows)  # the whole-prompt fit
     # targets are rounded to whole tokens, so recovery is to rounding precision
     assert got[0] == pytest.approx(fixed, abs=25)
     assert got[1] == pytest.approx(per_message, abs=0.2)
     assert got[2] == pytest.approx(scale, abs=1e-3)
     assert got[3] == pytest.approx(after, abs=25)
-    assert cal.held_out(rows).p90 < 1e-3
+    c = cal.fit(rows, by_kind=True)  # the fit on what each request added: the same model, each kind the same ratio
+    assert c.per_message == pytest.approx(per_message, abs=0.2) and c.scale == pytest.approx(scale, abs=1e-3)
+    assert c.kind_scales == pytest.approx((scale,) * 3, abs=1e-3)
+    assert c.fixed == pytest.approx(fixed, abs=25) and c.after_compaction == pytest.approx(after, abs=25)
+    e = cal.held_out(rows)
+    assert e.anchored and e.p90 < 1e-3 and e.absolute_p90 is not None and e.absolute_p90 < 1e-3
+
+
+@given(
+    prose=st.floats(0.8, 1.4),
+    code=st.floats(0.8, 1.4),
+    js=st.floats(0.8, 1.4),
+    fixed=st.floats(1_000, 40_000),
+    per_message=st.floats(0, 200),
+)
+def test_fit_recovers_a_ratio_per_kind_and_no_fixed_enters_them(
+    prose: float, code: float, js: float, fixed: float, per_message: float
+) -> None:
+    """Each kind's own ratio comes back, whatever each conversation's hidden overhead: the ratios are fitted on
+    what each request added, so a per-conversation constant cannot leak into them."""
+    rows = _samples((fixed, per_message, 1.0, 3_000), kinds=(prose, code, js))
+    bumped = [replace(s, recorded=s.recorded + 5_000 * int(s.conversation[1:])) for s in rows]  # own overheads
+    c = cal.fit(bumped, by_kind=True)
+    assert c.kind_scales == pytest.approx((prose, code, js), abs=2e-3)
+    assert c.per_message == pytest.approx(per_message, abs=0.5)
+    forced = cal.held_out(bumped, by_kind=True)
+    assert forced.p90 < 1e-3  # held out, anchored on each segment's first request
+    assert forced.absolute_p90 is not None and forced.absolute_p90 > 0.01  # no fit knows a session's own overhead
+    if max(prose, code, js) - min(prose, code, js) > 0.05:  # kinds that differ: the fit sees it and keeps them
+        assert cal.fit(bumped).kind_scales is not None
 
 
 def test_fit_minimises_relative_not_absolute_error() -> None:
@@ -163,15 +211,25 @@ def claude_rows() -> list[cal.Sample]:
     return cal.samples(convs, "claude-code")
 
 
-def test_claude_code_held_out_error_meets_the_targets(claude_rows: list[cal.Sample]) -> None:
-    main_rows = [s for s in claude_rows if s.agent == "main"]
-    assert len(main_rows) == 326
-    loco = cal.held_out(main_rows, "conversation")  # each session predicted by a fit on the others
-    assert loco.split == "conversation" and loco.n_held_out == 326
+@pytest.mark.parametrize(("agent", "rows", "held"), [("main", 326, 319), ("subagent", 23, 20)])
+def test_claude_code_held_out_error_meets_the_targets(claude_rows: list[cal.Sample], agent, rows, held) -> None:
+    """Estimated text, each session predicted by a fit on the others, anchored on the first request of each of
+    its segments (the 7 and 3 first requests are the anchors). Measured: main 1.42% / 3.17%; subagents 1.45% /
+    2.91%, where the whole-prompt fit of before missed by 6.69% / 20.91% (each subagent has its own system
+    prompt). Each fit takes a ratio per kind only where that predicts its own conversations better: with one
+    long session left to fit on, main's folds keep one ratio; forced, a ratio per kind carries to the other
+    long session better (1.06% / 2.73%)."""
+    group = [s for s in claude_rows if s.agent == agent]
+    assert len(group) == rows
+    loco = cal.held_out(group, "conversation")
+    assert loco.split == "conversation" and loco.anchored and loco.n_held_out == held
     assert loco.median <= TARGET_MEDIAN and loco.p90 <= TARGET_P90, loco
     assert loco.p90 < loco.baseline_p90  # the tokenizer fit beats the chars baseline where it matters
-    alt = cal.held_out(main_rows, "alternate")
-    assert alt.median <= TARGET_MEDIAN and alt.p90 <= TARGET_P90, alt
+    if agent == "main":
+        forced = cal.held_out(group, "conversation", by_kind=True)
+        assert forced.median < loco.median and forced.p90 < loco.p90  # a ratio per kind carries, fitted on enough
+        alt = cal.held_out(group, "alternate")
+        assert alt.median <= TARGET_MEDIAN and alt.p90 <= TARGET_P90, alt
 
 
 def test_claude_code_fit_is_plausible(claude_rows: list[cal.Sample]) -> None:
@@ -183,7 +241,11 @@ def test_claude_code_fit_is_plausible(claude_rows: list[cal.Sample]) -> None:
     k = c.coefficients
     assert 18_000 <= k.fixed <= 33_000  # FORMATS.md: the missing system prompt and tools
     assert 1.0 <= k.scale <= 1.3  # Claude's tokenizer counts more tokens than cl100k_base
-    assert 2_000 <= k.after_compaction <= 10_000
+    assert k.kind_scales is not None
+    prose, code, _ = k.kind_scales
+    assert code > prose + 0.1  # and more again on code
+    # beyond the files Claude Code re-attaches (estimated from the history), little comes back unseen
+    assert abs(k.after_compaction) <= 2_000
 
 
 def test_calibrate_cli_on_a_path_writes_a_usable_file(claude_rows, tmp_path: Path, capsys) -> None:
@@ -204,7 +266,7 @@ def test_calibrate_cli_on_a_path_writes_a_usable_file(claude_rows, tmp_path: Pat
         == 0
     )
     text = capsys.readouterr().out
-    assert "n fit 326, n held out 326" in text and "chars baseline" in text
+    assert "n fit 326, n held out 319" in text and "estimated text" in text and "chars baseline" in text
     [c] = cal.load(out)
     assert c.fitted_on.endswith("claude-code") and len(c.checksum) == 64
     assert cal.load_for_run(out, "anthropic", "claude-code") == c

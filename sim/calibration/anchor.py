@@ -31,8 +31,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from sim.calibration.fit import Calibration, Coefficients, segments
+from sim.calibration.fit import Calibration, Coefficients, reattached, segments
+from sim.calibration.kinds import KINDS, Kind, message_kinds
 from sim.core.conversation import Conversation, Message
+from sim.replay.model import MESSAGE_OVERHEAD
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class Anchors:
     segment_overheads: tuple[tuple[int | None, int], ...] = ()
     #: message id -> the calibration's estimate, for the recorded messages no usage covered
     estimated_sizes: Mapping[str, int] = field(default_factory=dict)
+    #: per segment: the estimate of what the client re-attached after the compaction that opened it (0: none)
+    reattached: tuple[int, ...] = ()
 
     def for_segment(self, k: int) -> Anchors:
         """These anchors with segment ``k``'s own overhead, to replay that segment alone."""
@@ -68,16 +72,26 @@ class Anchors:
         if k >= len(self.segment_overheads) or self.segment_overheads[k][0] is None:
             return None
         after = self.coefficients.after_compaction if k > 0 else 0.0
-        return math.floor(self.overhead + after + self.segment_overheads[k][1] + 0.5)
+        back = self.reattached[k] if k < len(self.reattached) else 0
+        return math.floor(self.overhead + after + back + self.segment_overheads[k][1] + 0.5)
 
     def estimate(self, raw_tokens: int) -> int:
         """The provider's count of one message the engine counts as ``raw_tokens`` (framing included)."""
         c = self.coefficients
         return max(0, math.floor(c.scale * raw_tokens + c.per_message + 0.5))
 
-    def scale(self, raw_tokens: int) -> int:
-        """The provider's count of a piece of text (no message of its own) the engine counts as ``raw_tokens``."""
-        return max(0, math.floor(self.coefficients.scale * raw_tokens + 0.5))
+    def scale(self, raw_tokens: int, kind: Kind | None = None) -> int:
+        """The provider's count of a piece of text (no message of its own) the engine counts as ``raw_tokens``,
+        at the ratio of its ``kind`` when given (:mod:`sim.calibration.kinds`)."""
+        ratio = self.coefficients.scale if kind is None else self.coefficients.ratio(kind)
+        return max(0, math.floor(ratio * raw_tokens + 0.5))
+
+    def estimate_text(self, text_tokens: int, kind: Kind) -> int:
+        """The provider's count of a message of its own holding a text of ``kind`` the engine counts as
+        ``text_tokens`` (its framing, :data:`~sim.replay.model.MESSAGE_OVERHEAD`, counted as prose)."""
+        c = self.coefficients
+        x = c.ratio(kind) * text_tokens + c.ratio("prose") * MESSAGE_OVERHEAD + c.per_message
+        return max(0, math.floor(x + 0.5))
 
     def message_tokens(self, m: Message, raw_tokens: int) -> int:
         """``m``'s provider size: anchored when the usage covered it, else estimated."""
@@ -160,4 +174,19 @@ def anchors_for(conv: Conversation, calibration: Calibration | None, tokenizer: 
     engine = Engine(make_policy("none"), conv, RunConfig(tokenizer=tok, accounting="counted"))
     parts = [seg.messages for seg in segments(conv)]
     coefficients = calibration.coefficients if calibration is not None else IDENTITY
-    return anchor(parts, engine._raw_tokens, coefficients, conv.id)
+    anchors = anchor(parts, engine._raw_tokens, coefficients, conv.id)
+    # what the client re-attached after each recorded compaction, estimated from the history before it
+    source, count, start = str(conv.meta.get("source", "")), engine.tok.count, 0
+    back = []
+    for k, seg in enumerate(parts):
+        came_back = reattached(conv.messages[:start], source) if k else ()
+        ratios = [coefficients.ratio(kind) for kind in KINDS]
+        back.append(
+            sum(
+                math.floor(sum(r * n for r, n in zip(ratios, message_kinds(m, count), strict=True)) + 0.5)
+                + math.floor(coefficients.per_message + 0.5)
+                for m in came_back
+            )
+        )
+        start += len(seg)
+    return replace(anchors, reattached=tuple(back))

@@ -9,17 +9,29 @@ the features are exactly the numbers the engine later calibrates (``RunConfig.ca
 
 Model, fitted per group (provider, format, agent)::
 
-    provider_tokens ~ fixed + per_message * messages + scale * engine_tokens + after_compaction * [summarised]
+    provider_tokens ~ fixed + per_message * messages + sum over kinds(ratio[kind] * engine_tokens[kind])
+                      + scale * head + after_compaction * [summarised]
 
+- ``ratio[kind]``: the provider's tokenizer against ours, per content kind (prose, code, JSON:
+  :mod:`sim.calibration.kinds`); Claude's tokenizer spends more tokens than cl100k_base on code. ``scale`` is
+  their mean over the fitted content, used where a prompt's mix is not known (``head``: the engine's framing
+  and tool definitions, and a whole prompt counted in one number by ``Calibration.apply``).
+- ``per_message``: framing the provider adds per message beyond the engine's own overhead.
 - ``fixed``: what the recording leaves out and every request carries: the agent's system prompt and
   tool definitions (FORMATS.md: 18-33K tokens for Claude Code).
-- ``per_message``: framing the provider adds per message beyond the engine's own overhead.
-- ``scale``: the provider's tokenizer against ours (Claude's tokenizer yields more tokens than
-  cl100k_base on the same text).
-- ``after_compaction``: tokens the agent re-attaches after it compacts and the recording does not
-  hold (Claude Code re-reads recently used files and its todo list into the first post-compaction
-  prompt; the Anthropic engineering post on context engineering says it keeps "the five most recently
-  accessed files"). The indicator is 1 when the prompt holds a compaction summary.
+- ``after_compaction``: what comes back after the client compacts, beyond what :func:`reattached` estimates
+  from the history (Claude Code re-attaches the five most recently used files, read back from disk: their
+  newest content the transcript shows stands in), such as hook output and the todo list. The indicator is 1
+  when the prompt holds a compaction summary.
+
+Why the ratios are fitted on differences: the system prompt, tool schemas and hidden context differ by session
+and client version, and none of them is in a transcript, so a fit of whole prompts puts each session's own
+overhead into the ratios and does not carry to another session (fitted on two Claude Code sessions, 6-12%
+median error on three others). What a request added since the first request of its segment is text the
+transcript does hold; the ratios and ``per_message`` are fitted on that, and ``fixed`` and ``after_compaction``
+are the medians of what the first requests leave over. A ratio per kind is kept only where it predicts the
+group's own conversations better than one ratio, each by a fit on the others (:func:`fit`). A group whose
+conversations hold one request each (VCR cassettes) has nothing to difference and is fitted on whole prompts.
 
 The agent is ``subagent`` for a subagent's own transcript (``meta["subagent"]``), ``compaction`` for
 Claude Code's summarising call (``agent-acompact-*``), else ``main``: each has its own system prompt
@@ -38,9 +50,11 @@ Held-out evaluation (``split``):
   out. Neighbouring requests share almost all of their prompt, so this is optimistic; it is there for
   groups of one conversation and for comparison.
 
-The saved coefficients are fitted on all requests of the group; the errors saved with them are the
-held-out ones. The chars baseline (``fixed + scale * characters``, same weights, same split) is
-computed and reported alongside.
+Each held-out request is predicted from the first request of its segment plus the estimate of what was appended
+since (:class:`HeldOut`): the error of estimated text, as usage-anchored accounting (:mod:`sim.calibration.anchor`)
+uses the calibration; whole-prompt errors are reported beside it. The saved coefficients are fitted on all
+requests of the group; the errors saved with them are the held-out ones. The chars baseline (a ratio of
+characters, same weights, same split) is computed and reported alongside.
 """
 
 from __future__ import annotations
@@ -48,14 +62,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from sim.core.conversation import Conversation
+from sim.calibration.kinds import KINDS, Kind, message_kinds
+from sim.core.conversation import Conversation, Message
 from sim.core.errors import CsimError, InvalidConfig
 
 Split = Literal["conversation", "alternate"]
@@ -68,17 +83,32 @@ REPLAY_WINDOW = 1_000_000_000
 
 @dataclass(frozen=True)
 class Coefficients:
-    """The fitted model; see the module docstring."""
+    """The fitted model; see the module docstring. ``kind_scales``: provider tokens per engine token of prose,
+    code and JSON (:mod:`sim.calibration.kinds`), fitted where conversations have two or more requests; ``scale``
+    is then their mean over the fitted content, for a prompt whose mix is not known."""
 
     fixed: float
     per_message: float
     scale: float
     after_compaction: float = 0.0
+    kind_scales: tuple[float, float, float] | None = None
+
+    def ratio(self, kind: Kind) -> float:
+        """Provider tokens per engine token of text of ``kind``."""
+        return self.scale if self.kind_scales is None else self.kind_scales[KINDS.index(kind)]
 
 
 @dataclass(frozen=True)
 class HeldOut:
-    """Held-out relative errors (fractions) of the calibrated model and of the chars baseline."""
+    """Held-out relative errors (fractions) of the calibrated model and of the chars baseline.
+
+    ``anchored`` (conversations with two or more requests): each request is predicted from the first request
+    of its segment plus the estimate of what was appended since, so ``median`` and ``p90`` measure the
+    estimated text alone, as usage-anchored accounting uses it; ``one_ratio_*`` is the same with one ratio for
+    all kinds, and the baseline is anchored too. ``absolute_*``: the whole prompt, ``fixed`` and
+    ``after_compaction`` included, as a run that counts everything reports it. Without anchors (every
+    conversation holds one request) ``median`` and ``p90`` are the absolute ones.
+    """
 
     split: str
     n_fit: int
@@ -87,6 +117,11 @@ class HeldOut:
     p90: float
     baseline_median: float
     baseline_p90: float
+    anchored: bool = False
+    one_ratio_median: float | None = None
+    one_ratio_p90: float | None = None
+    absolute_median: float | None = None
+    absolute_p90: float | None = None
 
 
 @dataclass(frozen=True)
@@ -105,10 +140,14 @@ class Calibration:
 
     def __post_init__(self) -> None:
         c = self.coefficients
-        if not all(math.isfinite(x) for x in (c.fixed, c.per_message, c.scale, c.after_compaction)):
+        kinds = c.kind_scales or ()
+        if not all(math.isfinite(x) for x in (c.fixed, c.per_message, c.scale, c.after_compaction, *kinds)):
             raise InvalidConfig(f"calibration {self.key}: coefficients must be finite numbers, got {c}")
-        if c.scale <= 0:
-            raise InvalidConfig(f"calibration {self.key}: scale {c.scale!r} must be positive")
+        if c.scale <= 0 or any(x <= 0 for x in kinds) or len(kinds) not in (0, len(KINDS)):
+            raise InvalidConfig(
+                f"calibration {self.key}: scale {c.scale!r} and the kind scales {c.kind_scales!r} (prose, code, "
+                "JSON) must be positive"
+            )
 
     @property
     def key(self) -> str:
@@ -140,6 +179,16 @@ class Sample:
     provider: str
     format: str
     agent: str
+    kinds: tuple[int, int, int] = (0, 0, 0)  # the engine's tokens of the messages before it, by kind
+    #: what the client re-attaches after the compaction that opened this segment, estimated from the history
+    #: before it (Claude Code's files): engine tokens by kind, and how many messages
+    reattached: tuple[int, int, int] = (0, 0, 0)
+    reattached_messages: int = 0
+
+    @property
+    def head(self) -> int:
+        """The engine's tokens outside the messages (framing and tool definitions)."""
+        return self.tokens - sum(self.kinds)
 
 
 def opens_with_summary(conv: Conversation) -> bool:
@@ -261,16 +310,23 @@ def replay_counts(
 
 def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "cl100k_base") -> list[Sample]:
     """Every recorded request with usage, with the engine's features; reset at recorded compactions."""
+    from sim.core.tokenizers import get_tokenizer
+
+    count = get_tokenizer(tokenizer).count
     out: list[Sample] = []
     for conv in conversations:
         provider = provider_of(conv, _FORMAT_PROVIDER.get(fmt, "unknown"))
         agent = agent_of(conv)
+        start = 0
         for k, seg in enumerate(segments(conv)):
+            history, start = conv.messages[:start], start + len(seg.messages)
             if not any(m.role == "assistant" and m.usage for m in seg.messages):
                 continue
             rows = iter(replay_counts(seg, tokenizer))
             summarised = opens_with_summary(seg)
+            back = reattached(history, fmt) if k else ()
             chars = 0
+            kinds = np.zeros(3, dtype=np.int64)
             for m in seg.messages:
                 if m.role == "assistant":
                     row = next(rows)
@@ -290,36 +346,201 @@ def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "c
                                 provider,
                                 fmt,
                                 agent,
+                                (int(kinds[0]), int(kinds[1]), int(kinds[2])),
+                                _sum_kinds(back, count),
+                                len(back),
                             )
                         )
                 chars += m.chars
+                kinds += message_kinds(m, count)
     return out
 
 
+def _sum_kinds(messages: Sequence[Message], count: Callable[[str], int]) -> tuple[int, int, int]:
+    prose = code = js = 0
+    for m in messages:
+        p, c, j = message_kinds(m, count)
+        prose, code, js = prose + p, code + c, js + j
+    return prose, code, js
+
+
+def reattached(history: Sequence[Message], fmt: str) -> tuple[Message, ...]:
+    """What the recorded client re-attached after compacting ``history``, as messages the engine can count:
+    Claude Code's recently used files (:func:`policies.claude_code.reattached_files`); nothing for the others,
+    whose recordings show what came back."""
+    if fmt != "claude-code" or not history:
+        return ()
+    from policies.claude_code import ClaudeCodeConfig, reattached_files
+    from sim.core.conversation import Part
+
+    files = reattached_files(history, 0, ClaudeCodeConfig())
+    return tuple(Message(f"~reattached{i}", "user", (Part("text", f.text),)) for i, f in enumerate(files))
+
+
 # --- fitting -------------------------------------------------------------------------------------
+#
+# Two fits share one reading of the data. Where a segment of a conversation holds two or more recorded requests,
+# the ratios are fitted on what each request added since the segment's first: the overhead the transcript does
+# not hold (system prompt, tool schemas, hidden context) is the same in both and drops out, so no per-session
+# constant is fitted into the ratios. ``fixed`` and ``after_compaction`` are then the medians of what the first
+# requests leave over. A group whose conversations hold one request each (cassettes) has nothing to difference
+# and is fitted on the whole prompts, as ``fixed + per_message x messages + scale x tokens``.
+
+#: A kind is fitted its own ratio when it is at least this share of the content the fit sees; rarer, it takes the
+#: one ratio (a column of near zeros has no ratio to recover).
+MIN_KIND_SHARE = 0.02
 
 
-def _design(rows: Sequence[Sample], baseline: bool) -> np.ndarray:
+def _lstsq(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Least squares minimising ``sum((weight * (x @ c - y))^2)``."""
+    coef, *_ = np.linalg.lstsq(x * weight[:, None], y * weight, rcond=None)
+    return np.asarray(coef, dtype=float)
+
+
+def _segments_of(rows: Sequence[Sample]) -> dict[tuple[str, int], list[Sample]]:
+    out: dict[tuple[str, int], list[Sample]] = {}
+    for s in rows:
+        out.setdefault((s.conversation, s.segment), []).append(s)
+    return out
+
+
+def _growth(rows: Sequence[Sample]) -> list[tuple[Sample, Sample]]:
+    """(first request of its segment, later request) for every later request."""
+    return [(seg[0], s) for seg in _segments_of(rows).values() for s in seg[1:]]
+
+
+def _absolute_design(rows: Sequence[Sample], baseline: bool) -> np.ndarray:
     if baseline:
         return np.array([[1.0, s.chars] for s in rows], dtype=float)
     return np.array([[1.0, s.messages, s.tokens, float(s.summarised)] for s in rows], dtype=float)
 
 
 def fit_coefficients(rows: Sequence[Sample], baseline: bool = False) -> np.ndarray:
-    """Weighted least squares (weights 1/recorded): minimises the sum of squared relative errors."""
+    """The whole-prompt fit (``fixed, per_message, scale, after_compaction``; the baseline's ``fixed, scale`` of
+    characters), weighted least squares with weights 1/recorded: minimises the squared relative errors."""
     if len(rows) < 2:
         raise InvalidConfig(f"need at least 2 recorded requests with usage to fit, got {len(rows)}")
-    x = _design(rows, baseline)
     y = np.array([s.recorded for s in rows], dtype=float)
-    w = 1.0 / y
-    coef, *_ = np.linalg.lstsq(x * w[:, None], y * w, rcond=None)
-    return coef
+    return _lstsq(_absolute_design(rows, baseline), y, 1.0 / y)
 
 
 def relative_errors(rows: Sequence[Sample], coef: np.ndarray, baseline: bool = False) -> np.ndarray:
     y = np.array([s.recorded for s in rows], dtype=float)
-    out: np.ndarray = np.abs(_design(rows, baseline) @ coef - y) / y
+    out: np.ndarray = np.abs(_absolute_design(rows, baseline) @ coef - y) / y
     return out
+
+
+def fit(rows: Sequence[Sample], by_kind: bool | None = None) -> Coefficients:
+    """The calibration of one group (see the comment above). ``by_kind``: a ratio per kind (True), one for all
+    text (False), or (None) a ratio per kind only where that predicts better within ``rows``, each conversation
+    by a fit on the others (mean relative error): three ratios need more data than one, and a few dozen
+    requests are better served by one."""
+    if by_kind is None:
+        by_kind = _kinds_carry(rows)
+    return _fit(rows, by_kind)
+
+
+def _kinds_carry(rows: Sequence[Sample]) -> bool:
+    """Whether a ratio per kind predicts each conversation of ``rows`` better than one ratio, fitted without it."""
+    firsts = {key: seg[0] for key, seg in _segments_of(rows).items()}
+    convs = sorted({b.conversation for _, b in _growth(rows)})
+    kinds: list[np.ndarray] = []
+    one: list[np.ndarray] = []
+    for conv in convs if len(convs) >= 2 else ():
+        train = [s for s in rows if s.conversation != conv]
+        if len(_growth(train)) < 2:
+            continue
+        test = [s for s in rows if s.conversation == conv]
+        kinds.append(_anchored_errors(test, firsts, _fit(train, True)))
+        one.append(_anchored_errors(test, firsts, _fit(train, False)))
+    if not kinds:
+        return False
+    return float(np.mean(np.concatenate(kinds))) < float(np.mean(np.concatenate(one)))
+
+
+def _fit(rows: Sequence[Sample], by_kind: bool) -> Coefficients:
+    pairs = _growth(rows)
+    if len(pairs) < 2:
+        fixed, per_message, scale, after = (float(x) for x in fit_coefficients(rows))
+        return Coefficients(fixed, per_message, scale, after)
+    y = np.array([b.recorded for _, b in pairs], dtype=float)
+    dy = y - [a.recorded for a, _ in pairs]
+    dm = np.array([b.messages - a.messages for a, b in pairs], dtype=float)
+    dt = np.array([b.tokens - a.tokens for a, b in pairs], dtype=float)
+    per_message, scale = _lstsq(np.column_stack([dm, dt]), dy, 1.0 / y)
+    dk = np.array([[bk - ak for ak, bk in zip(a.kinds, b.kinds, strict=True)] for a, b in pairs], dtype=float)
+    totals = np.abs(dk).sum(axis=0)
+    own = [i for i in range(3) if by_kind and totals[i] > 0 and totals[i] >= MIN_KIND_SHARE * totals.sum()]
+    ratios = [float(scale)] * 3
+    kind_scales: tuple[float, float, float] | None = None
+    mean = float(scale)
+    if own:  # the kinds too rare to fit take the one ratio; the others are fitted with the per-message term
+        rest = dy - scale * dk[:, [i for i in range(3) if i not in own]].sum(axis=1)
+        c = _lstsq(np.column_stack([dm, dk[:, own]]), rest, 1.0 / y)
+        per_message = c[0]
+        for i, r in zip(own, c[1:], strict=True):
+            ratios[i] = float(r)
+        kind_scales = (ratios[0], ratios[1], ratios[2])
+        mean = float(np.dot(ratios, totals) / totals.sum())
+    per_message = float(per_message)
+
+    def content(s: Sample, kinds: Sequence[int], messages: int) -> float:
+        return per_message * messages + float(np.dot(ratios, kinds)) + mean * s.head
+
+    firsts = {key: seg[0] for key, seg in _segments_of(rows).items()}
+    own_fixed = {conv: a.recorded - content(a, a.kinds, a.messages) for (conv, k), a in firsts.items() if k == 0}
+    fixed = float(np.median(list(own_fixed.values()))) if own_fixed else 0.0
+    left_after = [
+        a.recorded
+        - own_fixed.get(conv, fixed)
+        - content(a, [x + r for x, r in zip(a.kinds, a.reattached, strict=True)], a.messages + a.reattached_messages)
+        for (conv, k), a in firsts.items()
+        if k > 0 and a.summarised
+    ]
+    after = float(np.median(left_after)) if left_after else 0.0
+    return Coefficients(fixed, per_message, mean, after, kind_scales)
+
+
+def predict(rows: Sequence[Sample], c: Coefficients) -> np.ndarray:
+    """The whole prompt of each request, as a run that counts everything reports it: after a compaction with
+    what the client re-attached (estimated) and ``after_compaction``."""
+    ratios = [c.ratio(k) for k in KINDS]
+    out = []
+    for s in rows:
+        back = int(s.summarised)
+        kinds = [k + r * back for k, r in zip(s.kinds, s.reattached, strict=True)]
+        messages = s.messages + s.reattached_messages * back
+        text = float(np.dot(ratios, kinds)) + c.scale * s.head
+        out.append(c.fixed + c.per_message * messages + text + c.after_compaction * back)
+    return np.array(out, dtype=float)
+
+
+def _anchored_errors(rows: Sequence[Sample], firsts: dict[tuple[str, int], Sample], c: Coefficients) -> np.ndarray:
+    """Each request predicted from the first of its segment and the estimate of what was appended since."""
+    out = []
+    for s in rows:
+        a = firsts[(s.conversation, s.segment)]
+        if a is s:
+            continue
+        dk = [b - x for x, b in zip(a.kinds, s.kinds, strict=True)]
+        ratios = [c.ratio(k) for k in KINDS]
+        guess = a.recorded + c.per_message * (s.messages - a.messages) + float(np.dot(ratios, dk))
+        out.append(abs(guess - s.recorded) / s.recorded)
+    return np.array(out, dtype=float)
+
+
+def _baseline_anchored(train: Sequence[Sample], test: Sequence[Sample], firsts: dict[tuple[str, int], Sample]):  # type: ignore[no-untyped-def]
+    """The chars baseline anchored the same way: what was appended, as a ratio of characters."""
+    pairs = _growth(train)
+    y = np.array([b.recorded for _, b in pairs], dtype=float)
+    dy = y - [a.recorded for a, _ in pairs]
+    [ratio] = _lstsq(np.array([[b.chars - a.chars] for a, b in pairs], dtype=float), dy, 1.0 / y)
+    out = []
+    for s in test:
+        a = firsts[(s.conversation, s.segment)]
+        if a is not s:
+            out.append(abs(a.recorded + ratio * (s.chars - a.chars) - s.recorded) / s.recorded)
+    return np.array(out, dtype=float)
 
 
 def _folds(rows: Sequence[Sample], split: str) -> tuple[str, list[tuple[list[Sample], list[Sample]]]]:
@@ -338,31 +559,55 @@ def _folds(rows: Sequence[Sample], split: str) -> tuple[str, list[tuple[list[Sam
     return "alternate", [(train, test)]
 
 
-def held_out(rows: Sequence[Sample], split: str = "conversation") -> HeldOut:
-    """Held-out median and p90 relative error of the model and of the chars baseline."""
+def _pct(e: np.ndarray) -> tuple[float, float]:
+    return float(np.median(e)), float(np.percentile(e, 90))
+
+
+def held_out(rows: Sequence[Sample], split: str = "conversation", by_kind: bool | None = None) -> HeldOut:
+    """Held-out median and p90 relative error of the model (``by_kind`` as :func:`fit` takes it) and of the
+    chars baseline (see :class:`HeldOut`)."""
     if split not in SPLITS:
         raise InvalidConfig(f"split {split!r} must be one of {', '.join(SPLITS)}")
     used, folds = _folds(rows, split)
-    errs: list[np.ndarray] = []
-    base: list[np.ndarray] = []
+    firsts = {key: seg[0] for key, seg in _segments_of(rows).items()}
+    anchored = len(_growth(rows)) >= 2
+    errs: dict[str, list[np.ndarray]] = {"model": [], "one": [], "base": [], "abs": []}
     n_fit = 0
     for train, test in folds:
         if len(train) < 2 or not test:
             continue
-        errs.append(relative_errors(test, fit_coefficients(train)))
-        base.append(relative_errors(test, fit_coefficients(train, baseline=True), baseline=True))
+        if anchored and len(_growth(train)) < 2:
+            continue
+        c = fit(train, by_kind)
+        errs["abs"].append(np.abs(predict(test, c) - [s.recorded for s in test]) / [s.recorded for s in test])
+        if anchored:
+            errs["model"].append(_anchored_errors(test, firsts, c))
+            errs["one"].append(_anchored_errors(test, firsts, fit(train, by_kind=False)))
+            errs["base"].append(_baseline_anchored(train, test, firsts))
+        else:
+            errs["base"].append(relative_errors(test, fit_coefficients(train, baseline=True), baseline=True))
         n_fit = max(n_fit, len(train))
-    if not errs:
+    if not errs["abs"]:
         raise InvalidConfig(f"too few recorded requests ({len(rows)}) for a held-out evaluation")
-    e, b = np.concatenate(errs), np.concatenate(base)
+    absolute = _pct(np.concatenate(errs["abs"]))
+    e = np.concatenate(errs["model"]) if anchored else np.concatenate(errs["abs"])
+    if e.size == 0:
+        raise InvalidConfig(f"too few recorded requests ({len(rows)}) for a held-out evaluation")
+    median, p90 = _pct(e)
+    base_median, base_p90 = _pct(np.concatenate(errs["base"]))
+    one = _pct(np.concatenate(errs["one"])) if anchored else None
     return HeldOut(
         used,
         n_fit,
         int(e.size),
-        float(np.median(e)),
-        float(np.percentile(e, 90)),
-        float(np.median(b)),
-        float(np.percentile(b, 90)),
+        median,
+        p90,
+        base_median,
+        base_p90,
+        anchored,
+        one[0] if one else None,
+        one[1] if one else None,
+        *absolute,
     )
 
 
@@ -377,18 +622,19 @@ def calibrate(
     for (provider, fmt, agent), group in sorted(groups.items()):
         if len(group) < 3:
             continue
-        coef = fit_coefficients(group)
+        c = fit(group)
+        rounded = Coefficients(
+            round(c.fixed, 6),
+            round(c.per_message, 6),
+            round(c.scale, 6),
+            round(c.after_compaction, 6),
+            None
+            if c.kind_scales is None
+            else (round(c.kind_scales[0], 6), round(c.kind_scales[1], 6), round(c.kind_scales[2], 6)),
+        )
         out.append(
             Calibration(
-                provider,
-                fmt,
-                tokenizer,
-                Coefficients(*(float(round(c, 6)) for c in coef)),
-                len(group),
-                held_out(group, split),
-                fitted_on,
-                checksum,
-                agent,
+                provider, fmt, tokenizer, rounded, len(group), held_out(group, split), fitted_on, checksum, agent
             )
         )
     return out
@@ -413,13 +659,18 @@ def load(path: str | Path) -> list[Calibration]:
         raw = json.loads(p.read_text(encoding="utf-8"))
         items = raw["calibrations"]
         return [
-            Calibration(**{**d, "coefficients": Coefficients(**d["coefficients"]), "errors": HeldOut(**d["errors"])})
+            Calibration(**{**d, "coefficients": _coefficients(d["coefficients"]), "errors": HeldOut(**d["errors"])})
             for d in items
         ]
     except OSError as exc:
         raise InvalidConfig(f"calibration file {str(p)!r} cannot be read: {exc.strerror or exc}") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise InvalidConfig(f"{p}: not a calibration file written by csim calibrate ({exc})") from None
+
+
+def _coefficients(d: dict[str, Any]) -> Coefficients:
+    kinds = d.get("kind_scales")
+    return Coefficients(**{**d, "kind_scales": None if kinds is None else tuple(kinds)})
 
 
 def choose(
@@ -488,12 +739,25 @@ class Report:
         lines = []
         for c in self.calibrations:
             e, k = c.errors, c.coefficients
-            lines.append(
-                f"{c.key} [{c.tokenizer}]: n fit {c.n}, n held out {e.n_held_out} (split {e.split}); "
-                f"calibrated median {e.median:.2%} p90 {e.p90:.2%}; chars baseline median {e.baseline_median:.2%} "
-                f"p90 {e.baseline_p90:.2%}\n    fixed {k.fixed:,.0f} + {k.per_message:.2f}/message + "
-                f"{k.scale:.4f} x tokens + {k.after_compaction:,.0f} after a compaction"
+            what = "estimated text (anchored on each segment's first request)" if e.anchored else "whole prompts"
+            line = (
+                f"{c.key} [{c.tokenizer}]: n fit {c.n}, n held out {e.n_held_out} (split {e.split}); {what}: "
+                f"calibrated median {e.median:.2%} p90 {e.p90:.2%}"
             )
+            if e.one_ratio_median is not None and e.one_ratio_p90 is not None:
+                line += f"; one ratio median {e.one_ratio_median:.2%} p90 {e.one_ratio_p90:.2%}"
+            line += f"; chars baseline median {e.baseline_median:.2%} p90 {e.baseline_p90:.2%}"
+            if e.anchored and e.absolute_median is not None and e.absolute_p90 is not None:
+                line += f"\n    whole prompts: median {e.absolute_median:.2%} p90 {e.absolute_p90:.2%}"
+            line += (
+                f"\n    fixed {k.fixed:,.0f} + {k.per_message:.2f}/message + {k.scale:.4f} x tokens + "
+                f"{k.after_compaction:,.0f} after a compaction"
+            )
+            if k.kind_scales is not None:
+                line += (
+                    " (by kind: " + ", ".join(f"{n} {r:.4f}" for n, r in zip(KINDS, k.kind_scales, strict=True)) + ")"
+                )
+            lines.append(line)
         if not lines:
             lines.append("no group had 3 or more recorded requests with usage: nothing to fit")
         return "\n".join(lines)

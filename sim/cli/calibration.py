@@ -147,11 +147,16 @@ def _source_args(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "calibrate",
-        help="fit provider tokens = fixed + per_message*messages + scale*tokens (+ after compaction)",
+        help="fit provider tokens per engine token (by content kind), per message, and the hidden overhead",
         description="Fit, per provider/format/agent, the map from the engine's prompt count to the provider's "
         "recorded prompt tokens (input + cache read + cache write), with weighted least squares on "
-        "relative error. Prints n fit, n held out, held-out median and p90 relative error, and the "
-        "same for a chars-based baseline. --out saves the fit for csim run --calibration.",
+        "relative error. Where conversations hold several requests, the ratios (one per content kind: prose, "
+        "code, JSON, where that predicts better) are fitted on what each request added since the first of its "
+        "segment, so no session's hidden overhead enters them; the fixed overhead and what comes back after a "
+        "compaction are what the first requests leave over. Prints n fit, n held out, and the held-out median "
+        "and p90 relative error of the estimated text (each request predicted from its segment's first), of "
+        "one ratio for all kinds, of a chars baseline, and of whole prompts. --out saves the fit for csim run "
+        "--calibration.",
     )
     p.add_argument("source", metavar="DATASET", help="a fetched dataset name, or a path to recordings (with --format)")
     p.add_argument("--tokenizer", default="cl100k_base", help="tokenizer of the engine (default cl100k_base)")

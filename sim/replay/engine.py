@@ -37,6 +37,7 @@ import numpy as np
 from policies.base import AskPoint, Plan, Policy
 from sim.calibration.anchor import Anchors, anchors_for
 from sim.calibration.fit import opens_with_summary
+from sim.calibration.kinds import kind_of
 from sim.core.budgets import BudgetTracker
 from sim.core.cache import TTL, CachePlacement, CacheUsage, NoCache, cache_model
 from sim.core.config import RunConfig
@@ -154,6 +155,7 @@ class Engine:
         self._memo = (
             self.tok.derived if self.anchors is None else memoised(self.tok.derived, self.anchors, "memo", _new_memo)
         )
+        self._estimates: dict[str, int] = {}  # text -> its estimate with anchors: a pure function, shared by copies
         self.ledger = Ledger(sizer=self._edited_sizes, count=self._text_tokens)
         self.state = RunState(self.ledger, config.model)
         self.state.view = View(placeholder=policy.placeholder)
@@ -276,7 +278,12 @@ class Engine:
         ledger's count."""
         if self.anchors is None:
             return self.tok.count(text)
-        return self.anchors.estimate(MESSAGE_OVERHEAD + self.tok.count(text)) - MESSAGE_OVERHEAD
+        hit = self._estimates.get(text)
+        if hit is None:  # the ratio of its kind (sim.calibration.kinds); asked for on every request that sends it
+            hit = self._estimates[text] = (
+                self.anchors.estimate_text(self.tok.count(text), kind_of(text)) - MESSAGE_OVERHEAD
+            )
+        return hit
 
     def _edited_sizes(self, m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
         """Characters and tokens of ``m`` as ``rules`` edit it ((0, 0): not sent); the ledger's sizer."""
@@ -314,11 +321,11 @@ class Engine:
                 text = rule.placeholder_for(p)
                 edit = (None, text) if p.kind == "tool_call" else (text, None)
                 t = self._part_tokens(p, *edit)
-                out.append((j, rule, len(text), t if a is None else a.scale(t)))
+                out.append((j, rule, len(text), t if a is None else a.scale(t, "prose")))
             elif rule.action == "truncate":
                 cut = self.tok.truncate(p.text, rule.max_tokens, rule.head_share, rule.text)
                 t = self._part_tokens(p, cut)
-                out.append((j, rule, p.chars - len(p.text) + len(cut), t if a is None else a.scale(t)))
+                out.append((j, rule, p.chars - len(p.text) + len(cut), t if a is None else a.scale(t, kind_of(cut))))
         return out
 
     def _message_blocks(self, m: Message, rules: tuple[Rule, ...]) -> tuple[tuple[object, int], ...]:
@@ -794,8 +801,9 @@ class Engine:
     def _status_tokens(self, status: str | None) -> int:
         if not status:
             return 0
-        raw = MESSAGE_OVERHEAD + self.tok.count(status)
-        return raw if self.anchors is None else self.anchors.estimate(raw)
+        if self.anchors is None:
+            return MESSAGE_OVERHEAD + self.tok.count(status)
+        return self.anchors.estimate_text(self.tok.count(status), "prose")
 
     def _auto_compact(self, k: int, after_rollback: bool) -> None:
         """The policy's automatic compaction before the request answered by message ``k``; in lockstep, the
