@@ -18,6 +18,7 @@ from policies.claude_code import (
     ClaudeCodeMicrocompact,
     MicrocompactConfig,
 )
+from sim.core.conversation import Message, Part
 from sim.core.errors import InvalidConfig
 from sim.replay.engine import RunConfig, run
 from sim.replay.model import ModelConfig
@@ -217,3 +218,35 @@ def test_the_recorded_sessions_compact_where_claude_code_compacted(tmp_path: Pat
         recorded = [sum(m.role == "assistant" for m in conv.messages[: c["index"]]) for c in conv.meta["compactions"]]
         ours = api.load(out).compactions["turn"].tolist()
         assert ours[:1] == recorded == [126 if sid == SESSIONS[0] else 102], (sid, ours, recorded)
+
+
+def test_reattached_files_take_the_newest_content_a_read_or_a_write_shows() -> None:
+    """Claude Code re-attaches the files it used last with their content (read back from disk); a replay takes
+    the newest the conversation shows: a read's result, or what a write wrote. An edited file comes back with
+    the read before the edit, one bigger than the per-file limit as its path only, and only the five newest."""
+    from policies.claude_code import reattached_files
+
+    def call(cid: str, name: str, args: dict[str, str]) -> Message:
+        return Message(f"a{cid}", "assistant", (Part("tool_call", call_id=cid, name=name, args=json.dumps(args)),))
+
+    def result(cid: str, text: str) -> Message:
+        return Message(f"t{cid}", "tool", (Part("tool_result", text, call_id=cid),))
+
+    msgs = [
+        call("0", "Read", {"file_path": "old.py"}),
+        result("0", "old"),
+        call("1", "Read", {"file_path": "a.py"}),
+        result("1", "alpha v1"),
+        call("2", "Write", {"file_path": "b.py", "content": "beta written"}),
+        result("2", "File created"),
+        call("3", "Edit", {"file_path": "a.py", "old_string": "v1", "new_string": "v2"}),
+        result("3", "The file a.py has been updated."),
+        call("4", "Read", {"file_path": "big.py"}),
+        result("4", "x" * 30_000),
+        *(m for k in range(5, 8) for m in (call(str(k), "Read", {"file_path": f"f{k}.py"}), result(str(k), f"f{k}"))),
+    ]
+    got = {f.label: f.text for f in reattached_files(msgs, 0, ClaudeCodeConfig())}
+    assert set(got) == {"file:f7.py", "file:f6.py", "file:f5.py", "file-path:big.py", "file:a.py"}
+    assert got["file:a.py"].endswith("alpha v1")
+    more = reattached_files(msgs[:6], 0, ClaudeCodeConfig())
+    assert [f.text.splitlines()[-1] for f in more] == ["beta written", "alpha v1", "old"]
