@@ -7,7 +7,10 @@ the numbers measure the engine and the policy, not tiktoken. Times are CPU time 
 collector paused; each repeat runs every length in turn, and the ratio is the median over repeats of
 that repeat's own ratio, because a shared machine's CPU speed drifts by tens of percent within seconds.
 
-    python benchmarks/bench_turns.py [--scenario research-agent] [--repeat 5]
+    python benchmarks/bench_turns.py [--scenario research-agent] [--repeat 5] [--model gpt-4o --provider openai]
+
+``--model`` (with ``--provider``, the price table's) replays as that model, so its provider's prompt cache bills
+each request: OpenAI's automatic prefix cache before GPT-5.6, Anthropic's breakpoints by default.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Callable
 from policies import POLICIES, make_policy
 from sim.core.tokenizers import get_tokenizer
 from sim.replay.engine import RunConfig, run
+from sim.replay.model import ModelConfig
 from sim.replay.runner import scenario_conversation
 
 LENGTHS = (250, 500, 1000, 2000)
@@ -49,12 +53,16 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--tokenizer", default="cl100k_base")
     ap.add_argument("--policies", nargs="*", default=None)
+    ap.add_argument("--model", default=None, help="a model of the price table (default: the engine's)")
+    ap.add_argument("--provider", default="anthropic", help="its provider in the price table")
     args = ap.parse_args()
-    config = RunConfig(tokenizer=args.tokenizer)
+    model = ModelConfig(name=args.model, price_provider=args.provider) if args.model else ModelConfig()
+    config = RunConfig(tokenizer=args.tokenizer, model=model)
     tok = get_tokenizer(args.tokenizer)
     convs = {n: scenario_conversation(args.scenario, 0, {"turns": str(n)}) for n in LENGTHS}
     names = args.policies or POLICIES.names()
-    print(f"scenario {args.scenario}, tokenizer {args.tokenizer}, {args.repeat} repeats, CPU time")
+    model_name = args.model or "default"
+    print(f"scenario {args.scenario}, tokenizer {args.tokenizer}, model {model_name}, {args.repeat} repeats")
     print(f"{'policy':<16}" + "".join(f"{n:>12,}" for n in LENGTHS) + f"{'ratio':>9}  finish at {LENGTHS[-1]:,}")
     worst = 0.0
     for name in names:
