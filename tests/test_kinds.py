@@ -7,7 +7,6 @@ import json
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from policies.base import make_policy
 from sim.calibration.kinds import kind_of, message_kinds

@@ -725,3 +725,17 @@ def test_open_issues_name_existing_tests() -> None:
         assert name in NAMES
         for invariant, test in issues.items():
             assert test in here, f"{name}: {invariant} is tolerated for {test}, which does not exist"
+
+
+def test_check_keeps_no_generated_conversation_alive() -> None:
+    """``csim check`` replays thousands of generated conversations in one process: the shared tokenizer's memo of
+    per-object values is emptied after each, so memory stays flat (a 10,000-example check grew past 3.5 GB
+    before)."""
+    from sim.core.tokenizers import get_tokenizer
+
+    tok = get_tokenizer("chars4")
+    check_policy("claude-code", {}, examples=5, window=WINDOW, tokenizer="chars4")
+    assert tok.derived == {}
+    tok.memo.update((f"t{i}", i) for i in range(10))
+    tok.trim(max_texts=5)
+    assert tok.memo == {}

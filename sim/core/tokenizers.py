@@ -135,6 +135,16 @@ class CountingTokenizer:
             out = self._truncated[key] = self.inner.truncate(text, max_tokens, head_share, marker)
         return out
 
+    def trim(self, max_texts: int = 200_000) -> None:
+        """Forget the derived values, and the counts once more than ``max_texts`` texts are held: for a process
+        that replays an unbounded stream of conversations (``csim check`` generates thousands), whose memo would
+        otherwise keep every one of them alive. Everything here is a pure cache, so results do not change."""
+        self.derived.clear()
+        if len(self.memo) > max_texts:
+            self.memo.clear()
+        if len(self._truncated) > max_texts:
+            self._truncated.clear()
+
     def count(self, text: str) -> int:
         n = self.memo.get(text)
         if n is None:

@@ -31,6 +31,7 @@ from policies.base import Plan, Policy, Trigger, load_policy_class, make_config
 from sim.core.conversation import Conversation
 from sim.core.invariants import Violation
 from sim.core.state import RunState
+from sim.core.tokenizers import get_tokenizer
 from sim.replay.engine import Engine, RunConfig, RunResult
 from sim.replay.lockstep import run_many
 from sim.replay.strategies import conversations, describe, small_model
@@ -254,7 +255,10 @@ def check_policy(
     def inner(shown: _Shown) -> None:
         nonlocal count
         count += 1
-        found = _replay(cls, run_params, shown.conversation, config, known | allowed, deviations)
+        try:
+            found = _replay(cls, run_params, shown.conversation, config, known | allowed, deviations)
+        finally:  # every example is a new conversation: the shared memo must not keep them all alive
+            get_tokenizer(tokenizer).trim()
         if found is None:
             return
         failure.append(found)
