@@ -43,6 +43,11 @@ Trigger = Literal["auto", "manual", "overflow"]
 When = Literal["request", "user_turn", "response"]
 #: Where the engine asks: before a model call, or right after a reply.
 AskPoint = Literal["request", "response"]
+#: How the modelled client sends its summariser request: ``separate``, a prompt of its own (the transcript under
+#: the summariser's instruction), which shares no prefix with the agent's requests; ``fork``, the agent's own
+#: request (same tools, system prompt and conversation) with the instruction appended as a last user message,
+#: which reads the agent's cached prefix.
+SummaryRequest = Literal["separate", "fork"]
 C = TypeVar("C")
 
 
@@ -155,6 +160,11 @@ class Policy(Generic[C]):
         placeholder: the text that replaces a cleared tool result.
         cache_placement: where the modelled client puts Anthropic ``cache_control`` breakpoints
             (:class:`~sim.core.cache.CachePlacement`; default: system prompt and last block, 5 minutes).
+        summary_request: how the modelled client sends its summariser request (:data:`SummaryRequest`):
+            ``separate`` (default), a prompt of its own that the prompt cache bills as uncached input; ``fork``, the
+            agent's request plus the instruction, billed by the run's cache model like an agent request (with
+            ``--cache provider``; with caching off it is priced as ``separate``). A policy that sets it names the
+            source that shows its client's request.
     """
 
     Config: ClassVar[type[Any]] = NoConfig
@@ -165,6 +175,7 @@ class Policy(Generic[C]):
     recheck_after_compaction: ClassVar[bool] = False
     placeholder: ClassVar[str] = DEFAULT_PLACEHOLDER
     cache_placement: ClassVar[CachePlacement] = CachePlacement()
+    summary_request: ClassVar[SummaryRequest] = "separate"
 
     def __init__(self, config: C | None = None) -> None:
         self.config: C = config if config is not None else self.Config()

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import (
     end_cut,
     floor_index,
@@ -207,11 +207,29 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
     5-minute tokens, and each request's uncached input is a handful of tokens (3 on the first), so the last
     breakpoint sits at the end of the prompt. The system breakpoint is tentative: the recordings cannot show
     where the earlier breakpoints are, only that after a compaction the system prefix is still read.
+
+    Summariser request (``summary_request`` ``fork``): the compaction call is the agent's request with the summary
+    instruction appended, so it reads the conversation's cached prefix. Claude Code's documentation, "How Claude
+    Code uses prompt caching" (https://code.claude.com/docs/en/prompt-caching, section "Compacting the
+    conversation", quoted in anthropics/claude-code#88755): "Claude Code sends a separate request with the same
+    system prompt, tools, and history as your conversation, plus a summarization instruction appended as a final
+    user message. While the cache is warm, that request reads your prefix from the cache". The catalogue (§B1
+    "Cache": a fork of the same messages, changelog 2.1.70 and 2.1.128) says the same, and so does the 2.1.39
+    bundle the recordings come from: its compaction forks the main loop's request parameters
+    (``cacheSafeParams``: system prompt, tools, messages) with the summary request as the one new message, behind
+    the flag ``tengu_compact_cache_prefix`` (its in-bundle default is off; the flag is served remotely), and
+    falls back to a request with a system prompt of its own (no shared prefix) when the fork fails. Here it falls
+    back likewise when the fork's prompt does not fit the window (a reactive compaction). The instruction is billed
+    after the last breakpoint, uncached: later builds keep the fork's breakpoint off it (``skipCacheWrite`` in
+    ``compact.ts``, as a write-up of that source has it:
+    https://wiki.coder.dog/wiki-kb/wiki/sources/claude-code-compaction-prompt-cache/); 2.1.39 writes it too, a few
+    hundred tokens.
     """
 
     Config = ClaudeCodeConfig
     known_deviations: ClassVar[frozenset[str]] = frozenset({"live-turn"})
     cache_placement: ClassVar[CachePlacement] = CachePlacement(system="1h", last="1h")
+    summary_request: ClassVar[SummaryRequest] = "fork"
 
     @property
     def retry_on_overflow(self) -> int:
@@ -297,7 +315,8 @@ class ClaudeCodeMicrocompact(ClaudeCode):
     last assistant message (the cache is cold by then), and a cached variant clears by count through the
     API's cache edits without breaking the cached prefix; until the simulator has a clock, this one clears
     whenever a new result passes out of the newest ``keep_recent`` (the count-based reading). The query
-    loop runs microcompact before auto-compact, so a request over the threshold is compacted in full.
+    loop runs microcompact before auto-compact, so a request over the threshold is compacted in full, by the
+    same forked summariser request as ``claude-code`` (``summary_request`` ``fork``, inherited).
     """
 
     Config = MicrocompactConfig

@@ -17,7 +17,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks
 from sim.core.conversation import Message, Part
 from sim.core.errors import InvalidConfig
@@ -185,9 +185,17 @@ class Codex(Policy[CodexConfig]):
     ``atomic-units`` invariant; Codex, on the Responses API, drops reasoning items with the rest). The summariser
     reads what leaves the view, not the kept user messages too (an engine limit), and calls the model once.
     Not modelled: ghost snapshots, the model-switch item. Remote compaction is ``codex-remote``.
+
+    Summariser request (``summary_request`` ``separate``): Codex appends its prompt to the same history, but
+    ``run_compact_task_inner`` (compact.rs at e06dd0e5) builds ``Prompt { input, base_instructions, personality,
+    ..Default::default() }``: no tools, where every agent request carries them, so the prompt diverges from the
+    cached one before the conversation and is billed uncached. openai/codex#37305 reports exactly that for
+    codex-cli 0.146.1 ("Local compaction request omits tool specs, so it never hits the prompt cache (full window
+    re-billed uncached on every compaction)"); ``codex-remote`` sends its tools and is a fork.
     """
 
     Config = CodexConfig
+    summary_request: ClassVar[SummaryRequest] = "separate"
     #: How the summary is placed and asked for (``codex-remote`` places an opaque compaction item instead).
     summary_wrapper: ClassVar[str] = SUMMARY_WRAPPER
     summary_role: ClassVar[Role] = "user"
@@ -402,9 +410,18 @@ class CodexRemote(Codex):
 
     Differences: as ``codex``'s. Hook prompts and agent-to-agent messages (which V2 also retains) do not occur in the
     simulator's conversations.
+
+    Summariser request (``summary_request`` ``fork``): the compaction request is the agent's own: in
+    ``run_remote_compact_attempt`` (``codex-rs/core/src/compact_remote_request.rs`` at cf62e27d) its ``Prompt`` holds
+    the history (trimmed as above), the tools (``model_visible_specs()``), ``parallel_tool_calls`` and the same base
+    instructions, and the catalogue (§B3, V2) calls it "an otherwise normal Responses request"; openai/codex#37305
+    contrasts it with the local path's, which omits the tools. So it reads the cached prefix (OpenAI's automatic
+    prefix caching). Its own tail is the ``CompactionTrigger`` item; the instruction the mock summariser is given
+    (:data:`REMOTE_PROMPT`) stands for it, a few dozen tokens more.
     """
 
     Config = CodexRemoteConfig
+    summary_request = "fork"
     summary_wrapper = "{summary}"
     summary_role = "assistant"
     summary_prompt = REMOTE_PROMPT

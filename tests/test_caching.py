@@ -57,13 +57,16 @@ def test_blocks_kept_between_requests_equal_blocks_built_afresh(data: st.DataObj
         assert kept._cum[-1] == 7 + eng.view_tokens(view)
 
 
-@pytest.mark.parametrize("name", ["none", "claude-code", "anthropic-clear-tool-uses", "inspect-edit", "codex"])
+@pytest.mark.parametrize(
+    "name", ["none", "claude-code", "anthropic-clear-tool-uses", "inspect-edit", "codex", "codex-remote"]
+)
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_every_request_is_billed_in_parts_that_sum_to_its_prompt(
     name: str, provider: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each agent request's cache blocks sum to its prompt tokens exactly (the engine would otherwise bill the
-    difference as uncached), reads and writes are parts of it, and a long tool loop reads most of it."""
+    """Each agent request's cache blocks, and each forked summariser request's (``summary_request`` ``fork``:
+    claude-code, codex-remote), sum to its prompt tokens exactly (the engine would otherwise bill the difference as
+    uncached), reads and writes are parts of it, and a long tool loop reads most of it."""
     totals: list[int] = []
     usage = RequestCache.usage
 
@@ -77,8 +80,10 @@ def test_every_request_is_billed_in_parts_that_sum_to_its_prompt(
     params = {"trigger_tokens": "20000"} if name == "anthropic-clear-tool-uses" else {}
     r = run(make_policy(name, params), agent_loop(120, result_chars=2_000), RunConfig(model=model, tokenizer="chars4"))
     assert name == "none" or r.summary["compaction_count"] > 0
-    agent = [row for row in r.rows if row["request_kind"] in ("agent", "grace") and row["billed"]]
-    assert agent and totals == [row["context_tokens"] for row in agent]
+    fork = make_policy(name, params).summary_request == "fork"
+    cached = [row for row in r.rows if row["billed"] and (row["request_kind"] != "summariser" or fork)]
+    assert cached and totals == [row["context_tokens"] for row in cached]
+    assert any(row["request_kind"] == "summariser" for row in cached) == fork
     for row in r.rows:
         parts = row["cache_read_tokens"] + row["cache_write_5m_tokens"] + row["cache_write_1h_tokens"]
         assert 0 <= parts <= row["context_tokens"]

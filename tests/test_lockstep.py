@@ -157,3 +157,14 @@ def test_a_shared_rollback_then_a_compaction_only_some_members_make(monkeypatch:
     alone = [run(make_policy("cloudflare-os", p), conv, config) for p in settings_]
     assert [fingerprint(r) for r in together] == [fingerprint(r) for r in alone]
     assert forks, "no member forked off after a shared rollback: pick another example"
+
+
+def test_policies_whose_clients_place_other_cache_breakpoints_replay_apart() -> None:
+    """claude-code writes with 1-hour breakpoints, none with 5-minute ones: replayed together they would share the
+    first one's cache placement (priced as the other policy's client never sends its requests)."""
+    conv = generate("coding-agent", seed=0, turns=60)
+    config = RunConfig(model=small_model(60_000))
+    for names in (["none", "claude-code"], ["claude-code", "none"]):
+        together = run_many([make_policy(n) for n in names], conv, config)
+        alone = [run(make_policy(n), conv, config) for n in names]
+        assert [fingerprint(r) for r in together] == [fingerprint(r) for r in alone], names

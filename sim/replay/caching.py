@@ -1,4 +1,5 @@
-"""Each agent request's prompt as cache blocks, kept between requests, and billed by the run's cache model.
+"""Each agent request's prompt (and a forked summariser request's) as cache blocks, kept between requests, and billed
+by the run's cache model.
 
 A request renders as: one head block (the request overhead and the tool definitions: the first thing a
 provider hashes), then one block per part of every message the view sends (the first block of a message also
@@ -32,6 +33,16 @@ Claude Code recordings all three notifications do it (2.1.39, Opus 4.6: 21,460 a
 written) and no other request does. It is a client behaviour with nothing fitted, so it is kept as the reports
 describe it: every block after the system prompt (after the head without one) is keyed anew from that request
 on, and later requests read the entries it wrote.
+
+Summariser requests: a policy whose client forks its agent request to summarise (``Policy.summary_request``
+``fork``: ``claude-code`` and its microcompact variant, ``codex-remote``; each names its source) sends the view the
+agent would send, its tools included and no status line, with the summary instruction appended as a last user
+message. It is billed here like an agent request, at the moment of the compaction: the blocks are synced to that
+view (usually the last request's, grown by the messages since: O(new messages)), so it reads what the cache still
+holds of the last request's prefix (nothing past an expired TTL), writes at the policy's breakpoints what is new
+since, and the instruction, in the place of the status line, sits after the last Anthropic breakpoint (uncached)
+and is an eligible message ending for OpenAI GPT-5.6+. Every other summariser request (``separate``, and any with
+``--cache off``) is a prompt of its own, the transcript under the instruction, billed as uncached input.
 
 Breakpoints: for Anthropic the policy's :class:`~sim.core.cache.CachePlacement` (the system prompt's last block
 and the last block before the status line); for OpenAI GPT-5.6 and later the ends of user, system and tool
@@ -117,10 +128,15 @@ class RequestCache:
         status_tokens: int,
         now: float,
         model_name: str,
+        tail_kind: str = "status",
     ) -> CacheUsage:
         """What the provider bills for the request of ``view`` sent to ``model_name`` at ``now`` (seconds): its
         prompt tokens (``head_tokens`` of overhead and tools, the view, ``status_tokens`` of status line) by how
-        they are billed. Updates that model's cache entries."""
+        they are billed. Updates that model's cache entries.
+
+        ``status`` is the request's last message, after the last breakpoint the policy places: the run-status
+        line, or with ``tail_kind="instruction"`` a forked summariser request's instruction (see "Summariser
+        requests" above)."""
         model = self.models.get(model_name)
         fresh = model is None
         if model is None:
@@ -149,7 +165,7 @@ class RequestCache:
         elif kind == "eligible":
             marks = self._eligible
         if status:
-            self._push(chain(keys[-1], ("status", status)), status_tokens, new_unit=False)
+            self._push(chain(keys[-1], (tail_kind, status)), status_tokens, new_unit=False)
             if kind == "eligible":  # the status line is a user message; the model reads the first
                 marks = [*marks[:1], *marks[max(1, len(marks) - 32) :], len(keys) - 1]  # and the newest 21
         try:

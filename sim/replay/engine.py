@@ -189,6 +189,9 @@ class Engine:
         self._sent = -1  # the last script reply whose request was sent (task success counts what came after)
         self._times: tuple[float, ...] = ()  # when each script message is complete (sim.replay.caching)
         self._now = 0.0  # when the current request starts
+        # The script message at whose completion a compaction happens (None: when the current request starts): what
+        # a forked summariser request is billed at (_compaction_time).
+        self._clock_at: int | None = None
         self._index: dict[str, int] = {}
         index = memoised(self.tok.derived, conversation, "facts", fact_index)
         self._facts_by_need, self._facts_by_source, self._facts_by_id = index
@@ -648,6 +651,15 @@ class Engine:
         cap = cfg.max_output_tokens or self.model.output_reserve
         if plan.summary_max_tokens is not None:
             cap = min(cap, plan.summary_max_tokens)
+        # A client that forks its agent request (Policy.summary_request) sends the view as the agent would, the
+        # instruction appended; billed through the prompt cache, so only with caching on. A fork that does not
+        # fit the window falls back to the separate request, as Claude Code falls back when its fork fails.
+        fork = self.policy.summary_request == "fork" and self.config.cache == "provider"
+        if fork:
+            fork_tokens = self._fork_tokens(before, plan.summary_system_prompt)
+            fork = wire.fits_window(fork_tokens, self.model, max_output=cap)
+            if fork:
+                input_tokens = fork_tokens
         try:
             wire.check_window(input_tokens, self.model, max_output=cap)
         except PromptTooLong as exc:
@@ -671,6 +683,11 @@ class Engine:
             count=self.tok.count,
         )
         out_tokens = self.tok.count(outcome.text)
+        billed = outcome.failed != "summariser call failed"
+        usage, at = None, None
+        if fork and billed:  # a call that failed never reached the cache
+            at = self._compaction_time()
+            usage = self._cache_usage(before, False, plan.summary_system_prompt, input_tokens, now=at, fork=True)
         self._record_request(
             "summariser",
             input_tokens,
@@ -678,7 +695,9 @@ class Engine:
             0,
             error=outcome.failed,
             compaction_id=cid,
-            billed=outcome.failed != "summariser call failed",
+            billed=billed,
+            usage=usage,
+            at=at,
         )
         if outcome.failed or not outcome.text.strip():
             self.log.append(CompactionFailed(self.state.turn, trigger, outcome.failed or "empty summary"))
@@ -748,9 +767,11 @@ class Engine:
         violations: Iterable[Violation] = (),
         billed: bool | None = None,
         usage: CacheUsage | None = None,
+        at: float | None = None,
     ) -> None:
-        """Log one request and bill it. ``usage``: how the prompt cache bills its prompt (None: all uncached,
-        as a summariser call is: its transcript is a prompt of its own that shares no prefix with the agent's)."""
+        """Log one request and bill it. ``usage``: how the prompt cache bills its prompt (None: all uncached, as a
+        ``separate`` summariser call is: its transcript is a prompt of its own that shares no prefix with the
+        agent's). ``at``: when it started (None: when the current request starts)."""
         # A rejected request (400) is not billed; a call that answered, even with nothing, is.
         billed = error is None if billed is None else billed
         usage = usage or CacheUsage(uncached=context)
@@ -774,7 +795,7 @@ class Engine:
                 usage.read if billed else 0,
                 usage.write_5m if billed else 0,
                 usage.write_1h if billed else 0,
-                self._now,
+                self._now if at is None else at,
                 self._model_name,
             )
         )
@@ -797,6 +818,22 @@ class Engine:
         if self.anchors is not None:
             return self.anchors.overhead
         return REQUEST_OVERHEAD + (0 if grace else self.tools_tokens)
+
+    def _instruction_tokens(self, text: str) -> int:
+        """Tokens of a forked summariser request's instruction, a user message of its own."""
+        return MESSAGE_OVERHEAD + self._text_tokens(text)
+
+    def _fork_tokens(self, view: View, instruction: str) -> int:
+        """Prompt tokens of a summariser request forked from the agent's (``Policy.summary_request`` ``fork``):
+        the agent request for ``view`` (its tools included; no status line) with ``instruction`` appended as a
+        last user message, counted as the agent request is (with a calibration, the provider's count; the
+        instruction, like the status line, adds no per-message term: the cache blocks count it so too)."""
+        _, view_tokens, in_view = self.state._totals(view)
+        tokens = self._head_tokens(False) + view_tokens + (self._instruction_tokens(instruction) if instruction else 0)
+        if self.config.calibration is not None and self.anchors is None:
+            summarised = view.summary is not None or self._opens_summarised
+            tokens = self.config.calibration.apply(tokens, in_view, summarised)
+        return tokens
 
     def _status_tokens(self, status: str | None) -> int:
         if not status:
@@ -848,14 +885,30 @@ class Engine:
 
     def _start_request(self, k: int) -> None:
         """The request answered by script message ``k`` starts when message ``k - 1`` is complete."""
+        self._ensure_times(k)
+        self._now = self._times[k - 1] if k > 0 else 0.0
+        self.tracker.elapsed_seconds = self._now  # the status line's elapsed and the duration budget
+
+    def _compaction_time(self) -> float:
+        """When the compaction being made happens, in seconds: once the script message ``_clock_at`` is
+        complete (before a request: when it starts; ``/compact``, after a reply: once that is complete), else
+        (during a request: on overflow, among the reactive agent's requests) when the current request starts."""
+        i = self._clock_at
+        if i is None:
+            return self._now
+        if i < 0:
+            return 0.0
+        self._ensure_times(i)
+        return self._times[i]
+
+    def _ensure_times(self, k: int) -> None:
+        """Make sure the times reach script message ``k`` (computed once per worker and seed, lazily)."""
         if k >= len(self._times):
             script = self._script
             if len(script) == len(self.conv.messages):  # the conversation's times, once per worker and seed
                 self._times = memoised(self.tok.derived, self.conv, ("times", self.config.seed), self._script_times)
             else:  # stepped past the conversation: its times are a prefix of these
                 self._times = self._script_times(self.conv)
-        self._now = self._times[k - 1] if k > 0 else 0.0
-        self.tracker.elapsed_seconds = self._now  # the status line's elapsed and the duration budget
 
     def _script_times(self, _: object) -> tuple[float, ...]:
         return message_times(self._script, self.config.seed, lambda m: self._sizes(m).tokens - MESSAGE_OVERHEAD)
@@ -942,12 +995,26 @@ class Engine:
         for dim, used, limit in self.tracker.new_warnings():
             self.log.append(BudgetWarned(st.turn, dim, used, limit))
 
-    def _cache_usage(self, view: View, grace: bool, status: str | None, tokens: int) -> CacheUsage:
-        """The prompt cache's bill of a request of ``tokens`` (as reported) for ``view``. With a calibration, the
-        blocks carry the provider's count (sim.replay.caching) up to its ``after_compaction`` term and rounding.
-        A test holds the blocks to the request's tokens where nothing rewrote the log."""
-        head, status_tokens = self._head_tokens(grace), self._status_tokens(status)
-        usage = self.cache.usage(view, head, grace, status, status_tokens, self._now, self._model_name)
+    def _cache_usage(
+        self,
+        view: View,
+        grace: bool,
+        status: str | None,
+        tokens: int,
+        *,
+        now: float | None = None,
+        fork: bool = False,
+    ) -> CacheUsage:
+        """The prompt cache's bill of a request of ``tokens`` (as reported) for ``view``, sent at ``now`` (default:
+        when the current request starts). With ``fork``, a forked summariser request whose last message is the
+        instruction ``status`` (:meth:`_fork_tokens`). With a calibration, the blocks carry the provider's count
+        (sim.replay.caching) up to its ``after_compaction`` term and rounding. A test holds the blocks to the
+        request's tokens where nothing rewrote the log."""
+        head = self._head_tokens(grace)
+        tail = self._instruction_tokens(status) if fork and status else self._status_tokens(status)
+        when = self._now if now is None else now
+        kind = "instruction" if fork else "status"
+        usage = self.cache.usage(view, head, grace, status, tail, when, self._model_name, kind)
         if usage.total == tokens:
             return usage
         # The blocks are the engine's own counts and agree with the request's, except with a calibration (its
@@ -1078,17 +1145,20 @@ class Engine:
                         continue
                     phase = MANUAL
                 if phase in (MESSAGE, AFTER_ROLLBACK):
+                    self._clock_at = k - 1  # before the request that message k answers, which starts then
                     self._auto_compact(k, phase == AFTER_ROLLBACK)
                     phase = SEND
                 if phase == SEND:
                     self._sync(k, SEND)
                     self._start_request(k)
+                    self._clock_at = None
                     if self._reactive and react(self, k, m, self.config.agent):
                         self._auto_compact(k, False)  # the agent's messages came after the policy was asked
                     self._agent_request(m)
                     self._sent = k
                     phase = BUDGET
                 if phase == MANUAL:
+                    self._clock_at = k  # once the command is complete
                     plan = self._decide(k, MANUAL)
                     if plan is not None:
                         self._compact(plan, "manual")
@@ -1097,6 +1167,7 @@ class Engine:
                     self._sync(k, BUDGET)
                     self._exhaustion(m, list(msgs[k + 1 : k + 40]))
                 if after_response:
+                    self._clock_at = k  # once the reply is complete
                     plan = self._decide(k, RESPONSE)
                     if plan is not None:
                         self._compact(plan, "auto")

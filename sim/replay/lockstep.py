@@ -25,8 +25,9 @@ class _Dissolved(Exception):
 
 def _replay_key(policy: Policy[Any], config: RunConfig) -> tuple[object, ...]:
     """What shapes a replay besides the policy's decisions: policies with equal keys see the same
-    requests for as long as they all decline to compact."""
-    return (policy.placeholder, _appends_status(policy, config), policy.bound_key())
+    requests for as long as they all decline to compact, and the prompt cache bills them alike (the
+    engine's cache takes its breakpoints from the policy it starts with, and a fork keeps them)."""
+    return (policy.placeholder, _appends_status(policy, config), policy.bound_key(), policy.cache_placement)
 
 
 def sync(e: Engine, k: int, phase: int) -> Plan | None:
