@@ -739,3 +739,25 @@ def test_check_keeps_no_generated_conversation_alive() -> None:
     tok.memo.update((f"t{i}", i) for i in range(10))
     tok.trim(max_texts=5)
     assert tok.memo == {}
+
+
+def test_a_compaction_after_a_rollback_is_no_loop() -> None:
+    """Found by ``csim check --policy claude-code`` when its examples changed: a summary at turn 11 left the view
+    over the trigger by the policy's chars/4 estimate (the request after it reported it under), then at turn 12 a
+    revert of a summarised change rolled the view back to the start and the policy summarised again. What the
+    rollback brought back is new to compact, so the two summaries are no loop."""
+    from pathlib import Path
+
+    from policies.base import make_config
+    from sim.core.log import CompactionCreated
+    from sim.formats.native import read as read_native
+
+    path = Path(__file__).parent / "golden" / "counterexamples" / "claude-code-rollback-then-compact.jsonl"
+    [conv] = read_native(path).conversations
+    cls = POLICIES.get("claude-code")
+    params, _ = effective_params(cls, POLICY_PARAMS.get("claude-code", {}), WINDOW)
+    engine = Engine(cls(make_config(cls.Config, params)), conv, RunConfig(model=small_model(WINDOW), deep_checks=True))
+    result = engine.run()
+    modes = [(e.turn, e.mode) for e in engine.log if isinstance(e, CompactionCreated)]
+    assert modes == [(11, "summarize"), (12, "rollback"), (12, "summarize")]  # the case itself
+    assert "compaction-loop" not in {v.invariant for v in result.violations}

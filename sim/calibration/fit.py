@@ -1,5 +1,9 @@
 """Token calibration: map the simulator's prompt count to what the provider reports.
 
+One module because the model's definition (:class:`Coefficients`), its features (:class:`Sample`), the fit and
+the held-out evaluation change together: a new term touches all four. Its file I/O is the next piece to move
+out if it grows again.
+
 Ground truth is the usage recorded with each reply: ``prompt_tokens = input + cache_read + cache_write``
 (:class:`sim.core.conversation.Usage`). For every recorded request, the simulator's side is the prompt *as
 the engine counts it*: this module replays the conversation through the engine itself (policy

@@ -21,7 +21,8 @@ Names (stable, used in results and in ``Policy.known_deviations``):
   (``reference/failure-modes.md`` section 4, invariant P4): automatic compactions on consecutive turns
   that each leave the view still over the policy's own trigger (:meth:`policies.base.Policy.over_trigger`).
   Consecutive compactions are fine when either got under the trigger: the turn between grew the
-  prompt past it again, or the first was held back (by revert protection, say) and the next caught up.
+  prompt past it again, or the first was held back (by revert protection, say) and the next caught up;
+  and when a rollback between them brought messages back (the second compacts what came back).
 * ``failed-summary-unchanged``: a failed or empty summary changed the view.
 * ``policy-purity`` (``csim check`` only): ``decide`` answered the same question differently, or a
   lockstep replay differed from the run alone (``sim.replay.checker``).

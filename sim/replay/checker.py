@@ -255,10 +255,7 @@ def check_policy(
     def inner(shown: _Shown) -> None:
         nonlocal count
         count += 1
-        try:
-            found = _replay(cls, run_params, shown.conversation, config, known | allowed, deviations)
-        finally:  # every example is a new conversation: the shared memo must not keep them all alive
-            get_tokenizer(tokenizer).trim()
+        found = _replay(cls, run_params, shown.conversation, config, known | allowed, deviations)
         if found is None:
             return
         failure.append(found)
@@ -290,35 +287,42 @@ def _replay(
     known: frozenset[str],
     deviations: Counter[str],
 ) -> Counterexample | None:
-    """One example: run, sort violations into known and unexpected; a Counterexample when it fails."""
-    policy = cls(make_config(cls.Config, params))  # a fresh policy per example: no state leaks between runs
-    impure = _ask_twice(policy)
-    listing = describe(conv)  # before the run: a policy that edits messages in place must not hide it
-    engine = Engine(policy, conv, config)
+    """One example: run, sort violations into known and unexpected; a Counterexample when it fails.
+
+    Every example is a new conversation, so the shared tokenizer's memo is trimmed after each: it must not keep
+    them all alive. (Here, not in the test function: Hypothesis derives a derandomised run's seed from that
+    function's code, and a change there draws other examples.)"""
     try:
-        result = engine.run()
-    except Exception as exc:  # the policy (or the engine under it) raised: always a failure
-        text = "".join(traceback.format_exception(exc, limit=-3))  # the innermost frames say where
-        return Counterexample(conv, listing, (), text, engine.state.turn, "agent", "exception")
-    if impure:
-        return Counterexample(
-            conv, listing, tuple(impure[:1]), None, impure[0].turn, "agent", result.summary["finish_reason"]
-        )
-    if not result.violations:
-        lockstep = _lockstep_difference(cls, params, conv, config, result)
-        if lockstep is not None:
+        policy = cls(make_config(cls.Config, params))  # a fresh policy per example: no state leaks between runs
+        impure = _ask_twice(policy)
+        listing = describe(conv)  # before the run: a policy that edits messages in place must not hide it
+        engine = Engine(policy, conv, config)
+        try:
+            result = engine.run()
+        except Exception as exc:  # the policy (or the engine under it) raised: always a failure
+            text = "".join(traceback.format_exception(exc, limit=-3))  # the innermost frames say where
+            return Counterexample(conv, listing, (), text, engine.state.turn, "agent", "exception")
+        if impure:
             return Counterexample(
-                conv, listing, (lockstep,), None, lockstep.turn, "agent", result.summary["finish_reason"]
+                conv, listing, tuple(impure[:1]), None, impure[0].turn, "agent", result.summary["finish_reason"]
             )
-    unexpected = tuple(v for v in result.violations if v.invariant not in known)
-    for name in sorted({v.invariant for v in result.violations if v.invariant in known}):
-        deviations[name] += 1
-    if not unexpected:
-        return None
-    first = unexpected[0]
-    return Counterexample(
-        conv, listing, unexpected, None, first.turn, first.request_kind, result.summary["finish_reason"]
-    )
+        if not result.violations:
+            lockstep = _lockstep_difference(cls, params, conv, config, result)
+            if lockstep is not None:
+                return Counterexample(
+                    conv, listing, (lockstep,), None, lockstep.turn, "agent", result.summary["finish_reason"]
+                )
+        unexpected = tuple(v for v in result.violations if v.invariant not in known)
+        for name in sorted({v.invariant for v in result.violations if v.invariant in known}):
+            deviations[name] += 1
+        if not unexpected:
+            return None
+        first = unexpected[0]
+        return Counterexample(
+            conv, listing, unexpected, None, first.turn, first.request_kind, result.summary["finish_reason"]
+        )
+    finally:
+        get_tokenizer(config.tokenizer).trim()
 
 
 def _ask_twice(policy: Policy[Any]) -> list[Violation]:

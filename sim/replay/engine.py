@@ -538,6 +538,9 @@ class Engine:
                 cid, self.state.turn, trigger, "rollback", view, tokens_before, tokens_after, (0, 0), lost
             )
         )
+        # What a rollback brings back is new to compact: a compaction after it is no repeat of the one before
+        # (compaction-loop judges consecutive compactions of one growing view).
+        self._last_auto_turn = -10
         return True
 
     def _edit_changes(self, before: View, after: View) -> Callable[[int], bool]:
