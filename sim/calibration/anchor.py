@@ -177,10 +177,10 @@ def anchors_for(conv: Conversation, calibration: Calibration | None, tokenizer: 
     anchors = anchor(parts, engine._raw_tokens, coefficients, conv.id)
     # what the client re-attached after each recorded compaction, estimated from the history before it
     source, count, start = str(conv.meta.get("source", "")), engine.tok.count, 0
+    ratios = [coefficients.ratio(kind) for kind in KINDS]
     back = []
     for k, seg in enumerate(parts):
         came_back = reattached(conv.messages[:start], source) if k else ()
-        ratios = [coefficients.ratio(kind) for kind in KINDS]
         back.append(
             sum(
                 math.floor(sum(r * n for r, n in zip(ratios, message_kinds(m, count), strict=True)) + 0.5)

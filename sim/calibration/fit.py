@@ -521,19 +521,21 @@ def predict(rows: Sequence[Sample], c: Coefficients) -> np.ndarray:
 
 def _anchored_errors(rows: Sequence[Sample], firsts: dict[tuple[str, int], Sample], c: Coefficients) -> np.ndarray:
     """Each request predicted from the first of its segment and the estimate of what was appended since."""
+    ratios = [c.ratio(k) for k in KINDS]
     out = []
     for s in rows:
         a = firsts[(s.conversation, s.segment)]
         if a is s:
             continue
         dk = [b - x for x, b in zip(a.kinds, s.kinds, strict=True)]
-        ratios = [c.ratio(k) for k in KINDS]
         guess = a.recorded + c.per_message * (s.messages - a.messages) + float(np.dot(ratios, dk))
         out.append(abs(guess - s.recorded) / s.recorded)
     return np.array(out, dtype=float)
 
 
-def _baseline_anchored(train: Sequence[Sample], test: Sequence[Sample], firsts: dict[tuple[str, int], Sample]):  # type: ignore[no-untyped-def]
+def _baseline_anchored(
+    train: Sequence[Sample], test: Sequence[Sample], firsts: dict[tuple[str, int], Sample]
+) -> np.ndarray:
     """The chars baseline anchored the same way: what was appended, as a ratio of characters."""
     pairs = _growth(train)
     y = np.array([b.recorded for _, b in pairs], dtype=float)
