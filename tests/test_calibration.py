@@ -296,3 +296,25 @@ def test_openhands_recordings_meet_the_targets_held_out(folder: str, key: str, a
     e = c.errors
     assert e.anchored is anchored and e.n_held_out == held
     assert e.median <= TARGET_MEDIAN and e.p90 <= TARGET_P90, e
+
+
+def test_a_fit_never_gives_a_ratio_that_is_not_positive() -> None:
+    """Where what the requests added does not track what they were billed (API-feature cassettes: tool search
+    swaps tool definitions, code execution adds hidden files), the fit on differences comes out negative; it
+    falls back to whole prompts, and ``csim calibrate`` still writes a usable file."""
+
+    def sample(conv: str, i: int, tokens: int, recorded: int) -> cal.Sample:
+        args = (conv, 0, i, f"{conv}{i}", tokens, 2 + 2 * i, False, 4 * tokens, recorded)
+        return cal.Sample(*args, "anthropic", "vcr-cassette", "main", (tokens - 100, 0, 0))
+
+    rows = [
+        *(sample("a", i, t, y) for i, (t, y) in enumerate([(1_000, 2_000), (2_000, 1_900), (3_000, 1_850)])),
+        *(sample("b", i, t, y) for i, (t, y) in enumerate([(5_000, 6_000), (6_000, 5_900), (7_000, 5_800)])),
+        *(sample("c", i, t, y) for i, (t, y) in enumerate([(9_000, 10_100), (9_500, 10_000)])),
+    ]
+    pairs = [(b.tokens - a.tokens, b.recorded - a.recorded) for a, b in cal._growth(rows)]
+    assert all(dt > 0 > dy for dt, dy in pairs)  # billed less as each conversation grows
+    c = cal.fit(rows)
+    assert c.scale > 0 and c.kind_scales is None
+    [made] = cal.calibrate(rows, tokenizer="cl100k_base", fitted_on="t", checksum="c")
+    assert made.coefficients.scale > 0

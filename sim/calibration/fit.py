@@ -472,6 +472,9 @@ def _fit(rows: Sequence[Sample], by_kind: bool) -> Coefficients:
     dm = np.array([b.messages - a.messages for a, b in pairs], dtype=float)
     dt = np.array([b.tokens - a.tokens for a, b in pairs], dtype=float)
     per_message, scale = _lstsq(np.column_stack([dm, dt]), dy, 1.0 / y)
+    if scale <= 0:  # what the requests added does not track what they were billed (hidden content moves more)
+        fixed, per_message, scale, after = (float(x) for x in fit_coefficients(rows))
+        return Coefficients(fixed, per_message, scale, after)
     dk = np.array([[bk - ak for ak, bk in zip(a.kinds, b.kinds, strict=True)] for a, b in pairs], dtype=float)
     totals = np.abs(dk).sum(axis=0)
     own = [i for i in range(3) if by_kind and totals[i] > 0 and totals[i] >= MIN_KIND_SHARE * totals.sum()]
@@ -481,11 +484,12 @@ def _fit(rows: Sequence[Sample], by_kind: bool) -> Coefficients:
     if own:  # the kinds too rare to fit take the one ratio; the others are fitted with the per-message term
         rest = dy - scale * dk[:, [i for i in range(3) if i not in own]].sum(axis=1)
         c = _lstsq(np.column_stack([dm, dk[:, own]]), rest, 1.0 / y)
-        per_message = c[0]
-        for i, r in zip(own, c[1:], strict=True):
-            ratios[i] = float(r)
-        kind_scales = (ratios[0], ratios[1], ratios[2])
-        mean = float(np.dot(ratios, totals) / totals.sum())
+        if all(r > 0 for r in c[1:]):  # a kind without a positive ratio keeps the one ratio for all
+            per_message = c[0]
+            for i, r in zip(own, c[1:], strict=True):
+                ratios[i] = float(r)
+            kind_scales = (ratios[0], ratios[1], ratios[2])
+            mean = float(np.dot(ratios, totals) / totals.sum())
     per_message = float(per_message)
 
     def content(s: Sample, kinds: Sequence[int], messages: int) -> float:

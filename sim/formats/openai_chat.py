@@ -46,6 +46,9 @@ _EXPECTED = (
 )
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 _IMAGE_BLOCKS = frozenset({"image_url", "input_image", "image"})
+#: Other media blocks of the chat format (a file's or a recording's bytes, base64 inline): placeholders too, as
+#: the provider counts them by its own rules, never as the text of their encoding.
+_MEDIA_BLOCKS = {"file": "[file]", "input_audio": "[audio]"}
 
 
 @dataclass
@@ -269,7 +272,7 @@ def _text_parts(content: Any, what: str, allow_empty: bool = False) -> list[Part
 
 
 def _block_text(block: Any, what: str) -> str:
-    """The text of one content block; images become a placeholder, unknown blocks their JSON."""
+    """The text of one content block; images, files and audio become a placeholder, unknown blocks their JSON."""
     if isinstance(block, str):
         return block
     check(block, dict, what)
@@ -278,6 +281,8 @@ def _block_text(block: Any, what: str) -> str:
         return cast(str, get(block, "text", str, what, ""))
     if kind in _IMAGE_BLOCKS:
         return "[image]"
+    if kind in _MEDIA_BLOCKS:
+        return _MEDIA_BLOCKS[kind]
     return dumps_args(block)
 
 

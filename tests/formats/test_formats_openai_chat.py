@@ -46,6 +46,24 @@ def test_object_list_and_jsonl(tmp_path: Path) -> None:
     assert len(read(p2, "openai-chat").conversations) == 2
 
 
+def test_files_and_audio_are_placeholders_not_their_base64(tmp_path: Path) -> None:
+    """A PDF or a recording inline (pydantic-ai's cassettes hold both) counts as the provider counts media,
+    never as the text of its encoding: one such block was 17,787 characters of base64."""
+    blob = "JVBERi0xLjQK" * 1_000
+    msgs = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "read this"},
+                {"type": "file", "file": {"file_data": f"data:application/pdf;base64,{blob}"}},
+                {"type": "input_audio", "input_audio": {"data": blob, "format": "wav"}},
+            ],
+        }
+    ]
+    (conv,) = read(_write(tmp_path, msgs), "openai-chat").conversations
+    assert [p.text for p in conv.messages[0].parts] == ["read this", "[file]", "[audio]"]
+
+
 def test_roles_and_content_blocks(tmp_path: Path) -> None:
     msgs = [
         {"role": "developer", "content": [{"type": "text", "text": "rules"}]},
