@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from policies.base import Plan, Policy, Trigger, register
 from policies.helpers import plan_shrinks
 from sim.core.errors import InvalidConfig
-from sim.core.invariants import ranges
+from sim.core.invariants import minus, ranges
 from sim.core.state import RunState
 from sim.core.view import Injected, View, spans_of
 
@@ -80,10 +80,11 @@ def kept_plan(state: RunState, kept: list[tuple[int, int]], injected: tuple[Inje
     ``injected``, or None when that is the view already.
 
     A pending turn's messages (from :attr:`RunState.protected_from`) stay, as the harness requires. A kept range
-    below the view's start becomes a span (AutoGen recomputes from the whole list, so a message hidden before
-    may show again); the view's start never moves back."""
+    below the view's start becomes a span; the view's start never moves back, and what the view no longer shows
+    stays out (:func:`still_shown`)."""
     n, view = len(state), state.view
     pf = state.protected_from
+    kept = still_shown(state, kept)
     if pf is not None:  # what the view shows of a pending turn stays (nothing hidden is shown again for it)
         kept = [*kept, *((max(a, pf), b) for a, b in ranges(view, n) if b > pf)]
     shown = spans_of(i for a, b in kept for i in range(a, min(b, n)))
@@ -100,6 +101,14 @@ def kept_plan(state: RunState, kept: list[tuple[int, int]], injected: tuple[Inje
     if injected == view.injected and merged(ranges(plan.view_from(view), n), base) == merged(ranges(view, n), base):
         return None  # the view already shows exactly these messages
     return plan
+
+
+def still_shown(state: RunState, kept: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The messages of ``kept`` the view still shows. AutoGen recomputes from the whole list, so a message one
+    call left out may be sent again by a later one (the token-limited context's middle moves right as the list
+    grows); a simulated view never brings back what a compaction dropped (only a rollback to a checkpoint does),
+    so such a message stays out."""
+    return minus(kept, minus(kept, ranges(state.view, len(state))))
 
 
 def merged(rs: list[tuple[int, int]], base: int) -> list[tuple[int, int]]:
@@ -265,8 +274,11 @@ class AutoGenTokenLimited(Policy[AutoGenTokenLimitedConfig]):
     (``revert-resolution``).
 
     Differences: AutoGen recomputes the middle from the whole list on every call, so a view under the limit may
-    change which middle it leaves out; here a view under the limit stays as it is, and once over it, the view is
-    AutoGen's for the whole log. Nothing of an unresolved pending turn leaves the view. The count is the engine's
+    change which middle it leaves out, and as the list grows the middle moves right and messages an earlier call
+    left out are sent again. Here a view under the limit stays as it is; once over it, the view is AutoGen's
+    middle-out cut of the whole log less what the view had already dropped (a simulated view never brings a
+    dropped message back), which counts no more than AutoGen's and is AutoGen's whenever its cut covers the
+    earlier ones. Nothing of an unresolved pending turn leaves the view. The count is the engine's
     (the tool schemas AutoGen's client adds are not counted, as ``tool_schema`` is empty by default).
     """
 
@@ -291,7 +303,7 @@ class AutoGenTokenLimited(Policy[AutoGenTokenLimitedConfig]):
         base, n = context_base(state), len(state)
         sizes = [tokens(state, i, i + 1) for i in range(base, n)]
         lo, hi = middle_out(sizes, self.limit(state))
-        kept = [(base, base + lo), (base + hi, n)]
+        kept = still_shown(state, [(base, base + lo), (base + hi, n)])
         first = next((a for a, b in kept if a < b), n)
         if first < n and state.messages[first].role == "tool":
             later = past_results(state, first)

@@ -19,6 +19,7 @@ from policies.autogen import (
     AutoGenTokenLimited,
     AutoGenTokenLimitedConfig,
     middle_out,
+    tokens,
 )
 from policies.base import Policy, make_policy
 from sim.core.conversation import Conversation
@@ -209,6 +210,37 @@ def test_token_limited_leaves_a_result_without_its_call() -> None:
     assert "a4" not in sent and "t4" in sent  # 14 messages: the first pop is a4, at 14 // 2 = 7
     res = Engine(AutoGenTokenLimited(AutoGenTokenLimitedConfig(token_limit=count - 60)), c, C4).run()
     assert "tool-pairing" in res.summary["violations_by_invariant"]
+
+
+def test_token_limited_never_brings_back_what_it_dropped() -> None:
+    """Found by ``csim check --policy autogen-token-limited --examples 10000``: AutoGen recomputes the middle from
+    the whole list, which moves right as the list grows, so a later call would send a message an earlier one
+    left out; the engine refused that plan (``plan-invalid``) and the run overflowed. The view is now AutoGen's
+    cut less what it had already dropped."""
+    from pathlib import Path
+
+    from policies.base import Plan, Trigger
+    from sim.core.invariants import ranges
+    from sim.core.state import RunState
+    from sim.formats.native import read as read_native
+
+    path = Path(__file__).parents[1] / "golden" / "counterexamples" / "autogen-token-limited-middle-moves-right.jsonl"
+    [c] = read_native(path).conversations
+    comebacks: list[int] = []
+
+    class Watched(AutoGenTokenLimited):
+        def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
+            if trigger == "auto" and self.over_trigger(state):  # AutoGen's cut of the whole log, before the clip
+                base, n = 1, len(state)
+                lo, hi = middle_out([tokens(state, i, i + 1) for i in range(base, n)], self.limit(state))
+                shown = {i for a, b in ranges(state.view, n) for i in range(a, b)}
+                comebacks.extend(i for i in (*range(base, base + lo), *range(base + hi, n)) if i not in shown)
+            return super().decide(state, trigger)
+
+    res = Engine(Watched(), c, RunConfig(model=small_model(8_000), deep_checks=True)).run()
+    assert comebacks  # the case itself: AutoGen would send a dropped message again
+    unexpected = {v.invariant for v in res.violations} - AutoGenTokenLimited.known_deviations
+    assert not unexpected and res.summary["finish_reason"] != "context-overflow"
 
 
 def token_limited_drops_live_turn() -> Conversation:
