@@ -318,3 +318,47 @@ def test_a_fit_never_gives_a_ratio_that_is_not_positive() -> None:
     assert c.scale > 0 and c.kind_scales is None
     [made] = cal.calibrate(rows, tokenizer="cl100k_base", fitted_on="t", checksum="c")
     assert made.coefficients.scale > 0
+
+
+def test_a_cassettes_chained_calls_are_one_segment_of_its_file(tmp_path: Path) -> None:
+    """A cassette's calls are one conversation each; those of one chain (each re-sending the previous prompt,
+    all text) are one segment of the file's session, anchored on the first; the others a segment each."""
+    from sim.formats import read
+    from tests.formats.test_formats_vcr import cassette
+
+    task = {"role": "user", "content": "Add 2 and 3."}
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "add", "input": {"a": 2}}]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "5"}]}
+    image = {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]}
+    head = {"model": "claude-sonnet-4-5", "max_tokens": 100, "tools": [{"name": "add", "input_schema": {}}]}
+    bodies = [
+        {**head, "messages": [task]},
+        {**head, "messages": [task, call, result]},
+        {**head, "messages": [task, call, result, call, result]},
+        {**head, "messages": [task, call, result, image]},
+    ]
+    convs = read(cassette(tmp_path, bodies), "vcr-cassette").conversations
+    rows = cal.samples(convs, "vcr-cassette")
+    assert [(s.conversation, s.segment) for s in rows] == [("agent_run", 0)] * 3 + [("agent_run", 3)]
+    assert [(a.message_id, b.turn) for a, b in cal._growth(rows)] == [("response", 1), ("response", 2)]
+
+
+def test_cassettes_estimated_text_held_out_by_file() -> None:
+    """pydantic-ai's cassettes: the calls of one agent run whose requests show everything as text are anchored on
+    the run's first call, and what each added is estimated, each file predicted by a fit on the others. OpenAI
+    (29 calls held out) meets the targets: measured 1.22% / 4.73%. Anthropic (15) does not: 5.54% / 34.15%, its
+    tool blocks carry framing (ids, names) the per-message term does not follow on prompts of a few hundred
+    tokens; asserted here only to stay below the whole-prompt fit."""
+    from sim.cli.calibration import load_source
+
+    path = RECORDED / "pydantic-ai-cassettes"
+    if not path.is_dir():
+        pytest.skip(f"recorded sample not found at {path} (set CSIM_RECORDED to its folder)")
+    groups, _, _ = load_source(str(path), "vcr-cassette", None, True)
+    rows = [s for fmt, convs in groups for s in cal.samples(convs, fmt)]
+    made = {c.key: c.errors for c in cal.calibrate(rows, tokenizer="cl100k_base", fitted_on="t", checksum="c")}
+    openai, anthropic = made["openai/vcr-cassette/main"], made["anthropic/vcr-cassette/main"]
+    assert openai.anchored and openai.split == "conversation" and openai.n_held_out == 29
+    assert openai.median <= TARGET_MEDIAN and openai.p90 <= TARGET_P90, openai
+    assert anthropic.anchored and anthropic.n_held_out == 15
+    assert anthropic.absolute_median is not None and anthropic.median < anthropic.absolute_median

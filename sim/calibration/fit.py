@@ -35,7 +35,10 @@ median error on three others). What a request added since the first request of i
 transcript does hold; the ratios and ``per_message`` are fitted on that, and ``fixed`` and ``after_compaction``
 are the medians of what the first requests leave over. A ratio per kind is kept only where it predicts the
 group's own conversations better than one ratio, each by a fit on the others (:func:`fit`). A group whose
-conversations hold one request each (VCR cassettes) has nothing to difference and is fitted on whole prompts.
+conversations hold one request each has nothing to difference and is fitted on whole prompts. A cassette's
+interactions are one conversation each, but the calls of one agent run whose requests show all they hold as text
+are linked by the importer (``meta["session"]``, ``meta["chain"]``): its file is the session and the run one
+segment (:func:`_session_of`), so those are anchored too and held out by file.
 
 The agent is ``subagent`` for a subagent's own transcript (``meta["subagent"]``), ``compaction`` for
 Claude Code's summarising call (``agent-acompact-*``), else ``main``: each has its own system prompt
@@ -321,6 +324,7 @@ def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "c
     for conv in conversations:
         provider = provider_of(conv, _FORMAT_PROVIDER.get(fmt, "unknown"))
         agent = agent_of(conv)
+        session, chain = _session_of(conv)
         start = 0
         for k, seg in enumerate(segments(conv)):
             history, start = conv.messages[:start], start + len(seg.messages)
@@ -338,8 +342,8 @@ def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "c
                     if usage is not None and usage.prompt_tokens > 0 and not m.meta.get("api_id_repeated"):
                         out.append(
                             Sample(
-                                conv.id,
-                                k,
+                                session,
+                                k if chain is None else chain,
                                 row["turn"],
                                 m.id,
                                 row["context_tokens"],
@@ -358,6 +362,17 @@ def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "c
                 chars += m.chars
                 kinds += message_kinds(m, count)
     return out
+
+
+def _session_of(conv: Conversation) -> tuple[str, int | None]:
+    """The session a conversation's requests belong to, and the segment they fall in when it is not the
+    conversation's own: a cassette's interactions are one conversation each, its file the session, and those of one
+    chain whose requests show all they hold as text (:mod:`sim.formats.vcr_cassette`) one segment, anchored on
+    the chain's first; any other interaction a segment of its own."""
+    session, chain = conv.meta.get("session"), conv.meta.get("chain", conv.meta.get("interaction"))
+    if not isinstance(session, str) or not isinstance(chain, int):
+        return conv.id, None
+    return session, chain
 
 
 def _sum_kinds(messages: Sequence[Message], count: Callable[[str], int]) -> tuple[int, int, int]:
@@ -387,8 +402,8 @@ def reattached(history: Sequence[Message], fmt: str) -> tuple[Message, ...]:
 # the ratios are fitted on what each request added since the segment's first: the overhead the transcript does
 # not hold (system prompt, tool schemas, hidden context) is the same in both and drops out, so no per-session
 # constant is fitted into the ratios. ``fixed`` and ``after_compaction`` are then the medians of what the first
-# requests leave over. A group whose conversations hold one request each (cassettes) has nothing to difference
-# and is fitted on the whole prompts, as ``fixed + per_message x messages + scale x tokens``.
+# requests leave over. A group whose conversations hold one request each has nothing to difference and is fitted
+# on the whole prompts, as ``fixed + per_message x messages + scale x tokens``.
 
 #: A kind is fitted its own ratio when it is at least this share of the content the fit sees; rarer, it takes the
 #: one ratio (a column of near zeros has no ratio to recover).

@@ -52,14 +52,25 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     groups, fitted_on, digest = load_source(args.source, args.format, args.cache, args.lenient)
     rows = []
+    notes = []
     for fmt, convs in groups:
         rows.extend(cal.samples(convs, fmt, args.tokenizer))
+        linked = sum("continues" in c.meta for c in convs)
+        anchored = sum("chain" in c.meta for c in convs)
+        if linked:
+            notes.append(
+                f"{fmt}: {linked} calls re-send an earlier call's prompt with more appended; {anchored} show all "
+                f"they hold as text and are anchored on their run's first call, the other {linked - anchored} hold "
+                "images, documents, thinking, server-side blocks or hosted tools and count as whole prompts"
+            )
     calibrations = cal.calibrate(rows, tokenizer=args.tokenizer, fitted_on=fitted_on, checksum=digest, split=args.split)
     if args.group:
         calibrations = [c for c in calibrations if c.key == args.group]
         if not calibrations:
             raise InvalidConfig(f"--group {args.group!r} matched no fitted group")
     print(f"{fitted_on}: {len(rows)} recorded requests with usage")
+    for line in notes:
+        print(line)
     print(cal.Report(calibrations).render())
     if args.out:
         print(f"wrote {cal.save(calibrations, args.out)}")

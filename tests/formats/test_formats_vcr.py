@@ -69,3 +69,71 @@ def test_recorded_cassettes(recorded: Path) -> None:
     assert per["anthropic", "usage"] == per["anthropic", "conversations"]
     assert per["openai", "usage"] >= per["openai", "conversations"] - 10
     print(f"{len(files)} cassettes, {dict(per)}, {elapsed:.1f} s")
+
+
+def cassette(tmp_path: Path, bodies: list[dict[str, object]]) -> Path:
+    """A cassette of Anthropic calls with these request bodies, each answered with a short reply."""
+    import json
+
+    reply = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "ok"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "output_tokens": 1},
+    }
+    interactions = [
+        {
+            "request": {"method": "POST", "uri": "https://api.anthropic.com/v1/messages", "body": json.dumps(b)},
+            "response": {"status": {"code": 200}, "body": {"string": json.dumps(reply)}},
+        }
+        for b in bodies
+    ]
+    p = tmp_path / "agent_run.yaml"
+    p.write_text(json.dumps({"interactions": interactions}), encoding="utf-8")
+    return p
+
+
+def test_a_call_that_resends_an_earlier_one_is_linked_to_it(tmp_path: Path) -> None:
+    """An agent run's calls each re-send the previous prompt with more appended: linked as one chain (calibration
+    anchors each on the chain's first) while the request shows everything it holds as text; an image appended
+    still continues the chain but leaves it, and so does everything after; another system prompt starts anew."""
+    task = {"role": "user", "content": "Add 2 and 3."}
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "add", "input": {"a": 2}}]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "5"}]}
+    image = {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]}
+    head = {"model": "claude-sonnet-4-5", "system": "Be brief.", "tools": [{"name": "add", "input_schema": {}}]}
+    bodies = [
+        {**head, "max_tokens": 100, "messages": [task]},
+        {**head, "max_tokens": 200, "messages": [task, call, result]},  # max_tokens does not change the prompt
+        {**head, "max_tokens": 100, "messages": [task, call, result, image]},
+        {**head, "max_tokens": 100, "messages": [task, call, result, image, call, result]},
+        {**head, "system": "Be long.", "max_tokens": 100, "messages": [task, call, result]},
+    ]
+    convs = read(cassette(tmp_path, bodies), FMT).conversations
+    links = [(c.meta.get("continues"), c.meta.get("chain")) for c in convs]
+    assert links == [(None, None), ("agent_run-0", 0), ("agent_run-1", None), ("agent_run-2", None), (None, None)]
+    assert {c.meta["session"] for c in convs} == {"agent_run"}
+
+
+def test_server_tools_and_thinking_leave_the_chain(tmp_path: Path) -> None:
+    """What the provider counts otherwise than the body's text (a hosted tool's definitions, earlier thinking)
+    keeps a call out of the anchored chain."""
+    task = {"role": "user", "content": "Search."}
+    thought = {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"}]}
+    more = {"role": "user", "content": "Go on."}
+    web = {"model": "m", "tools": [{"type": "web_search_20250305", "name": "web_search"}]}
+    bodies = [
+        {**web, "messages": [task]},
+        {**web, "messages": [task, {"role": "assistant", "content": "ok"}, more]},
+        {"model": "m", "messages": [task]},
+        {"model": "m", "messages": [task, thought, more]},
+    ]
+    convs = read(cassette(tmp_path, bodies), FMT).conversations
+    assert [(c.meta.get("continues"), c.meta.get("chain")) for c in convs] == [
+        (None, None),
+        ("agent_run-0", None),
+        (None, None),
+        ("agent_run-2", None),
+    ]
