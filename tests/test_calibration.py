@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from policies.base import make_policy
+from sim.calibration import files
 from sim.calibration import fit as cal
 from sim.cli.main import main
 from sim.core.conversation import Conversation, Message, Part, Usage
@@ -126,25 +127,25 @@ def test_fit_minimises_relative_not_absolute_error() -> None:
 def test_save_load_round_trip(tmp_path: Path) -> None:
     rows = _samples((25_000, 70, 1.13, 4_800))
     cals = cal.calibrate(rows, tokenizer="cl100k_base", fitted_on="synthetic", checksum="abc")
-    path = cal.save(cals, tmp_path / "cal.json")
-    assert cal.load(path) == cals
-    assert path.read_bytes() == cal.save(cal.load(path), tmp_path / "again.json").read_bytes()
+    path = files.save(cals, tmp_path / "cal.json")
+    assert files.load(path) == cals
+    assert path.read_bytes() == files.save(files.load(path), tmp_path / "again.json").read_bytes()
 
 
 def test_load_rejects_other_files(tmp_path: Path) -> None:
     bad = tmp_path / "x.json"
     bad.write_text('{"nope": 1}')
     with pytest.raises(InvalidConfig, match="not a calibration file"):
-        cal.load(bad)
+        files.load(bad)
 
 
 def test_choose_picks_the_matching_group_or_says_why_not() -> None:
     base = cal.calibrate(_samples((25_000, 70, 1.13, 0)), tokenizer="cl100k_base", fitted_on="s", checksum="c")[0]
     sub = replace(base, agent="subagent")
     other = replace(base, provider="openai", format="openai-chat")
-    assert cal.choose([base, sub, other], "anthropic") is base
+    assert files.choose([base, sub, other], "anthropic") is base
     with pytest.raises(InvalidConfig, match="3 calibrations"):
-        cal.choose([base, sub, replace(base, format="vcr")], "anthropic")
+        files.choose([base, sub, replace(base, format="vcr")], "anthropic")
 
 
 def _tiny_conversation() -> Conversation:
@@ -267,9 +268,9 @@ def test_calibrate_cli_on_a_path_writes_a_usable_file(claude_rows, tmp_path: Pat
     )
     text = capsys.readouterr().out
     assert "n fit 326, n held out 319" in text and "estimated text" in text and "chars baseline" in text
-    [c] = cal.load(out)
+    [c] = files.load(out)
     assert c.fitted_on.endswith("claude-code") and len(c.checksum) == 64
-    assert cal.load_for_run(out, "anthropic", "claude-code") == c
+    assert files.load_for_run(out, "anthropic", "claude-code") == c
 
 
 @pytest.mark.parametrize(

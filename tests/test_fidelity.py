@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.calibration import fidelity
+from sim.calibration import fidelity, files
 from sim.calibration import fit as cal
 from sim.cli.main import main
 from sim.core.conversation import Conversation, Message, Part, Usage
@@ -130,7 +130,7 @@ def held_out_calibration(tmp_path_factory) -> Path:
     fits = cal.calibrate(
         cal.samples(convs, "claude-code"), tokenizer="cl100k_base", fitted_on="without 258c", checksum="-"
     )
-    return cal.save([c for c in fits if c.agent == "main"], tmp_path_factory.mktemp("cal") / "cal.json")
+    return files.save([c for c in fits if c.agent == "main"], tmp_path_factory.mktemp("cal") / "cal.json")
 
 
 def test_real_session_out_of_sample(held_out_calibration: Path, tmp_path: Path, capsys) -> None:

@@ -254,6 +254,7 @@ def test_a_failing_run_names_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 # -- calibration ----------------------------------------------------------------------------------------------
 def _calibration_file(tmp_path: Path) -> tuple[Path, object]:
+    from sim.calibration import files
     from sim.calibration import fit as cal
 
     fit = cal.Calibration(
@@ -266,7 +267,7 @@ def _calibration_file(tmp_path: Path) -> tuple[Path, object]:
         "s",
         "c",
     )
-    return cal.save([fit], tmp_path / "fit.json"), fit
+    return files.save([fit], tmp_path / "fit.json"), fit
 
 
 def test_a_calibrated_sweep_reports_provider_counts_and_keys_its_runs_apart(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ def load_source(
     ``source`` is a fetched dataset's name, or a path (file or folder) read with ``fmt`` (default ``auto``)
     as ``csim import`` reads it: a folder's other files are passed over and listed on stderr.
     """
-    from sim.calibration.fit import checksum_of
+    from sim.calibration.files import checksum_of
     from sim.formats import datasets, read
     from sim.formats.importing import import_paths
 
@@ -48,6 +48,7 @@ def load_source(
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from sim.calibration import files
     from sim.calibration import fit as cal
 
     groups, fitted_on, digest = load_source(args.source, args.format, args.cache, args.lenient)
@@ -71,18 +72,18 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"{fitted_on}: {len(rows)} recorded requests with usage")
     for line in notes:
         print(line)
-    print(cal.Report(calibrations).render())
+    print(files.Report(calibrations).render())
     if args.out:
-        print(f"wrote {cal.save(calibrations, args.out)}")
+        print(f"wrote {files.save(calibrations, args.out)}")
     return 0
 
 
 def cmd_fidelity(args: argparse.Namespace) -> int:
-    from sim.calibration import fidelity
+    from sim.calibration import fidelity, files
     from sim.calibration import fit as cal
 
     groups, _, _ = load_source(args.path, args.format, args.cache, args.lenient)
-    cals = cal.load(args.calibration)
+    cals = files.load(args.calibration)
     out = Path(args.out) if args.out else None
     summaries = []
     for fmt, convs in groups:
@@ -91,7 +92,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                 continue
             if cal.agent_of(conv) != "main" and not args.all_agents:
                 continue
-            c = cal.choose(
+            c = files.choose(
                 cals,
                 cal.provider_of(conv, cal._FORMAT_PROVIDER.get(fmt, "unknown")),
                 fmt,

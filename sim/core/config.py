@@ -238,7 +238,7 @@ def normalise_run(raw: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], 
 def run_config(values: Mapping[str, Any], seed: int | None = None) -> RunConfig:
     """A :class:`RunConfig` from option values by key (flags parsed by argparse, or a normalised ``[run]``
     table); missing keys take their defaults. ``summariser``: ``NAME=VALUE`` strings or a mapping.
-    ``calibration`` is not read here: a fit is matched to each source (``sim.calibration.fit.load_for_source``)."""
+    ``calibration`` is not read here: a fit is matched to each source (``sim.calibration.files.load_for_source``)."""
     from policies.base import make_config
     from sim.replay.runner import parse_kv
 

@@ -447,7 +447,7 @@ def _calibrated(config: RunConfig, path: str | None, source: Source) -> RunConfi
     the config, so they enter every run key: another fit never reuses a run."""
     if not path:
         return config
-    from sim.calibration.fit import load_for_source
+    from sim.calibration.files import load_for_source
 
     return replace(
         config, calibration=load_for_source(path, config.model.provider, source.kind, source.name, source.format)
