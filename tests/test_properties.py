@@ -761,3 +761,29 @@ def test_a_compaction_after_a_rollback_is_no_loop() -> None:
     modes = [(e.turn, e.mode) for e in engine.log if isinstance(e, CompactionCreated)]
     assert modes == [(11, "summarize"), (12, "rollback"), (12, "summarize")]  # the case itself
     assert "compaction-loop" not in {v.invariant for v in result.violations}
+
+
+def test_a_compaction_made_under_the_trigger_is_no_link_of_a_loop() -> None:
+    """Found by ``check_policies.py`` at 10,000 examples (``claude-code-microcompact``): a summary at turn 41 held
+    back by a pending turn left the view over the trigger by the policy's chars/4 fallback (the request after it
+    reported it under); at turn 42 the policy was under its trigger by its own count and microcompact cleared a
+    result that had aged out. That compaction was housekeeping, not a try to get under the trigger, so the two
+    are no loop."""
+    from pathlib import Path
+
+    from policies.base import make_config
+    from sim.core.log import CompactionCreated
+    from sim.formats.native import read as read_native
+
+    name = "claude-code-microcompact"
+    path = (
+        Path(__file__).parent / "golden" / "counterexamples" / "claude-code-microcompact-clears-under-its-trigger.jsonl"
+    )
+    [conv] = read_native(path).conversations
+    cls = POLICIES.get(name)
+    params, _ = effective_params(cls, POLICY_PARAMS.get(name, {}), WINDOW)
+    engine = Engine(cls(make_config(cls.Config, params)), conv, RunConfig(model=small_model(WINDOW), deep_checks=True))
+    result = engine.run()
+    modes = [(e.turn, e.mode) for e in engine.log if isinstance(e, CompactionCreated)]
+    assert modes[-2:] == [(41, "summarize"), (42, "microcompact")]  # the case itself
+    assert "compaction-loop" not in {v.invariant for v in result.violations}

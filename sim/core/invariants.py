@@ -18,8 +18,9 @@ Names (stable, used in results and in ``Policy.known_deviations``):
 * ``log-append-only``: an event of the log changed after it was appended.
 * ``compaction-shrinks``: a compaction did not make the view smaller.
 * ``compaction-loop``: repeated compaction that does not make progress
-  (``reference/failure-modes.md`` section 4, invariant P4): automatic compactions on consecutive turns
-  that each leave the view still over the policy's own trigger (:meth:`policies.base.Policy.over_trigger`).
+  (``reference/failure-modes.md`` section 4, invariant P4): automatic compactions on consecutive turns,
+  each made while the view was over the policy's own trigger (:meth:`policies.base.Policy.over_trigger`),
+  that each leave it still over.
   Consecutive compactions are fine when either got under the trigger: the turn between grew the
   prompt past it again, or the first was held back (by revert protection, say) and the next caught up;
   and when a rollback between them brought messages back (the second compacts what came back).

@@ -454,6 +454,8 @@ class Engine:
         self._compaction_attempts += 1
         cid = f"c{self._compaction_attempts}"
         tokens_before = self.view_tokens(before)
+        # whether the policy compacts because it is over its trigger (compaction-loop, below)
+        over_before = trigger == "auto" and self.policy.over_trigger(self.state) is not False
         summary = before.summary
         summarised = (0, 0)
         if plan.summarize:
@@ -499,9 +501,12 @@ class Engine:
         for name, detail in check_compaction(self.state, before, view, self._edit_changes(before, view)):
             self._violate(name, "agent", f"compaction {cid}: {detail}")
         if trigger == "auto":
-            # A loop: automatic compactions on consecutive turns that each leave the view over the policy's
-            # trigger. _last_auto_turn is the turn of the last automatic compaction that did.
-            over = self.policy.over_trigger(self.state)
+            # A loop: automatic compactions on consecutive turns, each made over the policy's trigger, that each
+            # leave the view over it. _last_auto_turn is the turn of the last automatic compaction that did. One
+            # made under the trigger (housekeeping, such as clearing a result as it ages out) is no link: right
+            # after a compaction the policy's own count may be a fallback estimate (chars / 4 until the next
+            # request reports), so "over" then can be what that estimate says of a view the provider counts under.
+            over = over_before and self.policy.over_trigger(self.state)
             if over is None:
                 over = self.policy.decide(self.state, "auto") is not None
             if over and self._last_auto_turn == self.state.turn - 1 and self.state.turn > 0:
