@@ -21,13 +21,13 @@ other endpoints (file uploads, ``count_tokens``, downloads), error responses, we
 realtime cassettes. Conversation ids are ``<file stem>-<interaction index>``.
 
 A test's agent run is a chain of calls, each re-sending the previous prompt with the reply and the tool results
-appended. :class:`~sim.formats._cassette_chains.Chains` finds them, so calibration can fit on what each call
-added (the hidden overhead is the same in both and drops out): every conversation carries ``meta["session"]`` (the file stem), one whose request
-holds an earlier interaction's whole request (same model, system, tools and options; its messages a prefix)
-carries ``meta["continues"]`` (that interaction's id), and ``meta["chain"]`` (the index of the chain's first
-interaction) when nothing in its request is counted by the provider otherwise than its text shows: no image,
-document, file or audio, no thinking or reasoning (Claude 4 models return a summary of their thinking, earlier
-turns' thinking is stripped, OpenAI carries reasoning encrypted), no server-side block or item, and only
+appended. :class:`~sim.formats._cassette_chains.Chains` finds them, so calibration can fit on what each call added
+(the hidden overhead is the same in both and drops out): every conversation carries ``meta["session"]`` (the file
+stem), one whose request holds an earlier interaction's whole request (same model, system, tools and options; its
+messages a prefix) carries ``meta["continues"]`` (that interaction's id), and ``meta["chain"]`` (the index of the
+chain's first interaction) when nothing in its request is counted by the provider otherwise than its text shows: no
+image, document, file or audio, no thinking or reasoning (Claude 4 models return a summary of their thinking,
+earlier turns' thinking is stripped, OpenAI carries reasoning encrypted), no server-side block or item, and only
 client-defined tools (a hosted tool adds definitions and results the body does not hold).
 """
 
