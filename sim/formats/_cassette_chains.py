@@ -44,7 +44,8 @@ _TEXT_ONLY: dict[str, tuple[set[str], set[str], set[str | None]]] = {
 
 class Chains:
     """Links each interaction to the earlier one of the same file whose whole request its request begins with
-    (see the module docstring). A request's messages are hashed prefix by prefix, so each is read once."""
+    (the rules are in :mod:`sim.formats.vcr_cassette`). A request's messages are hashed prefix by prefix, so each is
+    read once."""
 
     def __init__(self, session: str) -> None:
         self.session = session
