@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from policies.base import Policy
@@ -336,3 +337,36 @@ def envelope(text: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return v if isinstance(v, dict) and v.get("truncatedToolResult") is True else None
+
+
+# -- cassettes -----------------------------------------------------------------------------------------------------
+#: Anthropic request messages of an agent run: the task, a tool call, its result, and an image the user adds.
+ANTHROPIC_RUN: tuple[dict[str, Any], ...] = (
+    {"role": "user", "content": "Add 2 and 3."},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "add", "input": {"a": 2}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "5"}]},
+    {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]},
+)
+
+
+def cassette(folder: Path, bodies: list[dict[str, object]]) -> Path:
+    """``folder/agent_run.yaml``: a cassette of Anthropic calls with these request bodies, each answered with a
+    short reply."""
+    reply = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "ok"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "output_tokens": 1},
+    }
+    interactions = [
+        {
+            "request": {"method": "POST", "uri": "https://api.anthropic.com/v1/messages", "body": json.dumps(b)},
+            "response": {"status": {"code": 200}, "body": {"string": json.dumps(reply)}},
+        }
+        for b in bodies
+    ]
+    p = folder / "agent_run.yaml"
+    p.write_text(json.dumps({"interactions": interactions}), encoding="utf-8")
+    return p

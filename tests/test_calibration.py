@@ -325,12 +325,9 @@ def test_a_cassettes_chained_calls_are_one_segment_of_its_file(tmp_path: Path) -
     """A cassette's calls are one conversation each; those of one chain (each re-sending the previous prompt,
     all text) are one segment of the file's session, anchored on the first; the others a segment each."""
     from sim.formats import read
-    from tests.formats.test_formats_vcr import cassette
+    from tests.builders import ANTHROPIC_RUN, cassette
 
-    task = {"role": "user", "content": "Add 2 and 3."}
-    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "add", "input": {"a": 2}}]}
-    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "5"}]}
-    image = {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]}
+    task, call, result, image = ANTHROPIC_RUN
     head = {"model": "claude-sonnet-4-5", "max_tokens": 100, "tools": [{"name": "add", "input_schema": {}}]}
     bodies = [
         {**head, "messages": [task]},

@@ -105,7 +105,6 @@ class Report:
     """What ``csim calibrate`` prints and saves."""
 
     calibrations: list[Calibration] = field(default_factory=list)
-    skipped_conversations: int = 0
 
     def render(self) -> str:
         lines = []

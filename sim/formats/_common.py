@@ -28,6 +28,9 @@ from sim.formats._surrogates import mend_surrogates
 
 #: The text of the tool result synthesised for a call whose result was never recorded.
 ABORTED_TEXT = "aborted: no result recorded"
+#: What a media block becomes in every importer: the provider counts images, documents, files and audio by rules
+#: of its own, never as the text of their encoding, so a placeholder stands in their place.
+MEDIA_PLACEHOLDERS = {"image": "[image]", "document": "[document]", "file": "[file]", "audio": "[audio]"}
 
 _MISSING: Any = object()
 
@@ -358,7 +361,7 @@ def content_parts(content: Any, what: str) -> list[Part]:
         if kind == "text":
             parts.append(Part("text", get(block, "text", str, bwhat, "")))
         elif kind in ("image_url", "image"):
-            parts.append(Part("text", "[image]"))
+            parts.append(Part("text", MEDIA_PLACEHOLDERS["image"]))
         else:
             parts.append(Part("text", dumps_args(block)))
     return parts or [Part("text", "")]

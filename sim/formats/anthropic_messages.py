@@ -36,7 +36,7 @@ from typing import Any, cast
 from sim.core.conversation import Conversation, Part, Tool, Usage
 from sim.core.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
-from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls
+from sim.formats._common import MEDIA_PLACEHOLDERS, BadRecord, Draft, Issues, check, dumps_args, get, pair_calls
 from sim.formats._json_records import compact_head, json_records
 from sim.formats.usage import anthropic_usage
 
@@ -44,7 +44,7 @@ _EXPECTED = (
     "Anthropic Messages request bodies ({model, system, messages, tools, max_tokens}) or "
     '{"request": ..., "response": ...} pairs: one JSON object, a list of them, or JSONL'
 )
-_PLACEHOLDERS = {"image": "[image]", "document": "[document]"}
+_PLACEHOLDERS = {kind: MEDIA_PLACEHOLDERS[kind] for kind in ("image", "document")}
 
 
 @FORMATS.register("anthropic-messages", "Anthropic Messages API request bodies (optionally with their response)")

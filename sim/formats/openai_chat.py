@@ -25,6 +25,7 @@ from sim.core.conversation import Conversation, Part, Tool
 from sim.core.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
 from sim.formats._common import (
+    MEDIA_PLACEHOLDERS,
     BadRecord,
     Draft,
     Issues,
@@ -48,7 +49,7 @@ _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 _IMAGE_BLOCKS = frozenset({"image_url", "input_image", "image"})
 #: Other media blocks of the chat format (a file's or a recording's bytes, base64 inline): placeholders too, as
 #: the provider counts them by its own rules, never as the text of their encoding.
-_MEDIA_BLOCKS = {"file": "[file]", "input_audio": "[audio]"}
+_MEDIA_BLOCKS = {"file": MEDIA_PLACEHOLDERS["file"], "input_audio": MEDIA_PLACEHOLDERS["audio"]}
 
 
 @dataclass
@@ -280,7 +281,7 @@ def _block_text(block: Any, what: str) -> str:
     if kind in _TEXT_BLOCKS:
         return cast(str, get(block, "text", str, what, ""))
     if kind in _IMAGE_BLOCKS:
-        return "[image]"
+        return MEDIA_PLACEHOLDERS["image"]
     if kind in _MEDIA_BLOCKS:
         return _MEDIA_BLOCKS[kind]
     return dumps_args(block)

@@ -38,7 +38,7 @@ from typing import Any
 from sim.core.conversation import Conversation, Part, Tool, Usage
 from sim.core.errors import InvalidConfig
 from sim.formats import FORMATS, ImportResult, sniffer
-from sim.formats._common import BadRecord, Draft, Issues, check, dumps_args, get, pair_calls
+from sim.formats._common import MEDIA_PLACEHOLDERS, BadRecord, Draft, Issues, check, dumps_args, get, pair_calls
 from sim.formats._json_records import Record, compact_head, json_records
 from sim.formats.usage import responses_usage
 
@@ -47,7 +47,7 @@ _EXPECTED = (
     '{"request": ..., "response": ...} pair, a list of items, or JSONL of request bodies'
 )
 _TEXT = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text", "refusal"})
-_MEDIA = {"input_image": "[image]", "input_file": "[file]", "input_audio": "[audio]"}
+_MEDIA = {f"input_{kind}": MEDIA_PLACEHOLDERS[kind] for kind in ("image", "file", "audio")}
 _CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
 

@@ -11,6 +11,7 @@ import pytest
 from sim.core.conversation import Usage, validate
 from sim.core.errors import FormatError
 from sim.formats import detect, read
+from tests.builders import ANTHROPIC_RUN, cassette
 from tests.formats._golden import check_golden
 
 FMT = "vcr-cassette"
@@ -71,38 +72,11 @@ def test_recorded_cassettes(recorded: Path) -> None:
     print(f"{len(files)} cassettes, {dict(per)}, {elapsed:.1f} s")
 
 
-def cassette(tmp_path: Path, bodies: list[dict[str, object]]) -> Path:
-    """A cassette of Anthropic calls with these request bodies, each answered with a short reply."""
-    import json
-
-    reply = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "content": [{"type": "text", "text": "ok"}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 10, "output_tokens": 1},
-    }
-    interactions = [
-        {
-            "request": {"method": "POST", "uri": "https://api.anthropic.com/v1/messages", "body": json.dumps(b)},
-            "response": {"status": {"code": 200}, "body": {"string": json.dumps(reply)}},
-        }
-        for b in bodies
-    ]
-    p = tmp_path / "agent_run.yaml"
-    p.write_text(json.dumps({"interactions": interactions}), encoding="utf-8")
-    return p
-
-
 def test_a_call_that_resends_an_earlier_one_is_linked_to_it(tmp_path: Path) -> None:
     """An agent run's calls each re-send the previous prompt with more appended: linked as one chain (calibration
     anchors each on the chain's first) while the request shows everything it holds as text; an image appended
     still continues the chain but leaves it, and so does everything after; another system prompt starts anew."""
-    task = {"role": "user", "content": "Add 2 and 3."}
-    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "add", "input": {"a": 2}}]}
-    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "5"}]}
-    image = {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]}
+    task, call, result, image = ANTHROPIC_RUN
     head = {"model": "claude-sonnet-4-5", "system": "Be brief.", "tools": [{"name": "add", "input_schema": {}}]}
     bodies = [
         {**head, "max_tokens": 100, "messages": [task]},
