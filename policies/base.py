@@ -221,10 +221,10 @@ class Policy(Generic[C]):
         """Whether the view is at or over this policy's automatic trigger; None when the policy does
         not say. Pure, like :meth:`decide`.
 
-        The engine asks right after each automatic compaction: two on consecutive turns that both leave
-        the view over the trigger are a ``compaction-loop`` (compacting every turn without progress). A
-        policy that does not answer is asked ``decide(state, "auto")`` instead: a plan right after
-        compacting means the same.
+        The engine asks right after each automatic compaction, and again once the request after it has
+        reported its prompt (before the reply is in): two on consecutive turns that both leave the view over
+        the trigger, by both answers, are a ``compaction-loop`` (compacting every turn without progress). A
+        policy that does not answer is asked ``decide(state, "auto")`` instead: a plan then means the same.
         """
         return None
 

@@ -26,6 +26,7 @@ from policies import POLICIES
 from policies.base import Plan, Policy, load_policy_class, make_policy
 from sim.core.conversation import Conversation, Message, Part, validate
 from sim.core.invariants import NAMES as INVARIANTS
+from sim.core.state import RunState
 from sim.replay.checker import CheckReport, check_policy, effective_params
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.model import ModelConfig
@@ -760,6 +761,45 @@ def test_a_compaction_after_a_rollback_is_no_loop() -> None:
     result = engine.run()
     modes = [(e.turn, e.mode) for e in engine.log if isinstance(e, CompactionCreated)]
     assert modes == [(11, "summarize"), (12, "rollback"), (12, "summarize")]  # the case itself
+    assert "compaction-loop" not in {v.invariant for v in result.violations}
+
+
+def test_a_loop_is_judged_once_the_provider_has_counted_the_compacted_prompt() -> None:
+    """Found by ``check_policies.py`` at 10,000 examples (``claude-code-microcompact``, after the fix above): a
+    summary at turn 43 held back by a pending turn, then a microcompact at turn 44, both made over the trigger by
+    the policy's own count and both, by its chars/4 fallback right after, still over it. The requests after them
+    reported 6,674 and 6,551 tokens against a 6,680 threshold: each got under, so the two are no loop. The check
+    now judges "leaves the view over" when that request has reported."""
+    from pathlib import Path
+
+    from policies.base import make_config
+    from sim.core.log import CompactionCreated
+    from sim.formats.native import read as read_native
+
+    name = "claude-code-microcompact"
+    path = Path(__file__).parent / "golden" / "counterexamples" / "claude-code-microcompact-over-by-the-estimate.jsonl"
+    [conv] = read_native(path).conversations
+    cls = POLICIES.get(name)
+    params, _ = effective_params(cls, POLICY_PARAMS.get(name, {}), WINDOW)
+    policy = cls(make_config(cls.Config, params))
+    engine = Engine(policy, conv, RunConfig(model=small_model(WINDOW), deep_checks=True))
+    estimated_over: set[int] = set()  # turns where the policy, counting by its fallback, said it was over
+    own = policy.over_trigger
+
+    def watched(state: RunState) -> bool:
+        over = own(state)
+        if over and state.view_changed_since_request:
+            estimated_over.add(state.turn)
+        return over
+
+    policy.over_trigger = watched  # type: ignore[method-assign]
+    result = engine.run()
+    modes = [(e.turn, e.mode) for e in engine.log if isinstance(e, CompactionCreated)]
+    assert modes[-2:] == [(43, "summarize"), (44, "microcompact")]  # the case itself
+    assert {43, 44} <= estimated_over
+    threshold = policy.threshold(engine.state)
+    reported = [r["context_tokens"] for r in result.rows if r["request_kind"] == "agent" and r["turn"] in (43, 44)]
+    assert len(reported) == 2 and max(reported) < threshold
     assert "compaction-loop" not in {v.invariant for v in result.violations}
 
 

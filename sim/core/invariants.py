@@ -20,7 +20,8 @@ Names (stable, used in results and in ``Policy.known_deviations``):
 * ``compaction-loop``: repeated compaction that does not make progress
   (``reference/failure-modes.md`` section 4, invariant P4): automatic compactions on consecutive turns,
   each made while the view was over the policy's own trigger (:meth:`policies.base.Policy.over_trigger`),
-  that each leave it still over.
+  that each leave it still over: by the policy's count right after it and still once the request after it
+  has reported the compacted prompt (right after, a client's count can be a rough fallback estimate).
   Consecutive compactions are fine when either got under the trigger: the turn between grew the
   prompt past it again, or the first was held back (by revert protection, say) and the next caught up;
   and when a rollback between them brought messages back (the second compacts what came back).

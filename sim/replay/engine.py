@@ -213,7 +213,8 @@ class Engine:
         self._lost_on_entry: set[str] = set()
         self._due: list[Fact] = []
         self._compaction_attempts = 0
-        self._last_auto_turn = -10
+        self._last_auto_turn = -10  # the turn of the last link of a compaction loop (_settle_loop)
+        self._loop_claim: tuple[str, int] | None = None  # an automatic compaction that may be one, and its turn
         self.retained = {"needed": 0, "visible": 0}
         self.retention_by_kind: dict[str, list[int]] = {}
 
@@ -502,22 +503,44 @@ class Engine:
             self._violate(name, "agent", f"compaction {cid}: {detail}")
         if trigger == "auto":
             # A loop: automatic compactions on consecutive turns, each made over the policy's trigger, that each
-            # leave the view over it. _last_auto_turn is the turn of the last automatic compaction that did. One
-            # made under the trigger (housekeeping, such as clearing a result as it ages out) is no link: right
-            # after a compaction the policy's own count may be a fallback estimate (chars / 4 until the next
-            # request reports), so "over" then can be what that estimate says of a view the provider counts under.
-            over = over_before and self.policy.over_trigger(self.state)
-            if over is None:
-                over = self.policy.decide(self.state, "auto") is not None
-            if over and self._last_auto_turn == self.state.turn - 1 and self.state.turn > 0:
-                self._violate(
-                    "compaction-loop",
-                    "agent",
-                    f"compaction {cid} at turn {self.state.turn} leaves the view over the policy's trigger, "
-                    f"as the automatic compaction of turn {self.state.turn - 1} did: no progress",
-                )
-            self._last_auto_turn = self.state.turn if over else -10
+            # leave the view over it. One made under the trigger (housekeeping, such as clearing a result as it
+            # ages out) is no link. Right after a compaction the policy's own count may be a fallback estimate
+            # (chars / 4 until the next request reports), so "leaves it over" is only a claim until the request
+            # after it: _settle_loop judges it then, by the policy's count once the provider has counted the
+            # compacted prompt. A claim no request settles (the run ended first) is dropped.
+            self._loop_claim = None
+            if over_before and self._over_trigger():
+                self._loop_claim = (cid, self.state.turn)
+            else:
+                self._last_auto_turn = -10
         return True
+
+    def _over_trigger(self) -> bool:
+        """Whether the policy is at or over its automatic trigger now; a policy that does not say is over
+        when it would compact again."""
+        over = self.policy.over_trigger(self.state)
+        if over is None:
+            return self.policy.decide(self.state, "auto") is not None
+        return over
+
+    def _settle_loop(self) -> None:
+        """Judge the claim of the last automatic compaction once the request after it has reported its prompt
+        (before the reply is in): it is a link of a compaction loop when the policy is still over its trigger.
+        _last_auto_turn is the turn of the last link; two on consecutive turns are a ``compaction-loop``."""
+        claim, self._loop_claim = self._loop_claim, None
+        if claim is None:
+            return
+        cid, turn = claim
+        over = self._over_trigger()
+        if over and self._last_auto_turn == turn - 1 and turn > 0:
+            self._violate(
+                "compaction-loop",
+                "agent",
+                f"compaction {cid} at turn {turn} leaves the view over the policy's trigger (its request reported "
+                f"{self.state.last_input_tokens} tokens), as the automatic compaction of turn {turn - 1} did: "
+                "no progress",
+            )
+        self._last_auto_turn = turn if over else -10
 
     def _restore(self, view: View, trigger: str) -> bool:
         """Roll the view back to an earlier checkpoint (the view of an earlier compaction, or the start)."""
@@ -545,7 +568,7 @@ class Engine:
         )
         # What a rollback brings back is new to compact: a compaction after it is no repeat of the one before
         # (compaction-loop judges consecutive compactions of one growing view).
-        self._last_auto_turn = -10
+        self._last_auto_turn, self._loop_claim = -10, None
         return True
 
     def _edit_changes(self, before: View, after: View) -> Callable[[int], bool]:
@@ -994,10 +1017,12 @@ class Engine:
             usage=self._cache_usage(view, grace, status, tokens),
         )
         st.last_input_tokens = tokens
-        st.last_output_tokens = out
+        st.last_output_tokens = None  # the reply is not in yet: what the policy counts now is this prompt
         st.messages_at_last_request = len(self.ledger.messages)
         st.view_at_last_request = view
         st.chars_at_last_request = self.ledger.chars_prefix[-1]
+        self._settle_loop()
+        st.last_output_tokens = out
         st.turn += 1
         self._append(reply, synthetic=grace or synthetic)
         for dim, used, limit in self.tracker.new_warnings():
