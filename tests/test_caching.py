@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from policies import make_policy
 from policies.baselines import NoCompaction
+from sim.calibration.fit import Coefficients
 from sim.core.cache import CachePlacement
 from sim.core.conversation import Conversation, Message, Part
 from sim.core.cost import Pricer
@@ -27,7 +28,7 @@ _RULES = (
 )
 
 
-def _fresh(engine: Engine) -> RequestCache:
+def _fresh(engine: Engine, calibration: Coefficients | None = None) -> RequestCache:
     return RequestCache(
         engine.cache._new_model,
         engine.cache.placement,
@@ -35,26 +36,34 @@ def _fresh(engine: Engine) -> RequestCache:
         engine.has_system,
         engine._message_blocks,
         engine.tok.count,
+        calibration,
     )
+
+
+#: Framing per tool block only, so the provider's count of a prefix is the engine's plus 25 a tool block.
+_PER_BLOCK = Coefficients(0.0, 0.0, 1.0, 0.0, per_tool_block=25.0)
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_blocks_kept_between_requests_equal_blocks_built_afresh(data: st.DataObject) -> None:
     """However views change between requests (spans, summaries, edits moving), the kept blocks are the
-    blocks a new cache builds for the same view, and they sum to the view's tokens."""
+    blocks a new cache builds for the same view, and they sum to the view's tokens; with a calibration framing
+    per tool block, to those plus the tool blocks the view sends (dropped ones not)."""
     c = data.draw(conversations(max_turns=10))
     eng = Engine(NoCompaction(), c, RunConfig(model=small_model(), tokenizer="chars4"))
-    kept = _fresh(eng)
+    kept, kept_framed = _fresh(eng), _fresh(eng, _PER_BLOCK)
     for step in range(data.draw(st.integers(1, 6))):
         for m in c.messages[len(eng.ledger.messages) : len(eng.ledger.messages) + data.draw(st.integers(1, 8))]:
             eng._append(m)
         view = data.draw(views(len(eng.ledger.messages), _RULES, summaries=3), label=f"view {step}")
-        kept.usage(view, 7, False, None, 0, 0.0, "claude-sonnet-4-5")
-        new = _fresh(eng)
-        new.usage(view, 7, False, None, 0, 0.0, "claude-sonnet-4-5")
-        assert (kept._keys, kept._cum, kept._eligible) == (new._keys, new._cum, new._eligible)
+        for cache, cal in ((kept, None), (kept_framed, _PER_BLOCK)):
+            cache.usage(view, 7, False, None, 0, 0.0, "claude-sonnet-4-5")
+            new = _fresh(eng, cal)
+            new.usage(view, 7, False, None, 0, 0.0, "claude-sonnet-4-5")
+            assert (cache._keys, cache._cum, cache._eligible) == (new._keys, new._cum, new._eligible)
         assert kept._cum[-1] == 7 + eng.view_tokens(view)
+        assert kept_framed._cum[-1] == 7 + eng.view_tokens(view) + 25 * eng.state._totals(view)[3]
 
 
 @pytest.mark.parametrize(

@@ -113,6 +113,59 @@ def test_fit_recovers_a_ratio_per_kind_and_no_fixed_enters_them(
         assert cal.fit(bumped).kind_scales is not None
 
 
+def _framed(per_message: float, per_tool_block: float, convs: int = 5) -> list[cal.Sample]:
+    """Conversations of tool rounds, some with parallel calls, some plain text: recorded as ``fixed_c +
+    per_message x messages + per_tool_block x tool blocks + 1.1 x tokens`` (each conversation its own fixed)."""
+    rng = np.random.default_rng(11)
+    out = []
+    for c in range(convs):
+        tokens, msgs, blocks = 500, 2, 0
+        for i in range(8):
+            out.append(
+                cal.Sample(
+                    f"c{c}",
+                    0,
+                    i,
+                    f"m{c}.{i}",
+                    tokens,
+                    msgs,
+                    False,
+                    4 * tokens,
+                    int(round(3_000 * (c + 1) + per_message * msgs + per_tool_block * blocks + 1.1 * tokens)),
+                    "anthropic",
+                    "vcr-cassette",
+                    "main",
+                    (tokens - 100, 0, 0),
+                    tool_blocks=blocks,
+                )
+            )
+            calls = int(rng.integers(0, 5))  # 0: a text reply and a user message; else calls and their results
+            msgs += 2 if calls == 0 else 1 + calls
+            blocks += 2 * calls
+            tokens += int(rng.integers(20, 400))
+    return out
+
+
+@pytest.mark.parametrize(("per_message", "per_tool_block"), [(0.0, 20.0), (30.0, 0.0)])
+def test_fit_frames_per_tool_block_where_the_provider_does(per_message: float, per_tool_block: float) -> None:
+    """Anthropic frames each tool_use and tool_result block (its id, its wrapper) beyond what the engine counts;
+    the pydantic-ai cassettes show about 20 tokens a block, whatever the message holds. The fit takes framing per
+    tool block where that predicts each conversation better held out, else per message, and recovers it."""
+    rows = _framed(per_message, per_tool_block)
+    c = cal.fit(rows, by_kind=False)
+    assert c.per_tool_block == pytest.approx(per_tool_block, abs=0.5)
+    assert c.per_message == pytest.approx(per_message, abs=0.5)
+    assert c.scale == pytest.approx(1.1, abs=2e-3)
+    assert cal.held_out(rows).p90 < 2e-3
+    wrong = "message" if per_tool_block else "tool_block"
+    assert cal.held_out(rows).p90 < cal._loo_errors(rows, False, wrong)  # type: ignore[operator]
+
+
+def test_a_fit_without_tool_blocks_frames_per_message() -> None:
+    rows = [replace(s, tool_blocks=0) for s in _framed(30.0, 0.0)]
+    assert cal._framing_of(rows) == "message"
+
+
 def test_fit_minimises_relative_not_absolute_error() -> None:
     rows = _samples((20_000, 30, 1.1, 0), n=60)
     rng = np.random.default_rng(3)
@@ -180,6 +233,17 @@ def test_engine_applies_the_calibration_to_every_request_and_hashes_it() -> None
     for r, k in zip(raw.rows, calibrated.rows, strict=True):
         assert k["context_tokens"] == c.apply(r["context_tokens"], r["messages_in_view"])
         assert k["context_tokens"] > 20_000
+    # framed per tool block: the second request's prompt holds the call and its result
+    per_block = replace(c, coefficients=cal.Coefficients(20_000, 0, 1.2, 0, per_tool_block=25))
+    framed = run(make_policy("none"), conv, RunConfig(calibration=per_block, cache="provider"))
+    assert [k["context_tokens"] for k in framed.rows] == [
+        per_block.apply(r["context_tokens"], r["messages_in_view"], tool_blocks=b)
+        for r, b in zip(raw.rows, (0, 2), strict=True)
+    ]
+    # the prompt cache's blocks carry the same count: what it bills adds up to the prompt
+    for k in framed.rows:
+        cached = k["cache_read_tokens"] + k["cache_write_5m_tokens"] + k["cache_write_1h_tokens"]
+        assert 0 < cached <= k["context_tokens"]
 
 
 def test_samples_come_from_the_engine_counts() -> None:
@@ -215,11 +279,11 @@ def claude_rows() -> list[cal.Sample]:
 @pytest.mark.parametrize(("agent", "rows", "held"), [("main", 326, 319), ("subagent", 23, 20)])
 def test_claude_code_held_out_error_meets_the_targets(claude_rows: list[cal.Sample], agent, rows, held) -> None:
     """Estimated text, each session predicted by a fit on the others, anchored on the first request of each of
-    its segments (the 7 and 3 first requests are the anchors). Measured: main 1.42% / 3.17%; subagents 1.45% /
-    2.91%, where the whole-prompt fit of before missed by 6.69% / 20.91% (each subagent has its own system
-    prompt). Each fit takes a ratio per kind only where that predicts its own conversations better: with one
-    long session left to fit on, main's folds keep one ratio; forced, a ratio per kind carries to the other
-    long session better (1.06% / 2.73%)."""
+    its segments (the 7 and 3 first requests are the anchors). Measured: main 1.46% / 2.45%; subagents 1.01% /
+    1.36%, where the whole-prompt fit of before missed by 6.69% / 20.91% (each subagent has its own system
+    prompt). Each fit takes a ratio per kind only where that predicts its own conversations better, and framing
+    per tool block or per message likewise; forced, a ratio per kind carries to the other long session
+    better."""
     group = [s for s in claude_rows if s.agent == agent]
     assert len(group) == rows
     loco = cal.held_out(group, "conversation")
@@ -321,6 +385,22 @@ def test_a_fit_never_gives_a_ratio_that_is_not_positive() -> None:
     assert made.coefficients.scale > 0
 
 
+def test_a_ratio_per_kind_stays_a_tokenizer_ratio() -> None:
+    """A kind whose column takes up something else (here the framing of the tool calls its JSON belongs to: each
+    request adds 10 tokens of JSON and 100 of framing) would be fitted a ratio no two tokenizers differ by; the
+    fit keeps one ratio for all instead."""
+    rows = []
+    for c in range(3):
+        for i in range(6):
+            prose, js = 500 + 200 * i + 37 * (i * i % 5), 10 * i
+            recorded = 5_000 * (c + 1) + prose + 11 * js
+            args = (f"c{c}", 0, i, f"m{c}.{i}", 100 + prose + js, 2 + 2 * i, False, 4 * prose, recorded)
+            rows.append(cal.Sample(*args, "anthropic", "vcr-cassette", "main", (prose, 0, js)))
+    c = cal.fit(rows, by_kind=True, framing="message")
+    assert c.kind_scales is None
+    assert cal.RATIO_RANGE[0] <= c.scale <= cal.RATIO_RANGE[1]
+
+
 def test_a_cassettes_chained_calls_are_one_segment_of_its_file(tmp_path: Path) -> None:
     """A cassette's calls are one conversation each; those of one chain (each re-sending the previous prompt,
     all text) are one segment of the file's session, anchored on the first; the others a segment each."""
@@ -344,9 +424,10 @@ def test_a_cassettes_chained_calls_are_one_segment_of_its_file(tmp_path: Path) -
 def test_cassettes_estimated_text_held_out_by_file() -> None:
     """pydantic-ai's cassettes: the calls of one agent run whose requests show everything as text are anchored on
     the run's first call, and what each added is estimated, each file predicted by a fit on the others. OpenAI
-    (29 calls held out) meets the targets: measured 1.22% / 4.73%. Anthropic (15) does not: 5.54% / 34.15%, its
-    tool blocks carry framing (ids, names) the per-message term does not follow on prompts of a few hundred
-    tokens; asserted here only to stay below the whole-prompt fit."""
+    (29 calls held out) meets the targets: measured 1.53% / 4.32%. Anthropic (15) meets the p90 and misses the
+    median: 2.27% / 4.55% (5.54% / 34.15% while the fit framed per message only: its tool blocks carry about 20
+    tokens each of framing, ids and wrappers, which a per-message term does not follow on prompts of a few
+    hundred tokens)."""
     from sim.cli.calibration import load_source
 
     path = RECORDED / "pydantic-ai-cassettes"
@@ -360,3 +441,5 @@ def test_cassettes_estimated_text_held_out_by_file() -> None:
     assert openai.median <= TARGET_MEDIAN and openai.p90 <= TARGET_P90, openai
     assert anthropic.anchored and anthropic.n_held_out == 15
     assert anthropic.absolute_median is not None and anthropic.median < anthropic.absolute_median
+    assert anthropic.p90 <= TARGET_P90, anthropic
+    assert anthropic.median < anthropic.baseline_median and anthropic.p90 < anthropic.baseline_p90

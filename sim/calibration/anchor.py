@@ -8,8 +8,9 @@ calibration's estimate of each (so a long tool result takes most of it, and para
 derives the session's fixed overhead (the system prompt and tool schemas the transcript does not hold) from its
 first request: its prompt minus the estimate of the messages before it.
 
-What the provider never counted is estimated with the calibration (``fixed + per_message x messages + scale x
-tokens``, its ``scale`` and ``per_message`` per message): messages after the last recorded request, messages
+What the provider never counted is estimated with the calibration (``fixed + per_message x messages +
+per_tool_block x tool blocks + scale x tokens``, per message its ``scale``, ``per_message`` and ``per_tool_block``
+for each tool call or result it holds): messages after the last recorded request, messages
 between two requests whose prompts did not grow (a recording that restarted, stripped content, or compacted),
 and, in the engine, every text the simulator creates (summaries, placeholders, injected messages, truncation
 envelopes, the status line). :attr:`Anchors.estimated` says how many messages were estimated.
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from sim.calibration.fit import Calibration, Coefficients, reattached, segments
 from sim.calibration.kinds import KINDS, Kind, message_kinds
 from sim.core.conversation import Conversation, Message
+from sim.core.view import tool_blocks
 from sim.replay.model import MESSAGE_OVERHEAD
 
 
@@ -75,10 +77,11 @@ class Anchors:
         back = self.reattached[k] if k < len(self.reattached) else 0
         return math.floor(self.overhead + after + back + self.segment_overheads[k][1] + 0.5)
 
-    def estimate(self, raw_tokens: int) -> int:
-        """The provider's count of one message the engine counts as ``raw_tokens`` (framing included)."""
+    def estimate(self, raw_tokens: int, tool_blocks: int = 0) -> int:
+        """The provider's count of one message the engine counts as ``raw_tokens`` (framing included) holding
+        ``tool_blocks`` tool calls and results."""
         c = self.coefficients
-        return max(0, math.floor(c.scale * raw_tokens + c.per_message + 0.5))
+        return max(0, math.floor(c.scale * raw_tokens + c.per_message + c.per_tool_block * tool_blocks + 0.5))
 
     def scale(self, raw_tokens: int, kind: Kind | None = None) -> int:
         """The provider's count of a piece of text (no message of its own) the engine counts as ``raw_tokens``,
@@ -96,7 +99,7 @@ class Anchors:
     def message_tokens(self, m: Message, raw_tokens: int) -> int:
         """``m``'s provider size: anchored when the usage covered it, else estimated."""
         size = self.sizes.get(m.id)
-        return self.estimate(raw_tokens) if size is None else size
+        return self.estimate(raw_tokens, tool_blocks(m)) if size is None else size
 
 
 def anchor(
@@ -114,7 +117,7 @@ def anchor(
     per_segment: list[tuple[int | None, int]] = []
     probe = Anchors(0, {}, coefficients)
     for seg in segments:
-        est = [probe.estimate(raw_tokens(m)) for m in seg]
+        est = [probe.estimate(raw_tokens(m), tool_blocks(m)) for m in seg]
         anchors = [
             (i, m.usage.prompt_tokens)
             for i, m in enumerate(seg)
@@ -141,7 +144,7 @@ def anchor(
             for m, n in zip(seg[a:b], share, strict=True):
                 sizes[m.id] = n
     for seg in segments:
-        guessed.update((m.id, probe.estimate(raw_tokens(m))) for m in seg if m.id not in sizes)
+        guessed.update((m.id, probe.estimate(raw_tokens(m), tool_blocks(m))) for m in seg if m.id not in sizes)
     return Anchors(overhead or 0, sizes, coefficients, estimated, cid, tuple(per_segment), guessed)
 
 

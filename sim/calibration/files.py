@@ -121,7 +121,9 @@ class Report:
             if e.anchored and e.absolute_median is not None and e.absolute_p90 is not None:
                 line += f"\n    whole prompts: median {e.absolute_median:.2%} p90 {e.absolute_p90:.2%}"
             line += (
-                f"\n    fixed {k.fixed:,.0f} + {k.per_message:.2f}/message + {k.scale:.4f} x tokens + "
+                f"\n    fixed {k.fixed:,.0f} + "
+                + (f"{k.per_tool_block:.2f}/tool block" if k.per_tool_block else f"{k.per_message:.2f}/message")
+                + f" + {k.scale:.4f} x tokens + "
                 f"{k.after_compaction:,.0f} after a compaction"
             )
             if k.kind_scales is not None:

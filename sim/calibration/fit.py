@@ -13,14 +13,19 @@ the features are exactly the numbers the engine later calibrates (``RunConfig.ca
 
 Model, fitted per group (provider, format, agent)::
 
-    provider_tokens ~ fixed + per_message * messages + sum over kinds(ratio[kind] * engine_tokens[kind])
+    provider_tokens ~ fixed + framing + sum over kinds(ratio[kind] * engine_tokens[kind])
                       + scale * head + after_compaction * [summarised]
+    framing = per_message * messages, or per_tool_block * tool blocks (tool calls and results)
 
 - ``ratio[kind]``: the provider's tokenizer against ours, per content kind (prose, code, JSON:
   :mod:`sim.calibration.kinds`); Claude's tokenizer spends more tokens than cl100k_base on code. ``scale`` is
   their mean over the fitted content, used where a prompt's mix is not known (``head``: the engine's framing
   and tool definitions, and a whole prompt counted in one number by ``Calibration.apply``).
-- ``per_message``: framing the provider adds per message beyond the engine's own overhead.
+- ``per_message``: framing the provider adds per message beyond the engine's own overhead; or ``per_tool_block``,
+  per tool call and result (Anthropic wraps each tool_use and tool_result block with its id, which the engine does
+  not count: about 20 tokens a block in the pydantic-ai cassettes, whose prompts are a few hundred tokens, so a
+  per-message term misses by 5-34%). A fit takes the one that predicts its own conversations better held out
+  (:func:`fit`); the other is 0.
 - ``fixed``: what the recording leaves out and every request carries: the agent's system prompt and
   tool definitions (FORMATS.md: 18-33K tokens for Claude Code).
 - ``after_compaction``: what comes back after the client compacts, beyond what :func:`reattached` estimates
@@ -76,8 +81,11 @@ import numpy as np
 from sim.calibration.kinds import KINDS, Kind, message_kinds
 from sim.core.conversation import Conversation, Message
 from sim.core.errors import CsimError, InvalidConfig
+from sim.core.view import tool_blocks
 
 Split = Literal["conversation", "alternate"]
+#: What the provider frames beyond the engine's own count: each message, or each tool block (:func:`fit`).
+Framing = Literal["message", "tool_block"]
 SPLITS = ("conversation", "alternate")
 
 #: The engine replays recordings for calibration with this window: large enough that no recorded prompt
@@ -96,6 +104,7 @@ class Coefficients:
     scale: float
     after_compaction: float = 0.0
     kind_scales: tuple[float, float, float] | None = None
+    per_tool_block: float = 0.0
 
     def ratio(self, kind: Kind) -> float:
         """Provider tokens per engine token of text of ``kind``."""
@@ -145,7 +154,8 @@ class Calibration:
     def __post_init__(self) -> None:
         c = self.coefficients
         kinds = c.kind_scales or ()
-        if not all(math.isfinite(x) for x in (c.fixed, c.per_message, c.scale, c.after_compaction, *kinds)):
+        numbers = (c.fixed, c.per_message, c.per_tool_block, c.scale, c.after_compaction, *kinds)
+        if not all(math.isfinite(x) for x in numbers):
             raise InvalidConfig(f"calibration {self.key}: coefficients must be finite numbers, got {c}")
         if c.scale <= 0 or any(x <= 0 for x in kinds) or len(kinds) not in (0, len(KINDS)):
             raise InvalidConfig(
@@ -157,10 +167,12 @@ class Calibration:
     def key(self) -> str:
         return f"{self.provider}/{self.format}/{self.agent}"
 
-    def apply(self, tokens: int, messages: int, summarised: bool = False) -> int:
-        """The provider's count predicted from the engine's ``tokens`` and ``messages`` of one request."""
+    def apply(self, tokens: int, messages: int, summarised: bool = False, tool_blocks: int = 0) -> int:
+        """The provider's count predicted from the engine's ``tokens``, ``messages`` and ``tool_blocks`` (tool
+        calls and results) of one request."""
         c = self.coefficients
-        x = c.fixed + c.per_message * messages + c.scale * tokens + (c.after_compaction if summarised else 0.0)
+        x = c.fixed + c.per_message * messages + c.per_tool_block * tool_blocks + c.scale * tokens
+        x += c.after_compaction if summarised else 0.0
         return max(0, math.floor(x + 0.5))
 
 
@@ -187,7 +199,8 @@ class Sample:
     #: what the client re-attaches after the compaction that opened this segment, estimated from the history
     #: before it (Claude Code's files): engine tokens by kind, and how many messages
     reattached: tuple[int, int, int] = (0, 0, 0)
-    reattached_messages: int = 0
+    reattached_messages: int = 0  # (what Claude Code re-attaches is text: no tool blocks)
+    tool_blocks: int = 0  # tool calls and results in the messages before it
 
     @property
     def head(self) -> int:
@@ -330,7 +343,7 @@ def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "c
             rows = iter(replay_counts(seg, tokenizer))
             summarised = opens_with_summary(seg)
             back = reattached(history, fmt) if k else ()
-            chars = 0
+            chars = blocks = 0
             kinds = np.zeros(3, dtype=np.int64)
             for m in seg.messages:
                 if m.role == "assistant":
@@ -354,9 +367,11 @@ def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "c
                                 (int(kinds[0]), int(kinds[1]), int(kinds[2])),
                                 _sum_kinds(back, count),
                                 len(back),
+                                blocks,
                             )
                         )
                 chars += m.chars
+                blocks += tool_blocks(m)
                 kinds += message_kinds(m, count)
     return out
 
@@ -405,6 +420,11 @@ def reattached(history: Sequence[Message], fmt: str) -> tuple[Message, ...]:
 #: A kind is fitted its own ratio when it is at least this share of the content the fit sees; rarer, it takes the
 #: one ratio (a column of near zeros has no ratio to recover).
 MIN_KIND_SHARE = 0.02
+#: What a ratio per kind may be: provider tokens per cl100k_base token of one kind of text. Two BPE tokenizers do
+#: not differ by more than this on any kind (Claude's and cl100k_base: 0.86 to 1.20 on the Claude Code sessions);
+#: a fitted ratio outside says the kind's column took up something else (the framing of the tool calls whose
+#: JSON it is), and the fit keeps one ratio for all.
+RATIO_RANGE = (0.5, 2.0)
 
 
 def _lstsq(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
@@ -446,44 +466,64 @@ def relative_errors(rows: Sequence[Sample], coef: np.ndarray, baseline: bool = F
     return out
 
 
-def fit(rows: Sequence[Sample], by_kind: bool | None = None) -> Coefficients:
+def fit(rows: Sequence[Sample], by_kind: bool | None = None, framing: Framing | None = None) -> Coefficients:
     """The calibration of one group (see the comment above). ``by_kind``: a ratio per kind (True), one for all
     text (False), or (None) a ratio per kind only where that predicts better within ``rows``, each conversation
     by a fit on the others (mean relative error): three ratios need more data than one, and a few dozen
-    requests are better served by one."""
+    requests are better served by one. ``framing``: what the provider adds framing to beyond the engine's own
+    count, each message (``per_message``) or each tool call and result (``per_tool_block``), or (None) the one
+    that predicts better within ``rows``, judged the same way."""
+    if framing is None:
+        framing = _framing_of(rows)
     if by_kind is None:
-        by_kind = _kinds_carry(rows)
-    return _fit(rows, by_kind)
+        by_kind = _kinds_carry(rows, framing)
+    return _fit(rows, by_kind, framing)
 
 
-def _kinds_carry(rows: Sequence[Sample]) -> bool:
-    """Whether a ratio per kind predicts each conversation of ``rows`` better than one ratio, fitted without it."""
+def _loo_errors(rows: Sequence[Sample], by_kind: bool, framing: Framing) -> float | None:
+    """Mean relative error of each conversation of ``rows`` predicted by a fit on the others (None: too few)."""
     firsts = {key: seg[0] for key, seg in _segments_of(rows).items()}
     convs = sorted({b.conversation for _, b in _growth(rows)})
-    kinds: list[np.ndarray] = []
-    one: list[np.ndarray] = []
+    errs: list[np.ndarray] = []
     for conv in convs if len(convs) >= 2 else ():
         train = [s for s in rows if s.conversation != conv]
         if len(_growth(train)) < 2:
             continue
         test = [s for s in rows if s.conversation == conv]
-        kinds.append(_anchored_errors(test, firsts, _fit(train, True)))
-        one.append(_anchored_errors(test, firsts, _fit(train, False)))
-    if not kinds:
-        return False
-    return float(np.mean(np.concatenate(kinds))) < float(np.mean(np.concatenate(one)))
+        errs.append(_anchored_errors(test, firsts, _fit(train, by_kind, framing)))
+    return float(np.mean(np.concatenate(errs))) if errs else None
 
 
-def _fit(rows: Sequence[Sample], by_kind: bool) -> Coefficients:
+def _kinds_carry(rows: Sequence[Sample], framing: Framing = "message") -> bool:
+    """Whether a ratio per kind predicts each conversation of ``rows`` better than one ratio, fitted without it."""
+    kinds, one = _loo_errors(rows, True, framing), _loo_errors(rows, False, framing)
+    return kinds is not None and one is not None and kinds < one
+
+
+def _framing_of(rows: Sequence[Sample]) -> Framing:
+    """``tool_block`` where framing per tool block predicts each conversation of ``rows`` better than per message
+    (one ratio, fitted without it), else ``message``. Anthropic frames each tool_use and tool_result block with its
+    id and wrapper, which the engine does not count (the pydantic-ai cassettes: about 20 tokens a block)."""
+    if not any(b.tool_blocks != a.tool_blocks for a, b in _growth(rows)):
+        return "message"  # no tool block was added: nothing to fit it on
+    blocks, message = _loo_errors(rows, False, "tool_block"), _loo_errors(rows, False, "message")
+    return "tool_block" if blocks is not None and message is not None and blocks < message else "message"
+
+
+def _frames(s: Sample, framing: Framing) -> int:
+    return s.tool_blocks if framing == "tool_block" else s.messages
+
+
+def _fit(rows: Sequence[Sample], by_kind: bool, framing: Framing = "message") -> Coefficients:
     pairs = _growth(rows)
     if len(pairs) < 2:
         fixed, per_message, scale, after = (float(x) for x in fit_coefficients(rows))
         return Coefficients(fixed, per_message, scale, after)
     y = np.array([b.recorded for _, b in pairs], dtype=float)
     dy = y - [a.recorded for a, _ in pairs]
-    dm = np.array([b.messages - a.messages for a, b in pairs], dtype=float)
+    df = np.array([_frames(b, framing) - _frames(a, framing) for a, b in pairs], dtype=float)
     dt = np.array([b.tokens - a.tokens for a, b in pairs], dtype=float)
-    per_message, scale = _lstsq(np.column_stack([dm, dt]), dy, 1.0 / y)
+    per_frame, scale = _lstsq(np.column_stack([df, dt]), dy, 1.0 / y)
     if scale <= 0:  # what the requests added does not track what they were billed (hidden content moves more)
         fixed, per_message, scale, after = (float(x) for x in fit_coefficients(rows))
         return Coefficients(fixed, per_message, scale, after)
@@ -493,32 +533,40 @@ def _fit(rows: Sequence[Sample], by_kind: bool) -> Coefficients:
     ratios = [float(scale)] * 3
     kind_scales: tuple[float, float, float] | None = None
     mean = float(scale)
-    if own:  # the kinds too rare to fit take the one ratio; the others are fitted with the per-message term
+    if own:  # the kinds too rare to fit take the one ratio; the others are fitted with the framing term
         rest = dy - scale * dk[:, [i for i in range(3) if i not in own]].sum(axis=1)
-        c = _lstsq(np.column_stack([dm, dk[:, own]]), rest, 1.0 / y)
-        if all(r > 0 for r in c[1:]):  # a kind without a positive ratio keeps the one ratio for all
-            per_message = c[0]
+        c = _lstsq(np.column_stack([df, dk[:, own]]), rest, 1.0 / y)
+        if all(RATIO_RANGE[0] <= r <= RATIO_RANGE[1] for r in c[1:]):  # else one ratio for all (see RATIO_RANGE)
+            per_frame = c[0]
             for i, r in zip(own, c[1:], strict=True):
                 ratios[i] = float(r)
             kind_scales = (ratios[0], ratios[1], ratios[2])
             mean = float(np.dot(ratios, totals) / totals.sum())
-    per_message = float(per_message)
+    per_frame = float(per_frame)
 
-    def content(s: Sample, kinds: Sequence[int], messages: int) -> float:
-        return per_message * messages + float(np.dot(ratios, kinds)) + mean * s.head
+    def content(s: Sample, kinds: Sequence[int], frames: int) -> float:
+        return per_frame * frames + float(np.dot(ratios, kinds)) + mean * s.head
 
     firsts = {key: seg[0] for key, seg in _segments_of(rows).items()}
-    own_fixed = {conv: a.recorded - content(a, a.kinds, a.messages) for (conv, k), a in firsts.items() if k == 0}
+    own_fixed = {
+        conv: a.recorded - content(a, a.kinds, _frames(a, framing)) for (conv, k), a in firsts.items() if k == 0
+    }
     fixed = float(np.median(list(own_fixed.values()))) if own_fixed else 0.0
     left_after = [
         a.recorded
         - own_fixed.get(conv, fixed)
-        - content(a, [x + r for x, r in zip(a.kinds, a.reattached, strict=True)], a.messages + a.reattached_messages)
+        - content(
+            a,
+            [x + r for x, r in zip(a.kinds, a.reattached, strict=True)],
+            _frames(a, framing) + (a.reattached_messages if framing == "message" else 0),
+        )
         for (conv, k), a in firsts.items()
         if k > 0 and a.summarised
     ]
     after = float(np.median(left_after)) if left_after else 0.0
-    return Coefficients(fixed, per_message, mean, after, kind_scales)
+    if framing == "tool_block":
+        return Coefficients(fixed, 0.0, mean, after, kind_scales, per_frame)
+    return Coefficients(fixed, per_frame, mean, after, kind_scales)
 
 
 def predict(rows: Sequence[Sample], c: Coefficients) -> np.ndarray:
@@ -531,7 +579,8 @@ def predict(rows: Sequence[Sample], c: Coefficients) -> np.ndarray:
         kinds = [k + r * back for k, r in zip(s.kinds, s.reattached, strict=True)]
         messages = s.messages + s.reattached_messages * back
         text = float(np.dot(ratios, kinds)) + c.scale * s.head
-        out.append(c.fixed + c.per_message * messages + text + c.after_compaction * back)
+        framing = c.per_message * messages + c.per_tool_block * s.tool_blocks
+        out.append(c.fixed + framing + text + c.after_compaction * back)
     return np.array(out, dtype=float)
 
 
@@ -544,7 +593,8 @@ def _anchored_errors(rows: Sequence[Sample], firsts: dict[tuple[str, int], Sampl
         if a is s:
             continue
         dk = [b - x for x, b in zip(a.kinds, s.kinds, strict=True)]
-        guess = a.recorded + c.per_message * (s.messages - a.messages) + float(np.dot(ratios, dk))
+        framing = c.per_message * (s.messages - a.messages) + c.per_tool_block * (s.tool_blocks - a.tool_blocks)
+        guess = a.recorded + framing + float(np.dot(ratios, dk))
         out.append(abs(guess - s.recorded) / s.recorded)
     return np.array(out, dtype=float)
 
@@ -653,6 +703,7 @@ def calibrate(
             None
             if c.kind_scales is None
             else (round(c.kind_scales[0], 6), round(c.kind_scales[1], 6), round(c.kind_scales[2], 6)),
+            round(c.per_tool_block, 6),
         )
         out.append(
             Calibration(

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from sim.core.conversation import Message
-from sim.core.view import Messages, Rule, View, edited_chars, layout, standard_rule
+from sim.core.view import Messages, Rule, View, edited_chars, layout, standard_rule, tool_blocks
 from sim.replay.model import MESSAGE_OVERHEAD, ModelConfig
 
 #: ``(message, rules) -> (chars, tokens)`` of the message as ``rules`` edit it; (0, 0) when nothing of it is sent.
@@ -45,9 +45,10 @@ class _Prefix:
     chars: list[int] = field(default_factory=lambda: [0])
     tokens: list[int] = field(default_factory=lambda: [0])
     sent: list[int] = field(default_factory=lambda: [0])
+    blocks: list[int] = field(default_factory=lambda: [0])  # tool blocks sent
 
     def copy(self) -> _Prefix:
-        return _Prefix(list(self.chars), list(self.tokens), list(self.sent))
+        return _Prefix(list(self.chars), list(self.tokens), list(self.sent), list(self.blocks))
 
 
 @dataclass
@@ -64,6 +65,7 @@ class Ledger:
     chars_prefix: list[int] = field(default_factory=lambda: [0])
     tokens_prefix: list[int] = field(default_factory=lambda: [0])
     calls_prefix: list[int] = field(default_factory=lambda: [0])  # tool calls
+    blocks_prefix: list[int] = field(default_factory=lambda: [0])  # tool calls and results (view.tool_blocks)
     unit_start: list[int] = field(default_factory=list)
     last_user: int = -1
     reverts: list[tuple[int, int]] = field(default_factory=list)  # (revert index, change index)
@@ -86,6 +88,7 @@ class Ledger:
         self.chars_prefix.append(self.chars_prefix[-1] + chars)
         self.tokens_prefix.append(self.tokens_prefix[-1] + tokens)
         self.calls_prefix.append(self.calls_prefix[-1] + (len(m.calls) if calls is None else calls))
+        self.blocks_prefix.append(self.blocks_prefix[-1] + tool_blocks(m))
         self.unit_start.append(self._unit_start_for(i, m))
         if m.role == "user" and m.command is None:
             self.last_user = i
@@ -110,16 +113,18 @@ class Ledger:
             p.chars.append(p.chars[-1] + c)
             p.tokens.append(p.tokens[-1] + t)
             p.sent.append(p.sent[-1] + (1 if c or t else 0))
+            p.blocks.append(p.blocks[-1] + (tool_blocks(m, rules) if c or t else 0))
         return p
 
-    def sizes(self, a: int, b: int, rules: tuple[Rule, ...]) -> tuple[int, int, int]:
-        """Characters, tokens and messages sent of ``messages[a:b]`` under ``rules``."""
+    def sizes(self, a: int, b: int, rules: tuple[Rule, ...]) -> tuple[int, int, int, int]:
+        """Characters, tokens, messages sent and tool blocks sent of ``messages[a:b]`` under ``rules``."""
         if b <= a:
-            return 0, 0, 0
+            return 0, 0, 0, 0
         if not rules:
-            return self.chars_prefix[b] - self.chars_prefix[a], self.tokens_prefix[b] - self.tokens_prefix[a], b - a
+            cp, tp, bp = self.chars_prefix, self.tokens_prefix, self.blocks_prefix
+            return cp[b] - cp[a], tp[b] - tp[a], b - a, bp[b] - bp[a]
         p = self.prefix(rules)
-        return p.chars[b] - p.chars[a], p.tokens[b] - p.tokens[a], p.sent[b] - p.sent[a]
+        return p.chars[b] - p.chars[a], p.tokens[b] - p.tokens[a], p.sent[b] - p.sent[a], p.blocks[b] - p.blocks[a]
 
     def copy(self) -> Ledger:
         """An independent copy (the messages themselves are immutable and shared)."""
@@ -129,6 +134,7 @@ class Ledger:
             chars_prefix=list(self.chars_prefix),
             tokens_prefix=list(self.tokens_prefix),
             calls_prefix=list(self.calls_prefix),
+            blocks_prefix=list(self.blocks_prefix),
             unit_start=list(self.unit_start),
             reverts=list(self.reverts),
             change_at=dict(self.change_at),
@@ -181,7 +187,7 @@ class RunState:
         # roll back to (Plan.restore).
         self.checkpoints: list[View] = []
         # Sizes of views already measured (see _totals), by id, holding the view so an id is not reused.
-        self._sized: dict[int, tuple[View, int, int, int, int]] = {}
+        self._sized: dict[int, tuple[View, int, int, int, int, int]] = {}
 
     def copy(self, ledger: Ledger) -> RunState:
         """This state over ``ledger`` (a copy of this one's), for a run that forks off another."""
@@ -269,7 +275,7 @@ class RunState:
         Exact counts are the engine's; a real client that counts with a tokenizer has them, one that
         estimates (the seeds' chars/4) does not, and a policy modelling such a client should decide on
         :meth:`estimated_context_tokens` instead."""
-        _, tokens, sent = self._totals(self.view if view is None else view)
+        _, tokens, sent, _ = self._totals(self.view if view is None else view)
         return tokens, sent
 
     def tool_uses(self, view: View | None = None) -> int:
@@ -279,8 +285,8 @@ class RunState:
         n, cp = len(self), self._l.calls_prefix
         return sum(cp[min(b, n)] - cp[a] for a, b in (*v.spans, (v.start, n)) if a < min(b, n))
 
-    def _totals(self, v: View) -> tuple[int, int, int]:
-        """(characters, tokens, messages sent) of view ``v``.
+    def _totals(self, v: View) -> tuple[int, int, int, int]:
+        """(characters, tokens, messages sent, tool blocks sent) of view ``v``.
 
         A view's edits reach no message past the log's length when it was made, and its tail is open, so
         once measured at ``n0`` messages it is measured at any later length by adding the prefix sums of
@@ -288,22 +294,22 @@ class RunState:
         n = len(self)
         hit = self._sized.get(id(v))
         if hit is not None and hit[0] is v and hit[1] <= n:
-            _, n0, c, t, k = hit
-            lp, tp = self._l.chars_prefix, self._l.tokens_prefix
-            return c + lp[n] - lp[n0], t + tp[n] - tp[n0], k + n - n0
-        chars = tokens = sent = 0
+            _, n0, c, t, k, b = hit
+            lp, tp, bp = self._l.chars_prefix, self._l.tokens_prefix, self._l.blocks_prefix
+            return c + lp[n] - lp[n0], t + tp[n] - tp[n0], k + n - n0, b + bp[n] - bp[n0]
+        chars = tokens = sent = blocks = 0
         for item in layout(v, n, self.has_system):
             if isinstance(item, Messages):
-                c, t, k = self._l.sizes(item.a, item.b, item.rules)
-                chars, tokens, sent = chars + c, tokens + t, sent + k
+                c, t, k, b = self._l.sizes(item.a, item.b, item.rules)
+                chars, tokens, sent, blocks = chars + c, tokens + t, sent + k, blocks + b
             else:
                 chars += len(item.text)
                 tokens, sent = tokens + MESSAGE_OVERHEAD + self._l.count(item.text), sent + 1
         if v.start <= n and (not v.edits or max(e.before for e in v.edits) <= n):
             if len(self._sized) >= 8:
                 self._sized.clear()
-            self._sized[id(v)] = (v, n, chars, tokens, sent)
-        return chars, tokens, sent
+            self._sized[id(v)] = (v, n, chars, tokens, sent, blocks)
+        return chars, tokens, sent, blocks
 
     @property
     def has_system(self) -> bool:

@@ -308,6 +308,15 @@ def edit_parts(m: Message, rules: tuple[Rule, ...], truncate: TruncateFn | None 
     return tuple(out)
 
 
+#: Part kinds a provider frames as tool blocks (an id, a name, a wrapper): a calibration's ``per_tool_block``.
+TOOL_BLOCK_KINDS = frozenset({"tool_call", "tool_result"})
+
+
+def tool_blocks(m: Message, rules: tuple[Rule, ...] = ()) -> int:
+    """Tool calls and results ``m`` sends under ``rules`` (a dropped one is not sent)."""
+    return sum(1 for p in edit_parts(m, rules) if p is not None and p.kind in TOOL_BLOCK_KINDS)
+
+
 def edited(m: Message, rules: tuple[Rule, ...], truncate: TruncateFn | None = None) -> Message | None:
     """``m`` as the view shows it under ``rules``; None when every part is dropped (the message is not sent)."""
     if not rules:

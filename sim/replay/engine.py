@@ -834,13 +834,13 @@ class Engine:
     def _request_size(self, view: View, grace: bool) -> tuple[str | None, int, int]:
         """The status line, prompt tokens and messages of a request for ``view`` (pure)."""
         status = self.tracker.status_line() if self.status else None
-        _, view_tokens, in_view = self.state._totals(view)
+        _, view_tokens, in_view, blocks = self.state._totals(view)
         tokens = self._head_tokens(grace) + view_tokens + self._status_tokens(status)
         if (
             self.config.calibration is not None and self.anchors is None
         ):  # report what the provider would count (sim.calibration.fit)
             summarised = view.summary is not None or self._opens_summarised
-            tokens = self.config.calibration.apply(tokens, in_view, summarised)
+            tokens = self.config.calibration.apply(tokens, in_view, summarised, blocks)
         return status, tokens, in_view
 
     def _head_tokens(self, grace: bool) -> int:
@@ -859,11 +859,11 @@ class Engine:
         the agent request for ``view`` (its tools included; no status line) with ``instruction`` appended as a
         last user message, counted as the agent request is (with a calibration, the provider's count; the
         instruction, like the status line, adds no per-message term: the cache blocks count it so too)."""
-        _, view_tokens, in_view = self.state._totals(view)
+        _, view_tokens, in_view, blocks = self.state._totals(view)
         tokens = self._head_tokens(False) + view_tokens + (self._instruction_tokens(instruction) if instruction else 0)
         if self.config.calibration is not None and self.anchors is None:
             summarised = view.summary is not None or self._opens_summarised
-            tokens = self.config.calibration.apply(tokens, in_view, summarised)
+            tokens = self.config.calibration.apply(tokens, in_view, summarised, blocks)
         return tokens
 
     def _status_tokens(self, status: str | None) -> int:
