@@ -803,6 +803,34 @@ def test_a_loop_is_judged_once_the_provider_has_counted_the_compacted_prompt() -
     assert "compaction-loop" not in {v.invariant for v in result.violations}
 
 
+def test_claude_code_compacts_again_when_what_it_must_keep_leaves_it_over() -> None:
+    """Found by ``check_policies.py`` at 10,000 examples (``claude-code-microcompact``, after the two fixes above): a
+    summary at turn 49 held back by a pending turn leaves the prompt over the trigger by the provider's count
+    (6,740 against 6,680), and the microcompact of turn 50 clears old results but not enough (6,681). A real loop,
+    and Claude Code's own: its changelog's "autocompact thrash loop" (2.1.89), so a known deviation."""
+    from pathlib import Path
+
+    from policies.base import make_config
+    from sim.core.log import CompactionCreated
+    from sim.formats.native import read as read_native
+
+    name = "claude-code-microcompact"
+    path = Path(__file__).parent / "golden" / "counterexamples" / "claude-code-microcompact-refills-at-once.jsonl"
+    [conv] = read_native(path).conversations
+    cls = POLICIES.get(name)
+    params, _ = effective_params(cls, POLICY_PARAMS.get(name, {}), WINDOW)
+    policy = cls(make_config(cls.Config, params))
+    engine = Engine(policy, conv, RunConfig(model=small_model(WINDOW), deep_checks=True))
+    result = engine.run()
+    modes = [(e.turn, e.mode) for e in engine.log if isinstance(e, CompactionCreated)]
+    assert modes[-2:] == [(49, "summarize"), (50, "microcompact")]
+    threshold = policy.threshold(engine.state)
+    reported = [r["context_tokens"] for r in result.rows if r["request_kind"] == "agent" and r["turn"] in (49, 50)]
+    assert len(reported) == 2 and min(reported) >= threshold  # over by the provider's count after each
+    assert [v.turn for v in result.violations if v.invariant == "compaction-loop"] == [50]
+    assert "compaction-loop" in cls.known_deviations
+
+
 def test_a_compaction_made_under_the_trigger_is_no_link_of_a_loop() -> None:
     """Found by ``check_policies.py`` at 10,000 examples (``claude-code-microcompact``): a summary at turn 41 held
     back by a pending turn left the view over the trigger by the policy's chars/4 fallback (the request after it
