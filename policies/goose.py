@@ -124,9 +124,10 @@ class Goose(Policy[GooseConfig]):
     summariser input's token count against the model's input budget (Goose tries each step against the provider).
     Differences: a thinking tool loop still open at the log's end stays in view after the re-appended message (the
     loop's next reply joins its unit; Goose summarises it too); nothing of an unresolved pending turn is summarised
-    (the harness's contract); a compaction that would not shrink the view is skipped. Tool-pair summarisation
-    (``GOOSE_TOOL_CALL_CUTOFF``) is off at this commit and not modelled; the ``truncate``/``clear`` strategies of the
-    CLI are not modelled.
+    (the harness's contract); a compaction that would not shrink the view is skipped, and so is one that would
+    summarise nothing but the previous summary (a second ``/compact`` in a row: Goose summarises the summary again,
+    with no reason to come out shorter). Tool-pair summarisation (``GOOSE_TOOL_CALL_CUTOFF``) is off at this commit
+    and not modelled; the ``truncate``/``clear`` strategies of the CLI are not modelled.
 
     Known deviations: ``live-turn`` (after ``/compact`` the last user message is summarised too and not re-appended);
     ``revert-resolution`` (Goose has no notion of reverts: a kept pending turn's revert may lose its change).
@@ -174,12 +175,13 @@ class Goose(Policy[GooseConfig]):
             text = CONVERSATION_CONTINUATION_TEXT
         else:
             text = TOOL_LOOP_CONTINUATION_TEXT
-        if start <= floor_index(state) and state.view.summary is None:
-            return None
+        pinned = () if preserved is None else (preserved,)
+        if start <= floor_index(state) and set(state.view.pinned) <= set(pinned):
+            return None  # nothing but the summary would leave the view: a summary of it alone need not be shorter
         edits = self._middle_out(state, start)
         plan = Plan(
             start=start,
-            pinned=() if preserved is None else (preserved,),
+            pinned=pinned,
             summarize=True,
             summary_slot=0,
             summary_role="user",

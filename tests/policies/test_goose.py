@@ -160,3 +160,23 @@ def test_known_deviation_revert_resolution() -> None:
     )
     res = Engine(Goose(), c, C4).run()
     assert compaction_records(res) and "revert-resolution" in res.summary["violations_by_invariant"]
+
+
+def test_a_second_compact_with_nothing_new_summarises_nothing() -> None:
+    """Found by ``check_policies.py`` at 10,000 examples: ``/compact`` twice with nothing in between but a pending
+    turn (which stays) summarised the previous summary alone, and a summary of a summary that holds the same facts is
+    no shorter (241 tokens before and after: ``compaction-shrinks``). Nothing but the summary would leave the view, so
+    the second is skipped."""
+    from pathlib import Path
+
+    from sim.core.log import CompactionCreated
+    from sim.formats.native import read as read_native
+
+    path = Path(__file__).parents[1] / "golden" / "counterexamples" / "goose-compacts-its-summary-again.jsonl"
+    [c] = read_native(path).conversations
+    assert [i for i, m in enumerate(c.messages) if m.command == "compact"] == [49, 61, 66]  # the case itself
+    engine = Engine(Goose(), c, RunConfig(model=small_model(8_000), deep_checks=True))
+    res = engine.run()
+    made = [e for e in engine.log if isinstance(e, CompactionCreated)]
+    assert [(e.trigger, e.tokens_after < e.tokens_before) for e in made] == [("manual", True), ("manual", True)]
+    assert "compaction-shrinks" not in res.summary["violations_by_invariant"]
