@@ -25,6 +25,7 @@ _RULES = (
     Rule(kinds=frozenset({"thinking"}), action="drop"),
     Rule(kinds=frozenset({"tool_result"}), text="[cleared]"),
     Rule(kinds=frozenset({"tool_result"}), action="truncate", max_tokens=5),
+    Rule(kinds=frozenset({"tool_call", "tool_result"}), tools=frozenset({"read"}), action="drop"),
 )
 
 

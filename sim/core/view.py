@@ -313,8 +313,13 @@ TOOL_BLOCK_KINDS = frozenset({"tool_call", "tool_result"})
 
 
 def tool_blocks(m: Message, rules: tuple[Rule, ...] = ()) -> int:
-    """Tool calls and results ``m`` sends under ``rules`` (a dropped one is not sent)."""
-    return sum(1 for p in edit_parts(m, rules) if p is not None and p.kind in TOOL_BLOCK_KINDS)
+    """Tool calls and results ``m`` sends under ``rules`` (a dropped one is not sent; one cleared or truncated is)."""
+    n = 0
+    for p in m.parts:
+        if p.kind in TOOL_BLOCK_KINDS:
+            rule = rule_for(p, rules) if rules else None
+            n += rule is None or rule.action != "drop"
+    return n
 
 
 def edited(m: Message, rules: tuple[Rule, ...], truncate: TruncateFn | None = None) -> Message | None:
