@@ -198,13 +198,8 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
     newest checkpoint where it resolves (the harness's contract; Claude Code's rewind restores files, not
     the conversation), and a compaction that would not shrink the view is skipped.
 
-    Known deviations: ``live-turn``. The last user message is summarised with everything else; the
-    recordings show the session continuing from the summary alone. ``compaction-loop``: Claude Code compacts
-    before every request its estimate puts over the threshold, however little the previous compaction left
-    room for, so when what a compaction must keep leaves the prompt over (here: what a pending turn or an
-    unresolved revert holds back), it compacts again on the next turn. That is the "autocompact thrash loop"
-    of the changelog (2.1.89), which since then stops after three compactions in a row that refill at once
-    (the guard is not modelled, above).
+    Known deviation: ``live-turn``. The last user message is summarised with everything else; the
+    recordings show the session continuing from the summary alone.
 
     Prompt caching (``cache_placement``): breakpoints on the system prompt and on the last block of each
     request, both with the 1-hour TTL. The recordings show that TTL: every one of the 299 requests of session
@@ -232,7 +227,7 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
     """
 
     Config = ClaudeCodeConfig
-    known_deviations: ClassVar[frozenset[str]] = frozenset({"live-turn", "compaction-loop"})
+    known_deviations: ClassVar[frozenset[str]] = frozenset({"live-turn"})
     cache_placement: ClassVar[CachePlacement] = CachePlacement(system="1h", last="1h")
     summary_request: ClassVar[SummaryRequest] = "fork"
 
@@ -322,9 +317,18 @@ class ClaudeCodeMicrocompact(ClaudeCode):
     whenever a new result passes out of the newest ``keep_recent`` (the count-based reading). The query
     loop runs microcompact before auto-compact, so a request over the threshold is compacted in full, by the
     same forked summariser request as ``claude-code`` (``summary_request`` ``fork``, inherited).
+
+    Known deviations: ``live-turn`` (as ``claude-code``) and ``compaction-loop``: Claude Code compacts before every
+    request its estimate puts over the threshold, however little the previous compaction left room for, so when
+    what a compaction must keep leaves the prompt over (a summary held back by a pending turn or an unresolved
+    revert, then a microcompact that clears too little), it compacts again on the next turn. That is the
+    "autocompact thrash loop" of the changelog (2.1.89), which since then stops after three compactions in a row
+    that refill at once (the guard is not modelled). The 10,000-example check shows it here, not for
+    ``claude-code`` alone.
     """
 
     Config = MicrocompactConfig
+    known_deviations: ClassVar[frozenset[str]] = ClaudeCode.known_deviations | {"compaction-loop"}
 
     def rule(self) -> Rule:
         cfg = self.config
