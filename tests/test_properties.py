@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 import pytest
 from broken_policies import BROKEN, OPEN_ISSUES, ClearsPendingResults, DropsPendingTurn, GrowsView, RewritesLog
@@ -285,6 +286,16 @@ def _golden(name: str) -> Conversation:
 
     [conv] = read_native(Path(__file__).parent / "golden" / "counterexamples" / f"{name}.jsonl").conversations
     return conv
+
+
+def _golden_engine(name: str, golden: str) -> tuple[Policy[Any], Engine]:
+    """Policy ``name`` as ``csim check`` configures it, and an engine (deep checks) over a golden counterexample."""
+    from policies.base import make_config
+
+    cls = POLICIES.get(name)
+    params, _ = effective_params(cls, POLICY_PARAMS.get(name, {}), WINDOW)
+    policy = cls(make_config(cls.Config, params))
+    return policy, Engine(policy, _golden(golden), RunConfig(model=small_model(WINDOW), deep_checks=True))
 
 
 @pytest.mark.parametrize(("name", "deviation"), DEVIATIONS, ids=[f"{n}:{d}" for n, d in DEVIATIONS])
@@ -784,19 +795,9 @@ def test_a_loop_is_judged_once_the_provider_has_counted_the_compacted_prompt() -
     the policy's own count and both, by its chars/4 fallback right after, still over it. The requests after them
     reported 6,674 and 6,551 tokens against a 6,680 threshold: each got under, so the two are no loop. The check
     now judges "leaves the view over" when that request has reported."""
-    from pathlib import Path
-
-    from policies.base import make_config
     from sim.core.log import CompactionCreated
-    from sim.formats.native import read as read_native
 
-    name = "claude-code-microcompact"
-    path = Path(__file__).parent / "golden" / "counterexamples" / "claude-code-microcompact-over-by-the-estimate.jsonl"
-    [conv] = read_native(path).conversations
-    cls = POLICIES.get(name)
-    params, _ = effective_params(cls, POLICY_PARAMS.get(name, {}), WINDOW)
-    policy = cls(make_config(cls.Config, params))
-    engine = Engine(policy, conv, RunConfig(model=small_model(WINDOW), deep_checks=True))
+    policy, engine = _golden_engine("claude-code-microcompact", "claude-code-microcompact-over-by-the-estimate")
     estimated_over: set[int] = set()  # turns where the policy, counting by its fallback, said it was over
     own = policy.over_trigger
 
@@ -822,19 +823,9 @@ def test_claude_code_compacts_again_when_what_it_must_keep_leaves_it_over() -> N
     summary at turn 49 held back by a pending turn leaves the prompt over the trigger by the provider's count
     (6,740 against 6,680), and the microcompact of turn 50 clears old results but not enough (6,681). A real loop,
     and Claude Code's own: its changelog's "autocompact thrash loop" (2.1.89), so a known deviation."""
-    from pathlib import Path
-
-    from policies.base import make_config
     from sim.core.log import CompactionCreated
-    from sim.formats.native import read as read_native
 
-    name = "claude-code-microcompact"
-    path = Path(__file__).parent / "golden" / "counterexamples" / "claude-code-microcompact-refills-at-once.jsonl"
-    [conv] = read_native(path).conversations
-    cls = POLICIES.get(name)
-    params, _ = effective_params(cls, POLICY_PARAMS.get(name, {}), WINDOW)
-    policy = cls(make_config(cls.Config, params))
-    engine = Engine(policy, conv, RunConfig(model=small_model(WINDOW), deep_checks=True))
+    policy, engine = _golden_engine("claude-code-microcompact", "claude-code-microcompact-refills-at-once")
     result = engine.run()
     modes = [(e.turn, e.mode) for e in engine.log if isinstance(e, CompactionCreated)]
     assert modes[-2:] == [(49, "summarize"), (50, "microcompact")]
@@ -842,7 +833,7 @@ def test_claude_code_compacts_again_when_what_it_must_keep_leaves_it_over() -> N
     reported = [r["context_tokens"] for r in result.rows if r["request_kind"] == "agent" and r["turn"] in (49, 50)]
     assert len(reported) == 2 and min(reported) >= threshold  # over by the provider's count after each
     assert [v.turn for v in result.violations if v.invariant == "compaction-loop"] == [50]
-    assert "compaction-loop" in cls.known_deviations
+    assert "compaction-loop" in type(policy).known_deviations
 
 
 def test_a_compaction_made_under_the_trigger_is_no_link_of_a_loop() -> None:
