@@ -12,6 +12,7 @@ from policies import make_policy
 from sim.calibration.anchor import _share, anchor, anchors_for
 from sim.calibration.fit import Calibration, Coefficients, HeldOut
 from sim.core.conversation import Conversation, Message, Part, Usage
+from sim.core.view import call_id_tokens
 from sim.replay.engine import RunConfig, run
 from tests.builders import asst, conv, sys, tool, user
 
@@ -99,13 +100,13 @@ def test_anchor_needs_usage_to_anchor_anything() -> None:
     assert a.sizes == {} and a.estimated == 2 and a.overhead == 0 and a.segment_overheads == ((None, 0),)
 
 
-def test_what_no_usage_covers_is_estimated_with_its_tool_blocks_framed() -> None:
-    """With a calibration that frames per tool block, a message no usage covers is estimated with that framing
-    for each tool call and result it holds: the last reply's call and its result, after the last request."""
+def test_what_no_usage_covers_is_estimated_with_its_call_ids_framed() -> None:
+    """With a calibration that frames by call ids, a message no usage covers is estimated with the ids of the
+    tool calls and results it holds: the last reply's call and its result, after the last request."""
     c = _recorded([9_000, 9_600])  # type: ignore[arg-type]
-    framed = Coefficients(fixed=5_000.0, per_message=0.0, scale=1.2, per_tool_block=20.0)
-    a = anchor([c.messages], lambda m: 10, framed)
+    framed = Coefficients(fixed=5_000.0, per_message=0.0, scale=1.2, per_call_id_token=1.25)
+    a = anchor([c.messages], lambda m: 10, framed, id_tokens=lambda m: call_id_tokens(m, lambda _id: 16))
     last_reply, last_result = c.messages[-2], c.messages[-1]
-    assert [a.estimated_sizes[m.id] for m in (last_reply, last_result)] == [32, 32]  # 1.2 x 10 + 20 for a block
-    assert [a.message_tokens(m, 10) for m in (last_reply, last_result)] == [32, 32]
-    assert a.message_tokens(c.messages[0], 10) == 12  # the system prompt: no tool block
+    assert [a.estimated_sizes[m.id] for m in (last_reply, last_result)] == [32, 32]  # 1.2 x 10 + 1.25 x 16
+    assert [a.message_tokens(m, 10, 16) for m in (last_reply, last_result)] == [32, 32]
+    assert a.message_tokens(c.messages[0], 10) == 12  # the system prompt: no tool call

@@ -14,7 +14,7 @@ from sim.core.cache import CachePlacement
 from sim.core.conversation import Conversation, Message, Part
 from sim.core.cost import Pricer
 from sim.core.errors import InvalidConfig
-from sim.core.view import Rule
+from sim.core.view import Messages, Rule, edit_parts, layout
 from sim.replay.caching import RequestCache, message_times
 from sim.replay.engine import Engine, RunConfig, run
 from sim.replay.model import ModelConfig
@@ -41,8 +41,8 @@ def _fresh(engine: Engine, calibration: Coefficients | None = None) -> RequestCa
     )
 
 
-#: Framing per tool block only, so the provider's count of a prefix is the engine's plus 25 a tool block.
-_PER_BLOCK = Coefficients(0.0, 0.0, 1.0, 0.0, per_tool_block=25.0)
+#: Framing by call ids only, so the provider's count of a prefix is the engine's plus 25 a token of the ids it sends.
+_PER_ID = Coefficients(0.0, 0.0, 1.0, 0.0, per_call_id_token=25.0)
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -50,21 +50,29 @@ _PER_BLOCK = Coefficients(0.0, 0.0, 1.0, 0.0, per_tool_block=25.0)
 def test_blocks_kept_between_requests_equal_blocks_built_afresh(data: st.DataObject) -> None:
     """However views change between requests (spans, summaries, edits moving), the kept blocks are the
     blocks a new cache builds for the same view, and they sum to the view's tokens; with a calibration framing
-    per tool block, to those plus the tool blocks the view sends (dropped ones not)."""
+    by call ids, to those plus the ids of the tool calls and results the view sends (dropped ones not)."""
     c = data.draw(conversations(max_turns=10))
     eng = Engine(NoCompaction(), c, RunConfig(model=small_model(), tokenizer="chars4"))
-    kept, kept_framed = _fresh(eng), _fresh(eng, _PER_BLOCK)
+    kept, kept_framed = _fresh(eng), _fresh(eng, _PER_ID)
     for step in range(data.draw(st.integers(1, 6))):
         for m in c.messages[len(eng.ledger.messages) : len(eng.ledger.messages) + data.draw(st.integers(1, 8))]:
             eng._append(m)
         view = data.draw(views(len(eng.ledger.messages), _RULES, summaries=3), label=f"view {step}")
-        for cache, cal in ((kept, None), (kept_framed, _PER_BLOCK)):
+        for cache, cal in ((kept, None), (kept_framed, _PER_ID)):
             cache.usage(view, 7, False, None, 0, 0.0, "claude-sonnet-4-5")
             new = _fresh(eng, cal)
             new.usage(view, 7, False, None, 0, 0.0, "claude-sonnet-4-5")
             assert (cache._keys, cache._cum, cache._eligible) == (new._keys, new._cum, new._eligible)
         assert kept._cum[-1] == 7 + eng.view_tokens(view)
-        assert kept_framed._cum[-1] == 7 + eng.view_tokens(view) + 25 * eng.state._totals(view)[3]
+        ids = sum(  # the ids of the tool calls and results the view's edited messages hold
+            eng.tok.count(p.call_id or "")
+            for item in layout(view, len(eng.ledger.messages), eng.has_system)
+            if isinstance(item, Messages)
+            for m in eng.ledger.messages[item.a : item.b]
+            for p in edit_parts(m, item.rules)
+            if p is not None and p.kind in ("tool_call", "tool_result")
+        )
+        assert kept_framed._cum[-1] == 7 + eng.view_tokens(view) + 25 * ids
 
 
 @pytest.mark.parametrize(

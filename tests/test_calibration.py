@@ -17,6 +17,7 @@ from sim.calibration import fit as cal
 from sim.cli.main import main
 from sim.core.conversation import Conversation, Message, Part, Usage
 from sim.core.errors import InvalidConfig
+from sim.core.tokenizers import get_tokenizer
 from sim.replay.engine import RunConfig, run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,13 +114,14 @@ def test_fit_recovers_a_ratio_per_kind_and_no_fixed_enters_them(
         assert cal.fit(bumped).kind_scales is not None
 
 
-def _framed(per_message: float, per_tool_block: float, convs: int = 5) -> list[cal.Sample]:
+def _framed(per_message: float, per_id_token: float, convs: int = 5) -> list[cal.Sample]:
     """Conversations of tool rounds, some with parallel calls, some plain text: recorded as ``fixed_c +
-    per_message x messages + per_tool_block x tool blocks + 1.1 x tokens`` (each conversation its own fixed)."""
+    per_message x messages + per_id_token x call-id tokens + 1.1 x tokens`` (each conversation its own fixed;
+    each call's id 17 to 21 tokens, as Anthropic's are in cl100k_base, sent with the call and with its result)."""
     rng = np.random.default_rng(11)
     out = []
     for c in range(convs):
-        tokens, msgs, blocks = 500, 2, 0
+        tokens, msgs, ids = 500, 2, 0
         for i in range(8):
             out.append(
                 cal.Sample(
@@ -131,38 +133,39 @@ def _framed(per_message: float, per_tool_block: float, convs: int = 5) -> list[c
                     msgs,
                     False,
                     4 * tokens,
-                    int(round(3_000 * (c + 1) + per_message * msgs + per_tool_block * blocks + 1.1 * tokens)),
+                    int(round(3_000 * (c + 1) + per_message * msgs + per_id_token * ids + 1.1 * tokens)),
                     "anthropic",
                     "vcr-cassette",
                     "main",
                     (tokens - 100, 0, 0),
-                    tool_blocks=blocks,
+                    id_tokens=ids,
                 )
             )
             calls = int(rng.integers(0, 5))  # 0: a text reply and a user message; else calls and their results
             msgs += 2 if calls == 0 else 1 + calls
-            blocks += 2 * calls
+            ids += 2 * int(rng.integers(17, 22, size=calls).sum())
             tokens += int(rng.integers(20, 400))
     return out
 
 
-@pytest.mark.parametrize(("per_message", "per_tool_block"), [(0.0, 20.0), (30.0, 0.0)])
-def test_fit_frames_per_tool_block_where_the_provider_does(per_message: float, per_tool_block: float) -> None:
-    """Anthropic frames each tool_use and tool_result block (its id, its wrapper) beyond what the engine counts;
-    the pydantic-ai cassettes show about 20 tokens a block, whatever the message holds. The fit takes framing per
-    tool block where that predicts each conversation better held out, else per message, and recovers it."""
-    rows = _framed(per_message, per_tool_block)
+@pytest.mark.parametrize(("per_message", "per_id_token"), [(0.0, 1.05), (30.0, 0.0)])
+def test_fit_frames_by_call_ids_where_the_provider_does(per_message: float, per_id_token: float) -> None:
+    """Each tool_use and tool_result block Anthropic receives carries the call's id, which the engine's count
+    leaves out; the pydantic-ai cassettes show about 1.04 tokens per cl100k_base token of the ids, whatever the
+    message holds. The fit takes framing by call ids where that predicts each conversation better held out, else
+    per message, and recovers it."""
+    rows = _framed(per_message, per_id_token)
     c = cal.fit(rows, by_kind=False)
-    assert c.per_tool_block == pytest.approx(per_tool_block, abs=0.5)
+    assert c.per_call_id_token == pytest.approx(per_id_token, abs=0.02)
     assert c.per_message == pytest.approx(per_message, abs=0.5)
     assert c.scale == pytest.approx(1.1, abs=2e-3)
     assert cal.held_out(rows).p90 < 2e-3
-    wrong = "message" if per_tool_block else "tool_block"
+    wrong = "message" if per_id_token else "call_id"
     assert cal.held_out(rows).p90 < cal._loo_errors(rows, False, wrong)  # type: ignore[operator]
 
 
-def test_a_fit_without_tool_blocks_frames_per_message() -> None:
-    rows = [replace(s, tool_blocks=0) for s in _framed(30.0, 0.0)]
+def test_a_fit_without_tool_calls_frames_per_message() -> None:
+    rows = [replace(s, id_tokens=0) for s in _framed(30.0, 0.0)]
     assert cal._framing_of(rows) == "message"
 
 
@@ -192,6 +195,18 @@ def test_load_rejects_other_files(tmp_path: Path) -> None:
         files.load(bad)
 
 
+def test_a_file_framed_per_tool_block_asks_for_a_new_calibration(tmp_path: Path) -> None:
+    """A file from before the framing by call ids holds ``per_tool_block``, a different unit: refused, saying what
+    to do, rather than read as if its coefficient were per id token."""
+    cals = cal.calibrate(_samples((25_000, 70, 1.13, 0)), tokenizer="cl100k_base", fitted_on="s", checksum="c")
+    path = files.save(cals, tmp_path / "cal.json")
+    old = path.read_text().replace('"per_call_id_token"', '"per_tool_block"')
+    assert old != path.read_text()
+    path.write_text(old)
+    with pytest.raises(InvalidConfig, match="per block.*run csim calibrate again"):
+        files.load(path)
+
+
 def test_choose_picks_the_matching_group_or_says_why_not() -> None:
     base = cal.calibrate(_samples((25_000, 70, 1.13, 0)), tokenizer="cl100k_base", fitted_on="s", checksum="c")[0]
     sub = replace(base, agent="subagent")
@@ -201,14 +216,18 @@ def test_choose_picks_the_matching_group_or_says_why_not() -> None:
         files.choose([base, sub, replace(base, format="vcr")], "anthropic")
 
 
-def _tiny_conversation() -> Conversation:
+def _tiny_conversation(call_id: str = "c1") -> Conversation:
     return Conversation(
         "t",
         (
             Message("u1", "user", (Part("text", "Fix the failing test in parser.py"),)),
-            Message("a1", "assistant", (Part("tool_call", call_id="c1", name="read", args='{"path": "parser.py"}'),)),
             Message(
-                "t1", "tool", (Part("tool_result", "def parse(x):\n    return x\n" * 40, call_id="c1", name="read"),)
+                "a1", "assistant", (Part("tool_call", call_id=call_id, name="read", args='{"path": "parser.py"}'),)
+            ),
+            Message(
+                "t1",
+                "tool",
+                (Part("tool_result", "def parse(x):\n    return x\n" * 40, call_id=call_id, name="read"),),
             ),
             Message("a2", "assistant", (Part("text", "Fixed."),)),
         ),
@@ -233,12 +252,17 @@ def test_engine_applies_the_calibration_to_every_request_and_hashes_it() -> None
     for r, k in zip(raw.rows, calibrated.rows, strict=True):
         assert k["context_tokens"] == c.apply(r["context_tokens"], r["messages_in_view"])
         assert k["context_tokens"] > 20_000
-    # framed per tool block: the second request's prompt holds the call and its result
-    per_block = replace(c, coefficients=cal.Coefficients(20_000, 0, 1.2, 0, per_tool_block=25))
-    framed = run(make_policy("none"), conv, RunConfig(calibration=per_block, cache="provider"))
+    # framed by call ids: the second request's prompt holds the call and its result, each with the id
+    toolu = "toolu_01X9wcHKKAZD9tBC711xipPa"
+    id_tokens = get_tokenizer("cl100k_base").count(toolu)
+    assert id_tokens > 10
+    conv = _tiny_conversation(toolu)
+    raw = run(make_policy("none"), conv, RunConfig())
+    per_id = replace(c, coefficients=cal.Coefficients(20_000, 0, 1.2, 0, per_call_id_token=1.5))
+    framed = run(make_policy("none"), conv, RunConfig(calibration=per_id, cache="provider"))
     assert [k["context_tokens"] for k in framed.rows] == [
-        per_block.apply(r["context_tokens"], r["messages_in_view"], tool_blocks=b)
-        for r, b in zip(raw.rows, (0, 2), strict=True)
+        per_id.apply(r["context_tokens"], r["messages_in_view"], id_tokens=n)
+        for r, n in zip(raw.rows, (0, 2 * id_tokens), strict=True)
     ]
     # the prompt cache's blocks carry the same count: what it bills adds up to the prompt
     for k in framed.rows:
@@ -282,7 +306,7 @@ def test_claude_code_held_out_error_meets_the_targets(claude_rows: list[cal.Samp
     its segments (the 7 and 3 first requests are the anchors). Measured: main 1.46% / 2.45%; subagents 1.01% /
     1.36%, where the whole-prompt fit of before missed by 6.69% / 20.91% (each subagent has its own system
     prompt). Each fit takes a ratio per kind only where that predicts its own conversations better, and framing
-    per tool block or per message likewise; forced, a ratio per kind carries to the other long session
+    by call ids or per message likewise; forced, a ratio per kind carries to the other long session
     better."""
     group = [s for s in claude_rows if s.agent == agent]
     assert len(group) == rows
@@ -401,6 +425,21 @@ def test_a_ratio_per_kind_stays_a_tokenizer_ratio() -> None:
     assert cal.RATIO_RANGE[0] <= c.scale <= cal.RATIO_RANGE[1]
 
 
+def test_a_kind_seen_growing_in_one_conversation_takes_the_one_ratio() -> None:
+    """Code at 1.3 in conversation c0 alone, prose at 1.1 everywhere: a code ratio fitted on c0 is c0's, and the
+    held-out choice cannot test it (leaving c0 out leaves no code), so code takes the one ratio; once code grows
+    in a second conversation it has its own."""
+    rows = _samples((2_000, 0.0, 1.1, 0), kinds=(1.1, 1.3, 1.1))
+    only_c0 = [s if s.conversation == "c0" else replace(s, recorded=s.recorded - round(0.2 * s.kinds[1])) for s in rows]
+    only_c0 = [
+        s if s.conversation == "c0" else replace(s, kinds=(s.kinds[0] + s.kinds[1], 0, s.kinds[2])) for s in only_c0
+    ]
+    one = cal.fit(only_c0, by_kind=False).scale
+    c = cal.fit(only_c0, by_kind=True)
+    assert c.kind_scales is None or c.kind_scales[1] == pytest.approx(one, abs=1e-9)
+    assert cal.fit(rows, by_kind=True).kind_scales == pytest.approx((1.1, 1.3, 1.1), abs=2e-3)
+
+
 def test_a_cassettes_chained_calls_are_one_segment_of_its_file(tmp_path: Path) -> None:
     """A cassette's calls are one conversation each; those of one chain (each re-sending the previous prompt,
     all text) are one segment of the file's session, anchored on the first; the others a segment each."""
@@ -423,11 +462,10 @@ def test_a_cassettes_chained_calls_are_one_segment_of_its_file(tmp_path: Path) -
 
 def test_cassettes_estimated_text_held_out_by_file() -> None:
     """pydantic-ai's cassettes: the calls of one agent run whose requests show everything as text are anchored on
-    the run's first call, and what each added is estimated, each file predicted by a fit on the others. OpenAI
-    (29 calls held out) meets the targets: measured 1.53% / 4.32%. Anthropic (15) meets the p90 and misses the
-    median: 2.27% / 4.55% (5.54% / 34.15% while the fit framed per message only: its tool blocks carry about 20
-    tokens each of framing, ids and wrappers, which a per-message term does not follow on prompts of a few
-    hundred tokens)."""
+    the run's first call, and what each added is estimated, each file predicted by a fit on the others. Both meet
+    the targets: OpenAI (29 calls held out) measured 1.52% / 4.35%; Anthropic (15) 1.86% / 3.11%, framed by the
+    tokens of the call ids its tool_use and tool_result blocks carry (5.54% / 34.15% framed per message, which
+    does not follow them on prompts of a few hundred tokens; 2.27% / 4.55% framed by a constant per block)."""
     from sim.cli.calibration import load_source
 
     path = RECORDED / "pydantic-ai-cassettes"
@@ -441,5 +479,5 @@ def test_cassettes_estimated_text_held_out_by_file() -> None:
     assert openai.median <= TARGET_MEDIAN and openai.p90 <= TARGET_P90, openai
     assert anthropic.anchored and anthropic.n_held_out == 15
     assert anthropic.absolute_median is not None and anthropic.median < anthropic.absolute_median
-    assert anthropic.p90 <= TARGET_P90, anthropic
+    assert anthropic.median <= TARGET_MEDIAN and anthropic.p90 <= TARGET_P90, anthropic
     assert anthropic.median < anthropic.baseline_median and anthropic.p90 < anthropic.baseline_p90

@@ -9,11 +9,11 @@ derives the session's fixed overhead (the system prompt and tool schemas the tra
 first request: its prompt minus the estimate of the messages before it.
 
 What the provider never counted is estimated with the calibration (``fixed + per_message x messages +
-per_tool_block x tool blocks + scale x tokens``, per message its ``scale``, ``per_message`` and ``per_tool_block``
-for each tool call or result it holds): messages after the last recorded request, messages
-between two requests whose prompts did not grow (a recording that restarted, stripped content, or compacted),
-and, in the engine, every text the simulator creates (summaries, placeholders, injected messages, truncation
-envelopes, the status line). :attr:`Anchors.estimated` says how many messages were estimated.
+per_call_id_token x call-id tokens + scale x tokens``, per message its ``scale``, ``per_message`` and
+``per_call_id_token`` for the ids of the tool calls and results it holds): messages after the last recorded
+request, messages between two requests whose prompts did not grow (a recording that restarted, stripped content,
+or compacted), and, in the engine, every text the simulator creates (summaries, placeholders, injected messages,
+truncation envelopes, the status line). :attr:`Anchors.estimated` says how many messages were estimated.
 
 Streamed duplicates are one message already (the importer merges records of one response id); a reply whose
 response id reappears after a user message (``api_id_repeated``) repeats an earlier usage and anchors nothing.
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from sim.calibration.fit import Calibration, Coefficients, reattached, segments
 from sim.calibration.kinds import KINDS, Kind, message_kinds
 from sim.core.conversation import Conversation, Message
-from sim.core.view import tool_blocks
+from sim.core.view import call_id_tokens
 from sim.replay.model import MESSAGE_OVERHEAD
 
 
@@ -77,11 +77,11 @@ class Anchors:
         back = self.reattached[k] if k < len(self.reattached) else 0
         return math.floor(self.overhead + after + back + self.segment_overheads[k][1] + 0.5)
 
-    def estimate(self, raw_tokens: int, tool_blocks: int = 0) -> int:
-        """The provider's count of one message the engine counts as ``raw_tokens`` (framing included) holding
-        ``tool_blocks`` tool calls and results."""
+    def estimate(self, raw_tokens: int, id_tokens: int = 0) -> int:
+        """The provider's count of one message the engine counts as ``raw_tokens`` (framing included) whose tool
+        calls and results carry ids of ``id_tokens`` tokens (:func:`sim.core.view.call_id_tokens`)."""
         c = self.coefficients
-        return max(0, math.floor(c.scale * raw_tokens + c.per_message + c.per_tool_block * tool_blocks + 0.5))
+        return max(0, math.floor(c.scale * raw_tokens + c.per_message + c.per_call_id_token * id_tokens + 0.5))
 
     def scale(self, raw_tokens: int, kind: Kind | None = None) -> int:
         """The provider's count of a piece of text (no message of its own) the engine counts as ``raw_tokens``,
@@ -96,10 +96,11 @@ class Anchors:
         x = c.ratio(kind) * text_tokens + c.ratio("prose") * MESSAGE_OVERHEAD + c.per_message
         return max(0, math.floor(x + 0.5))
 
-    def message_tokens(self, m: Message, raw_tokens: int) -> int:
-        """``m``'s provider size: anchored when the usage covered it, else estimated."""
+    def message_tokens(self, m: Message, raw_tokens: int, id_tokens: int = 0) -> int:
+        """``m``'s provider size: anchored when the usage covered it, else estimated (``raw_tokens`` and
+        ``id_tokens`` as :meth:`estimate` takes them)."""
         size = self.sizes.get(m.id)
-        return self.estimate(raw_tokens, tool_blocks(m)) if size is None else size
+        return self.estimate(raw_tokens, id_tokens) if size is None else size
 
 
 def anchor(
@@ -107,9 +108,11 @@ def anchor(
     raw_tokens: Callable[[Message], int],
     coefficients: Coefficients,
     cid: str = "",
+    id_tokens: Callable[[Message], int] = lambda m: 0,
 ) -> Anchors:
     """Anchors for a recording cut into ``segments`` (see the module docstring); ``raw_tokens`` is the engine's
-    count of a message, framing included."""
+    count of a message, framing included, and ``id_tokens`` its count of the message's call ids (for a
+    calibration's ``per_call_id_token``; none by default)."""
     sizes: dict[str, int] = {}
     estimated = 0
     guessed: dict[str, int] = {}
@@ -117,7 +120,7 @@ def anchor(
     per_segment: list[tuple[int | None, int]] = []
     probe = Anchors(0, {}, coefficients)
     for seg in segments:
-        est = [probe.estimate(raw_tokens(m), tool_blocks(m)) for m in seg]
+        est = [probe.estimate(raw_tokens(m), id_tokens(m)) for m in seg]
         anchors = [
             (i, m.usage.prompt_tokens)
             for i, m in enumerate(seg)
@@ -144,7 +147,7 @@ def anchor(
             for m, n in zip(seg[a:b], share, strict=True):
                 sizes[m.id] = n
     for seg in segments:
-        guessed.update((m.id, probe.estimate(raw_tokens(m), tool_blocks(m))) for m in seg if m.id not in sizes)
+        guessed.update((m.id, probe.estimate(raw_tokens(m), id_tokens(m))) for m in seg if m.id not in sizes)
     return Anchors(overhead or 0, sizes, coefficients, estimated, cid, tuple(per_segment), guessed)
 
 
@@ -177,7 +180,7 @@ def anchors_for(conv: Conversation, calibration: Calibration | None, tokenizer: 
     engine = Engine(make_policy("none"), conv, RunConfig(tokenizer=tok, accounting="counted"))
     parts = [seg.messages for seg in segments(conv)]
     coefficients = calibration.coefficients if calibration is not None else IDENTITY
-    anchors = anchor(parts, engine._raw_tokens, coefficients, conv.id)
+    anchors = anchor(parts, engine._raw_tokens, coefficients, conv.id, lambda m: call_id_tokens(m, engine.tok.count))
     # what the client re-attached after each recorded compaction, estimated from the history before it
     source, count, start = str(conv.meta.get("source", "")), engine.tok.count, 0
     ratios = [coefficients.ratio(kind) for kind in KINDS]

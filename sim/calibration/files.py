@@ -41,6 +41,10 @@ def load(path: str | Path) -> list[Calibration]:
 
 
 def _coefficients(d: dict[str, Any]) -> Coefficients:
+    if "per_tool_block" in d:
+        raise ValueError(
+            "it frames tool calls per block, as csim before the framing by call ids did: run csim calibrate again"
+        )
     kinds = d.get("kind_scales")
     return Coefficients(**{**d, "kind_scales": None if kinds is None else tuple(kinds)})
 
@@ -122,7 +126,11 @@ class Report:
                 line += f"\n    whole prompts: median {e.absolute_median:.2%} p90 {e.absolute_p90:.2%}"
             line += (
                 f"\n    fixed {k.fixed:,.0f} + "
-                + (f"{k.per_tool_block:.2f}/tool block" if k.per_tool_block else f"{k.per_message:.2f}/message")
+                + (
+                    f"{k.per_call_id_token:.2f} x call-id tokens"
+                    if k.per_call_id_token
+                    else f"{k.per_message:.2f}/message"
+                )
                 + f" + {k.scale:.4f} x tokens + "
                 f"{k.after_compaction:,.0f} after a compaction"
             )

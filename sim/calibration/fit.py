@@ -15,17 +15,19 @@ Model, fitted per group (provider, format, agent)::
 
     provider_tokens ~ fixed + framing + sum over kinds(ratio[kind] * engine_tokens[kind])
                       + scale * head + after_compaction * [summarised]
-    framing = per_message * messages, or per_tool_block * tool blocks (tool calls and results)
+    framing = per_message * messages, or per_call_id_token * tokens of the tool calls' and results' ids
 
 - ``ratio[kind]``: the provider's tokenizer against ours, per content kind (prose, code, JSON:
   :mod:`sim.calibration.kinds`); Claude's tokenizer spends more tokens than cl100k_base on code. ``scale`` is
   their mean over the fitted content, used where a prompt's mix is not known (``head``: the engine's framing
   and tool definitions, and a whole prompt counted in one number by ``Calibration.apply``).
-- ``per_message``: framing the provider adds per message beyond the engine's own overhead; or ``per_tool_block``,
-  per tool call and result (Anthropic wraps each tool_use and tool_result block with its id, which the engine does
-  not count: about 20 tokens a block in the pydantic-ai cassettes, whose prompts are a few hundred tokens, so a
-  per-message term misses by 5-34%). A fit takes the one that predicts its own conversations better held out
-  (:func:`fit`); the other is 0.
+- ``per_message``: framing the provider adds per message beyond the engine's own overhead; or
+  ``per_call_id_token``, per token of the ids of the tool calls and results (each tool_use and tool_result block
+  Anthropic receives carries the call's id, ``toolu_`` and 24 characters, about 20 cl100k_base tokens, and the
+  engine's count leaves ids out). On the pydantic-ai cassettes, whose prompts are a few hundred tokens, a
+  per-message term misses by 5-34%, a constant per tool block by 2.3% median (the id's tokens vary from 17 to 21
+  and the block's wrapper with them), and the ids' tokens at the fitted 1.04 each by 1.9%. A fit takes the one
+  that predicts its own conversations better held out (:func:`fit`); the other is 0.
 - ``fixed``: what the recording leaves out and every request carries: the agent's system prompt and
   tool definitions (FORMATS.md: 18-33K tokens for Claude Code).
 - ``after_compaction``: what comes back after the client compacts, beyond what :func:`reattached` estimates
@@ -81,11 +83,12 @@ import numpy as np
 from sim.calibration.kinds import KINDS, Kind, message_kinds
 from sim.core.conversation import Conversation, Message
 from sim.core.errors import CsimError, InvalidConfig
-from sim.core.view import tool_blocks
+from sim.core.view import call_id_tokens
 
 Split = Literal["conversation", "alternate"]
-#: What the provider frames beyond the engine's own count: each message, or each tool block (:func:`fit`).
-Framing = Literal["message", "tool_block"]
+#: What the provider frames beyond the engine's own count: each message, or the tool calls' and results' ids
+#: (:func:`fit`).
+Framing = Literal["message", "call_id"]
 SPLITS = ("conversation", "alternate")
 
 #: The engine replays recordings for calibration with this window: large enough that no recorded prompt
@@ -104,7 +107,7 @@ class Coefficients:
     scale: float
     after_compaction: float = 0.0
     kind_scales: tuple[float, float, float] | None = None
-    per_tool_block: float = 0.0
+    per_call_id_token: float = 0.0
 
     def ratio(self, kind: Kind) -> float:
         """Provider tokens per engine token of text of ``kind``."""
@@ -154,7 +157,7 @@ class Calibration:
     def __post_init__(self) -> None:
         c = self.coefficients
         kinds = c.kind_scales or ()
-        numbers = (c.fixed, c.per_message, c.per_tool_block, c.scale, c.after_compaction, *kinds)
+        numbers = (c.fixed, c.per_message, c.per_call_id_token, c.scale, c.after_compaction, *kinds)
         if not all(math.isfinite(x) for x in numbers):
             raise InvalidConfig(f"calibration {self.key}: coefficients must be finite numbers, got {c}")
         if c.scale <= 0 or any(x <= 0 for x in kinds) or len(kinds) not in (0, len(KINDS)):
@@ -167,11 +170,11 @@ class Calibration:
     def key(self) -> str:
         return f"{self.provider}/{self.format}/{self.agent}"
 
-    def apply(self, tokens: int, messages: int, summarised: bool = False, tool_blocks: int = 0) -> int:
-        """The provider's count predicted from the engine's ``tokens``, ``messages`` and ``tool_blocks`` (tool
-        calls and results) of one request."""
+    def apply(self, tokens: int, messages: int, summarised: bool = False, id_tokens: int = 0) -> int:
+        """The provider's count predicted from the engine's ``tokens``, ``messages`` and ``id_tokens`` (the tokens
+        of its tool calls' and results' ids, :func:`sim.core.view.call_id_tokens`) of one request."""
         c = self.coefficients
-        x = c.fixed + c.per_message * messages + c.per_tool_block * tool_blocks + c.scale * tokens
+        x = c.fixed + c.per_message * messages + c.per_call_id_token * id_tokens + c.scale * tokens
         x += c.after_compaction if summarised else 0.0
         return max(0, math.floor(x + 0.5))
 
@@ -199,8 +202,8 @@ class Sample:
     #: what the client re-attaches after the compaction that opened this segment, estimated from the history
     #: before it (Claude Code's files): engine tokens by kind, and how many messages
     reattached: tuple[int, int, int] = (0, 0, 0)
-    reattached_messages: int = 0  # (what Claude Code re-attaches is text: no tool blocks)
-    tool_blocks: int = 0  # tool calls and results in the messages before it
+    reattached_messages: int = 0  # (what Claude Code re-attaches is text: no tool calls)
+    id_tokens: int = 0  # tokens of the call ids of the tool calls and results in the messages before it
 
     @property
     def head(self) -> int:
@@ -343,7 +346,7 @@ def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "c
             rows = iter(replay_counts(seg, tokenizer))
             summarised = opens_with_summary(seg)
             back = reattached(history, fmt) if k else ()
-            chars = blocks = 0
+            chars = ids = 0
             kinds = np.zeros(3, dtype=np.int64)
             for m in seg.messages:
                 if m.role == "assistant":
@@ -367,11 +370,11 @@ def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "c
                                 (int(kinds[0]), int(kinds[1]), int(kinds[2])),
                                 _sum_kinds(back, count),
                                 len(back),
-                                blocks,
+                                ids,
                             )
                         )
                 chars += m.chars
-                blocks += tool_blocks(m)
+                ids += call_id_tokens(m, count)
                 kinds += message_kinds(m, count)
     return out
 
@@ -420,6 +423,11 @@ def reattached(history: Sequence[Message], fmt: str) -> tuple[Message, ...]:
 #: A kind is fitted its own ratio when it is at least this share of the content the fit sees; rarer, it takes the
 #: one ratio (a column of near zeros has no ratio to recover).
 MIN_KIND_SHARE = 0.02
+#: ... and when it grew in at least this many conversations. A ratio fitted on one conversation is that
+#: conversation's, and the held-out choice of a ratio per kind (:func:`fit`) cannot test it: leaving that
+#: conversation out leaves nothing to fit it on. (The pydantic-ai cassettes: a code ratio fitted on one session's
+#: validation errors missed another session's code by 5.4%, against 0.3% with one ratio.)
+MIN_KIND_CONVERSATIONS = 2
 #: What a ratio per kind may be: provider tokens per cl100k_base token of one kind of text. Two BPE tokenizers do
 #: not differ by more than this on any kind (Claude's and cl100k_base: 0.86 to 1.20 on the Claude Code sessions);
 #: a fitted ratio outside says the kind's column took up something else (the framing of the tool calls whose
@@ -470,9 +478,10 @@ def fit(rows: Sequence[Sample], by_kind: bool | None = None, framing: Framing | 
     """The calibration of one group (see the comment above). ``by_kind``: a ratio per kind (True), one for all
     text (False), or (None) a ratio per kind only where that predicts better within ``rows``, each conversation
     by a fit on the others (mean relative error): three ratios need more data than one, and a few dozen
-    requests are better served by one. ``framing``: what the provider adds framing to beyond the engine's own
-    count, each message (``per_message``) or each tool call and result (``per_tool_block``), or (None) the one
-    that predicts better within ``rows``, judged the same way."""
+    requests are better served by one; and a kind has its own ratio only where it grew in two or more
+    conversations (:data:`MIN_KIND_CONVERSATIONS`). ``framing``: what the provider adds beyond the engine's own
+    count, per message (``per_message``) or per token of the tool calls' and results' ids (``per_call_id_token``),
+    or (None) the one that predicts better within ``rows``, judged the same way."""
     if framing is None:
         framing = _framing_of(rows)
     if by_kind is None:
@@ -501,17 +510,18 @@ def _kinds_carry(rows: Sequence[Sample], framing: Framing = "message") -> bool:
 
 
 def _framing_of(rows: Sequence[Sample]) -> Framing:
-    """``tool_block`` where framing per tool block predicts each conversation of ``rows`` better than per message
-    (one ratio, fitted without it), else ``message``. Anthropic frames each tool_use and tool_result block with its
-    id and wrapper, which the engine does not count (the pydantic-ai cassettes: about 20 tokens a block)."""
-    if not any(b.tool_blocks != a.tool_blocks for a, b in _growth(rows)):
-        return "message"  # no tool block was added: nothing to fit it on
-    blocks, message = _loo_errors(rows, False, "tool_block"), _loo_errors(rows, False, "message")
-    return "tool_block" if blocks is not None and message is not None and blocks < message else "message"
+    """``call_id`` where framing per token of the call ids predicts each conversation of ``rows`` better than per
+    message (one ratio, fitted without it), else ``message``. Anthropic's tool_use and tool_result blocks carry the
+    call's id, which the engine does not count (the pydantic-ai cassettes: 1.04 tokens per cl100k_base token of
+    the ids, about 20 a block)."""
+    if not any(b.id_tokens != a.id_tokens for a, b in _growth(rows)):
+        return "message"  # no tool call or result was added: nothing to fit it on
+    ids, message = _loo_errors(rows, False, "call_id"), _loo_errors(rows, False, "message")
+    return "call_id" if ids is not None and message is not None and ids < message else "message"
 
 
 def _frames(s: Sample, framing: Framing) -> int:
-    return s.tool_blocks if framing == "tool_block" else s.messages
+    return s.id_tokens if framing == "call_id" else s.messages
 
 
 def _fit(rows: Sequence[Sample], by_kind: bool, framing: Framing = "message") -> Coefficients:
@@ -529,7 +539,12 @@ def _fit(rows: Sequence[Sample], by_kind: bool, framing: Framing = "message") ->
         return Coefficients(fixed, per_message, scale, after)
     dk = np.array([[bk - ak for ak, bk in zip(a.kinds, b.kinds, strict=True)] for a, b in pairs], dtype=float)
     totals = np.abs(dk).sum(axis=0)
-    own = [i for i in range(3) if by_kind and totals[i] > 0 and totals[i] >= MIN_KIND_SHARE * totals.sum()]
+    grew_in = [len({b.conversation for (_, b), row in zip(pairs, dk, strict=True) if row[i]}) for i in range(3)]
+    own = [
+        i
+        for i in range(3)
+        if by_kind and grew_in[i] >= MIN_KIND_CONVERSATIONS and totals[i] >= MIN_KIND_SHARE * totals.sum()
+    ]
     ratios = [float(scale)] * 3
     kind_scales: tuple[float, float, float] | None = None
     mean = float(scale)
@@ -564,7 +579,7 @@ def _fit(rows: Sequence[Sample], by_kind: bool, framing: Framing = "message") ->
         if k > 0 and a.summarised
     ]
     after = float(np.median(left_after)) if left_after else 0.0
-    if framing == "tool_block":
+    if framing == "call_id":
         return Coefficients(fixed, 0.0, mean, after, kind_scales, per_frame)
     return Coefficients(fixed, per_frame, mean, after, kind_scales)
 
@@ -579,7 +594,7 @@ def predict(rows: Sequence[Sample], c: Coefficients) -> np.ndarray:
         kinds = [k + r * back for k, r in zip(s.kinds, s.reattached, strict=True)]
         messages = s.messages + s.reattached_messages * back
         text = float(np.dot(ratios, kinds)) + c.scale * s.head
-        framing = c.per_message * messages + c.per_tool_block * s.tool_blocks
+        framing = c.per_message * messages + c.per_call_id_token * s.id_tokens
         out.append(c.fixed + framing + text + c.after_compaction * back)
     return np.array(out, dtype=float)
 
@@ -593,7 +608,7 @@ def _anchored_errors(rows: Sequence[Sample], firsts: dict[tuple[str, int], Sampl
         if a is s:
             continue
         dk = [b - x for x, b in zip(a.kinds, s.kinds, strict=True)]
-        framing = c.per_message * (s.messages - a.messages) + c.per_tool_block * (s.tool_blocks - a.tool_blocks)
+        framing = c.per_message * (s.messages - a.messages) + c.per_call_id_token * (s.id_tokens - a.id_tokens)
         guess = a.recorded + framing + float(np.dot(ratios, dk))
         out.append(abs(guess - s.recorded) / s.recorded)
     return np.array(out, dtype=float)
@@ -703,7 +718,7 @@ def calibrate(
             None
             if c.kind_scales is None
             else (round(c.kind_scales[0], 6), round(c.kind_scales[1], 6), round(c.kind_scales[2], 6)),
-            round(c.per_tool_block, 6),
+            round(c.per_call_id_token, 6),
         )
         out.append(
             Calibration(

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from sim.core.conversation import Message
-from sim.core.view import Messages, Rule, View, edited_chars, layout, standard_rule, tool_blocks
+from sim.core.view import Messages, Rule, View, call_id_tokens, edited_chars, layout, standard_rule
 from sim.replay.model import MESSAGE_OVERHEAD, ModelConfig
 
 #: ``(message, rules) -> (chars, tokens)`` of the message as ``rules`` edit it; (0, 0) when nothing of it is sent.
@@ -45,10 +45,10 @@ class _Prefix:
     chars: list[int] = field(default_factory=lambda: [0])
     tokens: list[int] = field(default_factory=lambda: [0])
     sent: list[int] = field(default_factory=lambda: [0])
-    blocks: list[int] = field(default_factory=lambda: [0])  # tool blocks sent
+    ids: list[int] = field(default_factory=lambda: [0])  # tokens of the call ids sent (view.call_id_tokens)
 
     def copy(self) -> _Prefix:
-        return _Prefix(list(self.chars), list(self.tokens), list(self.sent), list(self.blocks))
+        return _Prefix(list(self.chars), list(self.tokens), list(self.sent), list(self.ids))
 
 
 @dataclass
@@ -65,7 +65,7 @@ class Ledger:
     chars_prefix: list[int] = field(default_factory=lambda: [0])
     tokens_prefix: list[int] = field(default_factory=lambda: [0])
     calls_prefix: list[int] = field(default_factory=lambda: [0])  # tool calls
-    blocks_prefix: list[int] = field(default_factory=lambda: [0])  # tool calls and results (view.tool_blocks)
+    ids_prefix: list[int] = field(default_factory=lambda: [0])  # tokens of call ids (view.call_id_tokens)
     unit_start: list[int] = field(default_factory=list)
     last_user: int = -1
     reverts: list[tuple[int, int]] = field(default_factory=list)  # (revert index, change index)
@@ -74,6 +74,9 @@ class Ledger:
     sizer: Sizer = _chars_only
     #: Counts a text the view adds (a summary, an injected message) as the sizer counts messages.
     count: Callable[[str], int] = lambda text: -(-len(text) // 4)
+    #: Counts a call id as the engine's tokenizer does, for a calibration that frames by them
+    #: (``per_call_id_token``); None: not counted (every other run, which has no use for them).
+    id_count: Callable[[str], int] | None = None
     edited: dict[tuple[Rule, ...], _Prefix] = field(default_factory=dict)
     #: The first message's text as it was appended (the system prompt's, when there is one): what every
     #: request must start with, byte for byte, whatever happens to the list of messages afterwards.
@@ -88,7 +91,7 @@ class Ledger:
         self.chars_prefix.append(self.chars_prefix[-1] + chars)
         self.tokens_prefix.append(self.tokens_prefix[-1] + tokens)
         self.calls_prefix.append(self.calls_prefix[-1] + (len(m.calls) if calls is None else calls))
-        self.blocks_prefix.append(self.blocks_prefix[-1] + tool_blocks(m))
+        self.ids_prefix.append(self.ids_prefix[-1] + (call_id_tokens(m, self.id_count) if self.id_count else 0))
         self.unit_start.append(self._unit_start_for(i, m))
         if m.role == "user" and m.command is None:
             self.last_user = i
@@ -113,18 +116,18 @@ class Ledger:
             p.chars.append(p.chars[-1] + c)
             p.tokens.append(p.tokens[-1] + t)
             p.sent.append(p.sent[-1] + (1 if c or t else 0))
-            p.blocks.append(p.blocks[-1] + (tool_blocks(m, rules) if c or t else 0))
+            p.ids.append(p.ids[-1] + (call_id_tokens(m, self.id_count, rules) if self.id_count and (c or t) else 0))
         return p
 
     def sizes(self, a: int, b: int, rules: tuple[Rule, ...]) -> tuple[int, int, int, int]:
-        """Characters, tokens, messages sent and tool blocks sent of ``messages[a:b]`` under ``rules``."""
+        """Characters, tokens, messages sent and call-id tokens sent of ``messages[a:b]`` under ``rules``."""
         if b <= a:
             return 0, 0, 0, 0
         if not rules:
-            cp, tp, bp = self.chars_prefix, self.tokens_prefix, self.blocks_prefix
+            cp, tp, bp = self.chars_prefix, self.tokens_prefix, self.ids_prefix
             return cp[b] - cp[a], tp[b] - tp[a], b - a, bp[b] - bp[a]
         p = self.prefix(rules)
-        return p.chars[b] - p.chars[a], p.tokens[b] - p.tokens[a], p.sent[b] - p.sent[a], p.blocks[b] - p.blocks[a]
+        return p.chars[b] - p.chars[a], p.tokens[b] - p.tokens[a], p.sent[b] - p.sent[a], p.ids[b] - p.ids[a]
 
     def copy(self) -> Ledger:
         """An independent copy (the messages themselves are immutable and shared)."""
@@ -134,7 +137,7 @@ class Ledger:
             chars_prefix=list(self.chars_prefix),
             tokens_prefix=list(self.tokens_prefix),
             calls_prefix=list(self.calls_prefix),
-            blocks_prefix=list(self.blocks_prefix),
+            ids_prefix=list(self.ids_prefix),
             unit_start=list(self.unit_start),
             reverts=list(self.reverts),
             change_at=dict(self.change_at),
@@ -286,7 +289,7 @@ class RunState:
         return sum(cp[min(b, n)] - cp[a] for a, b in (*v.spans, (v.start, n)) if a < min(b, n))
 
     def _totals(self, v: View) -> tuple[int, int, int, int]:
-        """(characters, tokens, messages sent, tool blocks sent) of view ``v``.
+        """(characters, tokens, messages sent, call-id tokens sent) of view ``v``.
 
         A view's edits reach no message past the log's length when it was made, and its tail is open, so
         once measured at ``n0`` messages it is measured at any later length by adding the prefix sums of
@@ -295,21 +298,21 @@ class RunState:
         hit = self._sized.get(id(v))
         if hit is not None and hit[0] is v and hit[1] <= n:
             _, n0, c, t, k, b = hit
-            lp, tp, bp = self._l.chars_prefix, self._l.tokens_prefix, self._l.blocks_prefix
+            lp, tp, bp = self._l.chars_prefix, self._l.tokens_prefix, self._l.ids_prefix
             return c + lp[n] - lp[n0], t + tp[n] - tp[n0], k + n - n0, b + bp[n] - bp[n0]
-        chars = tokens = sent = blocks = 0
+        chars = tokens = sent = ids = 0
         for item in layout(v, n, self.has_system):
             if isinstance(item, Messages):
                 c, t, k, b = self._l.sizes(item.a, item.b, item.rules)
-                chars, tokens, sent, blocks = chars + c, tokens + t, sent + k, blocks + b
+                chars, tokens, sent, ids = chars + c, tokens + t, sent + k, ids + b
             else:
                 chars += len(item.text)
                 tokens, sent = tokens + MESSAGE_OVERHEAD + self._l.count(item.text), sent + 1
         if v.start <= n and (not v.edits or max(e.before for e in v.edits) <= n):
             if len(self._sized) >= 8:
                 self._sized.clear()
-            self._sized[id(v)] = (v, n, chars, tokens, sent, blocks)
-        return chars, tokens, sent, blocks
+            self._sized[id(v)] = (v, n, chars, tokens, sent, ids)
+        return chars, tokens, sent, ids
 
     @property
     def has_system(self) -> bool:

@@ -308,17 +308,21 @@ def edit_parts(m: Message, rules: tuple[Rule, ...], truncate: TruncateFn | None 
     return tuple(out)
 
 
-#: Part kinds a provider frames as tool blocks (an id, a name, a wrapper): a calibration's ``per_tool_block``.
+#: Part kinds a provider frames as tool blocks: each carries its call id (Anthropic's tool_use ``id`` and
+#: tool_result ``tool_use_id``, OpenAI's ``call_id``), which the engine's count leaves out (a calibration's
+#: ``per_call_id_token``, :mod:`sim.calibration.fit`).
 TOOL_BLOCK_KINDS = frozenset({"tool_call", "tool_result"})
 
 
-def tool_blocks(m: Message, rules: tuple[Rule, ...] = ()) -> int:
-    """Tool calls and results ``m`` sends under ``rules`` (a dropped one is not sent; one cleared or truncated is)."""
+def call_id_tokens(m: Message, count: Callable[[str], int], rules: tuple[Rule, ...] = ()) -> int:
+    """Tokens (by ``count``) of the call ids of the tool calls and results ``m`` sends under ``rules`` (a dropped
+    one is not sent; one cleared or truncated is, id and all)."""
     n = 0
     for p in m.parts:
         if p.kind in TOOL_BLOCK_KINDS:
             rule = rule_for(p, rules) if rules else None
-            n += rule is None or rule.action != "drop"
+            if rule is None or rule.action != "drop":
+                n += count(p.call_id or "")
     return n
 
 

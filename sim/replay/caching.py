@@ -14,11 +14,11 @@ a compaction drops the blocks from the first place the new layout differs from t
 breakpoints (:class:`sim.core.cache.Prompt`), so caching adds O(new messages) per request.
 
 With a calibration (``csim calibrate``: the provider's count is ``fixed + per_message x messages +
-per_tool_block x tool blocks + scale x tokens``), the blocks carry the provider's count: the head carries the fixed
-part (the hidden system prompt and tool schemas sit at the front of the prompt, where the cache holds them), each
-message its per-message and per-tool-block parts, and every block is scaled; prefix sums are rounded as the
-whole prompt's count is. ``after_compaction`` is counted as uncached input at the end: where in the prompt it sits
-is not known.
+per_call_id_token x call-id tokens + scale x tokens``), the blocks carry the provider's count: the head carries the
+fixed part (the hidden system prompt and tool schemas sit at the front of the prompt, where the cache holds them),
+each message its per-message part and its tool calls' and results' ids, and every block is scaled; prefix sums are
+rounded as the whole prompt's count is. ``after_compaction`` is counted as uncached input at the end: where in the
+prompt it sits is not known.
 
 Warm start: the agent's system prompt and tools are the same in all its sessions, so when a session starts their
 cache entry is already live elsewhere (the first request of the recorded Claude Code session fa812bfe reads
@@ -72,7 +72,7 @@ from sim.core.cache import (
 from sim.core.clock import Step, classify_tool, recorded_times, synthetic_times
 from sim.core.conversation import Message
 from sim.core.state import Ledger
-from sim.core.view import Item, Messages, Rule, View, layout, tool_blocks
+from sim.core.view import Item, Messages, Rule, View, call_id_tokens, layout
 from sim.replay.model import MESSAGE_OVERHEAD
 from sim.replay.request import common_units
 
@@ -104,8 +104,8 @@ class RequestCache:
         self._raw: list[int] = []  # the engine's tokens through each block
         self._cum: list[int] = self._raw  # the provider's: a list of its own with a calibration
         self._unit_end: list[int] = []  # blocks after each layout unit (a message, summary or injected message)
-        self._tool_blocks: list[int] = []  # tool calls and results through each layout unit (a calibration's)
-        self._adding = 0  # the tool calls and results of the unit being added
+        self._ids: list[int] = []  # tokens of call ids through each layout unit (a calibration's)
+        self._adding = 0  # the call-id tokens of the unit being added
         self._eligible: list[int] = []  # block indices that end an eligible message (OpenAI GPT-5.6+)
         self._view: View | None = None
         self._head: tuple[int, bool] | None = None
@@ -120,7 +120,7 @@ class RequestCache:
         other._keys, other._raw = list(self._keys), list(self._raw)
         other._cum = other._raw if self._cal is None else list(self._cum)
         other._unit_end, other._eligible = list(self._unit_end), list(self._eligible)
-        other._tool_blocks = list(self._tool_blocks)
+        other._ids = list(self._ids)
         return other
 
     def usage(
@@ -185,7 +185,7 @@ class RequestCache:
         rebuilt, self._rebuilds = rebuilds != self._rebuilds, rebuilds
         if self._view is None or self._head != (head_tokens, grace):
             self._head = (head_tokens, grace)
-            self._keys, self._raw, self._unit_end, self._eligible, self._tool_blocks = [], [], [], [], []
+            self._keys, self._raw, self._unit_end, self._eligible, self._ids = [], [], [], [], []
             self._cum = self._raw if self._cal is None else []
             self._push(chain(0, ("head", head_tokens, grace)), head_tokens, new_unit=False)
             self._feed(layout(view, n, self.has_system), 0)
@@ -199,7 +199,7 @@ class RequestCache:
             if rebuilt:  # everything after the system prompt is keyed anew
                 same = min(same, int(self.has_system))
             end = self._unit_end[same - 1] if same else 1
-            del self._keys[end:], self._raw[end:], self._unit_end[same:], self._tool_blocks[same:]
+            del self._keys[end:], self._raw[end:], self._unit_end[same:], self._ids[same:]
             if self._cal is not None:
                 del self._cum[end:]
             while self._eligible and self._eligible[-1] >= end:
@@ -227,16 +227,17 @@ class RequestCache:
             skip = 0
 
     def _add_message(self, m: Message, rules: tuple[Rule, ...]) -> None:
-        self._add(self._message_blocks(m, rules), m.role in _ELIGIBLE_ROLES, tool_blocks(m, rules) if self._cal else 0)
+        ids = call_id_tokens(m, self._count, rules) if self._cal else 0  # (with a calibration, no anchors: raw counts)
+        self._add(self._message_blocks(m, rules), m.role in _ELIGIBLE_ROLES, ids)
 
-    def _add(self, blocks: Sequence[tuple[object, int]], eligible: bool, tool_calls_and_results: int = 0) -> None:
+    def _add(self, blocks: Sequence[tuple[object, int]], eligible: bool, ids: int = 0) -> None:
         keys = self._keys
         salt = self._rebuilds if len(self._unit_end) == int(self.has_system) else 0  # the first unit after it
-        self._adding = tool_calls_and_results
+        self._adding = ids
         for k, (content, tokens) in enumerate(blocks):
             self._push(chain(keys[-1], (REBUILD_MARK, salt, content) if salt and k == 0 else content), tokens, k == 0)
         self._unit_end.append(len(keys))
-        self._tool_blocks.append((self._tool_blocks[-1] if self._tool_blocks else 0) + tool_calls_and_results)
+        self._ids.append((self._ids[-1] if self._ids else 0) + ids)
         self._adding = 0
         if eligible and blocks:
             self._eligible.append(len(keys) - 1)
@@ -248,8 +249,8 @@ class RequestCache:
         c = self._cal
         if c is not None:  # the provider's count of this prefix, as Calibration.apply counts a whole prompt
             units = len(self._unit_end) + new_unit
-            blocks = (self._tool_blocks[-1] if self._tool_blocks else 0) + self._adding
-            x = math.floor(c.fixed + c.per_message * units + c.per_tool_block * blocks + c.scale * raw[-1] + 0.5)
+            ids = (self._ids[-1] if self._ids else 0) + self._adding
+            x = math.floor(c.fixed + c.per_message * units + c.per_call_id_token * ids + c.scale * raw[-1] + 0.5)
             self._cum.append(max(x, self._cum[-1] if self._cum else 0))
 
     def _pop(self) -> None:

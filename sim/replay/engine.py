@@ -58,7 +58,7 @@ from sim.core.log import (
 )
 from sim.core.state import Ledger, RunState
 from sim.core.tokenizers import CountingTokenizer, Memo, get_tokenizer, memoised
-from sim.core.view import Rule, Summary, View, edit_parts, fold, rule_for
+from sim.core.view import Rule, Summary, View, call_id_tokens, edit_parts, fold, rule_for
 from sim.replay import model as wire
 from sim.replay.caching import RequestCache, message_times
 from sim.replay.model import DEFAULT_MODEL, MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD
@@ -156,7 +156,12 @@ class Engine:
             self.tok.derived if self.anchors is None else memoised(self.tok.derived, self.anchors, "memo", _new_memo)
         )
         self._estimates: dict[str, int] = {}  # text -> its estimate with anchors: a pure function, shared by copies
-        self.ledger = Ledger(sizer=self._edited_sizes, count=self._text_tokens)
+        by_ids = (
+            config.calibration is not None and config.calibration.coefficients.per_call_id_token and self.anchors is None
+        )
+        self.ledger = Ledger(
+            sizer=self._edited_sizes, count=self._text_tokens, id_count=self.tok.count if by_ids else None
+        )
         self.state = RunState(self.ledger, config.model)
         self.state.view = View(placeholder=policy.placeholder)
         self.state.checkpoints.append(self.state.view)
@@ -264,7 +269,7 @@ class Engine:
         if hit is not None and hit[0] is m:
             return hit[1]  # type: ignore[no-any-return]
         raw = self._raw_tokens(m)
-        total = self.anchors.message_tokens(m, raw)
+        total = self.anchors.message_tokens(m, raw, call_id_tokens(m, self.tok.count))
         value = (total, total / raw if raw else 0.0)
         self._memo[key] = (m, value)
         return value
@@ -834,13 +839,13 @@ class Engine:
     def _request_size(self, view: View, grace: bool) -> tuple[str | None, int, int]:
         """The status line, prompt tokens and messages of a request for ``view`` (pure)."""
         status = self.tracker.status_line() if self.status else None
-        _, view_tokens, in_view, blocks = self.state._totals(view)
+        _, view_tokens, in_view, ids = self.state._totals(view)
         tokens = self._head_tokens(grace) + view_tokens + self._status_tokens(status)
         if (
             self.config.calibration is not None and self.anchors is None
         ):  # report what the provider would count (sim.calibration.fit)
             summarised = view.summary is not None or self._opens_summarised
-            tokens = self.config.calibration.apply(tokens, in_view, summarised, blocks)
+            tokens = self.config.calibration.apply(tokens, in_view, summarised, ids)
         return status, tokens, in_view
 
     def _head_tokens(self, grace: bool) -> int:
@@ -859,11 +864,11 @@ class Engine:
         the agent request for ``view`` (its tools included; no status line) with ``instruction`` appended as a
         last user message, counted as the agent request is (with a calibration, the provider's count; the
         instruction, like the status line, adds no per-message term: the cache blocks count it so too)."""
-        _, view_tokens, in_view, blocks = self.state._totals(view)
+        _, view_tokens, in_view, ids = self.state._totals(view)
         tokens = self._head_tokens(False) + view_tokens + (self._instruction_tokens(instruction) if instruction else 0)
         if self.config.calibration is not None and self.anchors is None:
             summarised = view.summary is not None or self._opens_summarised
-            tokens = self.config.calibration.apply(tokens, in_view, summarised, blocks)
+            tokens = self.config.calibration.apply(tokens, in_view, summarised, ids)
         return tokens
 
     def _status_tokens(self, status: str | None) -> int:
