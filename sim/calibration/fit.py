@@ -25,9 +25,9 @@ Model, fitted per group (provider, format, agent)::
   ``per_call_id_token``, per token of the ids of the tool calls and results (each tool_use and tool_result block
   Anthropic receives carries the call's id, ``toolu_`` and 24 characters, about 20 cl100k_base tokens, and the
   engine's count leaves ids out). On the pydantic-ai cassettes, whose prompts are a few hundred tokens, a
-  per-message term misses by 5-34%, a constant per tool block by 2.3% median (the id's tokens vary from 17 to 21
-  and the block's wrapper with them), and the ids' tokens at the fitted 1.04 each by 1.9%. A fit takes the one
-  that predicts its own conversations better held out (:func:`fit`); the other is 0.
+  per-message term misses by 5-34%, a constant per tool block by 2.3% median (an id is 17 to 21 tokens), and the
+  ids' tokens at the fitted 1.04 each by 1.9%. A fit takes the one that predicts its own conversations better
+  held out (:func:`fit`); the other is 0.
 - ``fixed``: what the recording leaves out and every request carries: the agent's system prompt and
   tool definitions (FORMATS.md: 18-33K tokens for Claude Code).
 - ``after_compaction``: what comes back after the client compacts, beyond what :func:`reattached` estimates
