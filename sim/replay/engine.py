@@ -157,7 +157,9 @@ class Engine:
         )
         self._estimates: dict[str, int] = {}  # text -> its estimate with anchors: a pure function, shared by copies
         by_ids = (
-            config.calibration is not None and config.calibration.coefficients.per_call_id_token and self.anchors is None
+            config.calibration is not None
+            and config.calibration.coefficients.per_call_id_token
+            and self.anchors is None
         )
         self.ledger = Ledger(
             sizer=self._edited_sizes, count=self._text_tokens, id_count=self.tok.count if by_ids else None
