@@ -306,9 +306,8 @@ def test_declared_deviation_really_happens(name: str, deviation: str) -> None:
         return
     cls = load_policy_class(name)
     params, _ = effective_params(cls, POLICY_PARAMS.get(name, {}), WINDOW)
-    config = RunConfig(model=small_model(WINDOW), tokenizer="chars4")
-    if (name, deviation) in COUNTED:
-        config = RunConfig(model=small_model(WINDOW))
+    counted = (name, deviation) in COUNTED
+    config = RunConfig(model=small_model(WINDOW), tokenizer=RunConfig().tokenizer if counted else "chars4")
 
     def shows_it(conv: Conversation) -> bool:
         result = Engine(make_policy(name, params), conv, config).run()

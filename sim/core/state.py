@@ -124,8 +124,8 @@ class Ledger:
         if b <= a:
             return 0, 0, 0, 0
         if not rules:
-            cp, tp, bp = self.chars_prefix, self.tokens_prefix, self.ids_prefix
-            return cp[b] - cp[a], tp[b] - tp[a], b - a, bp[b] - bp[a]
+            cp, tp, ip = self.chars_prefix, self.tokens_prefix, self.ids_prefix
+            return cp[b] - cp[a], tp[b] - tp[a], b - a, ip[b] - ip[a]
         p = self.prefix(rules)
         return p.chars[b] - p.chars[a], p.tokens[b] - p.tokens[a], p.sent[b] - p.sent[a], p.ids[b] - p.ids[a]
 
@@ -297,14 +297,14 @@ class RunState:
         n = len(self)
         hit = self._sized.get(id(v))
         if hit is not None and hit[0] is v and hit[1] <= n:
-            _, n0, c, t, k, b = hit
-            lp, tp, bp = self._l.chars_prefix, self._l.tokens_prefix, self._l.ids_prefix
-            return c + lp[n] - lp[n0], t + tp[n] - tp[n0], k + n - n0, b + bp[n] - bp[n0]
+            _, n0, c, t, k, d = hit
+            lp, tp, ip = self._l.chars_prefix, self._l.tokens_prefix, self._l.ids_prefix
+            return c + lp[n] - lp[n0], t + tp[n] - tp[n0], k + n - n0, d + ip[n] - ip[n0]
         chars = tokens = sent = ids = 0
         for item in layout(v, n, self.has_system):
             if isinstance(item, Messages):
-                c, t, k, b = self._l.sizes(item.a, item.b, item.rules)
-                chars, tokens, sent, ids = chars + c, tokens + t, sent + k, ids + b
+                c, t, k, d = self._l.sizes(item.a, item.b, item.rules)
+                chars, tokens, sent, ids = chars + c, tokens + t, sent + k, ids + d
             else:
                 chars += len(item.text)
                 tokens, sent = tokens + MESSAGE_OVERHEAD + self._l.count(item.text), sent + 1

@@ -227,7 +227,8 @@ class RequestCache:
             skip = 0
 
     def _add_message(self, m: Message, rules: tuple[Rule, ...]) -> None:
-        ids = call_id_tokens(m, self._count, rules) if self._cal else 0  # (with a calibration, no anchors: raw counts)
+        framed = self._cal is not None and self._cal.per_call_id_token  # (with a calibration, no anchors: raw counts)
+        ids = call_id_tokens(m, self._count, rules) if framed else 0
         self._add(self._message_blocks(m, rules), m.role in _ELIGIBLE_ROLES, ids)
 
     def _add(self, blocks: Sequence[tuple[object, int]], eligible: bool, ids: int = 0) -> None:

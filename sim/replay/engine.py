@@ -271,7 +271,8 @@ class Engine:
         if hit is not None and hit[0] is m:
             return hit[1]  # type: ignore[no-any-return]
         raw = self._raw_tokens(m)
-        total = self.anchors.message_tokens(m, raw, call_id_tokens(m, self.tok.count))
+        ids = call_id_tokens(m, self.tok.count) if self.anchors.coefficients.per_call_id_token else 0
+        total = self.anchors.message_tokens(m, raw, ids)
         value = (total, total / raw if raw else 0.0)
         self._memo[key] = (m, value)
         return value
