@@ -37,7 +37,7 @@ from pathlib import Path
 from cachegrind import instructions
 
 import sim
-from policies.base import make_policy
+from policies import make_policy
 
 # The tree under test may predate sim/'s subpackages (sim.engine, then sim.replay.engine) or lockstep's own
 # module. Chosen by the files of the tree on PYTHONPATH, not by try/except ImportError: the editable install

@@ -33,7 +33,8 @@ import time
 from cachegrind import instructions
 
 from sim.core import tokenizers
-from sim.sweep.grid import PolicyGrid, Source, SweepSpec, normalise_run, parse_seeds, plan, run_task
+from sim.core.params import parse_seeds
+from sim.sweep.grid import PolicyGrid, Source, SweepSpec, normalise_run, plan, run_task
 
 TEN = [
     PolicyGrid("none"),

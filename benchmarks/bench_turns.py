@@ -23,10 +23,10 @@ import time
 from collections.abc import Callable
 
 from policies import POLICIES, make_policy
+from sim.core.model import ModelConfig
 from sim.core.tokenizers import get_tokenizer
 from sim.replay.engine import RunConfig, run
-from sim.replay.model import ModelConfig
-from sim.replay.runner import scenario_conversation
+from sim.scenarios import scenario_conversation
 
 LENGTHS = (250, 500, 1000, 2000)
 

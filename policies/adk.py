@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
 from sim.core.view import Injected, View
@@ -298,9 +298,7 @@ class ADKCompaction(Policy[ADKConfig]):
             start=new[1],
             injected=tuple(s for _, s in kept),
             summarize=True,
-            summary_role="assistant",
-            summary_system_prompt=SUMMARY_PROMPT,
-            summary_clip_chars=MAX_TOOL_CONTENT_CHARS,
+            summary_request=SummaryRequest(role="assistant", prompt=SUMMARY_PROMPT, clip_chars=MAX_TOOL_CONTENT_CHARS),
             checkpoint=((RANGES, record),),
             mode=mode,
         )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks, smallest_summary_chars
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
@@ -220,13 +220,12 @@ class Aider(Policy[AiderConfig]):
             pinned=tuple(kept),
             summarize=True,
             summary_slot=0,
-            summary_role="user",
+            summary_request=SummaryRequest(
+                role="user", wrapper=SUMMARY_WRAPPER, prompt=SUMMARY_PROMPT, drop_tool_outputs=True
+            ),
             injected=injected,
             edits=(Edit(_CONTENT_ONLY, cut),) if cut > 0 else (),
             mode="summarize",
-            summary_wrapper=SUMMARY_WRAPPER,
-            summary_system_prompt=SUMMARY_PROMPT,
-            summary_drop_tool_outputs=True,
         )
         return plan if plan_shrinks(state, plan) else None
 

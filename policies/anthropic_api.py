@@ -34,12 +34,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from policies.base import AskPoint, Plan, Policy, Trigger, register
+from policies.base import AskPoint, Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, keep_reverts, plan_shrinks, rollback_target, unit_floor
 from sim.core.errors import InvalidConfig
+from sim.core.model import MESSAGE_OVERHEAD
 from sim.core.state import RunState
 from sim.core.view import Edit, Rule, View, standard_rule
-from sim.replay.model import MESSAGE_OVERHEAD
 
 # The documentation says cleared results are replaced "with placeholder text so that Claude knows the tool
 # result was removed" and never gives the text (catalogue §G1: the server's edited prompt is never returned).
@@ -441,9 +441,9 @@ class AnthropicCompaction(Policy[CompactionConfig]):
         plan = Plan(
             start=cut,
             summarize=True,
-            summary_role="assistant",
-            summary_wrapper=SUMMARY_WRAPPER,
-            summary_system_prompt=cfg.instructions or COMPACTION_PROMPT,
+            summary_request=SummaryRequest(
+                role="assistant", wrapper=SUMMARY_WRAPPER, prompt=cfg.instructions or COMPACTION_PROMPT
+            ),
             mode="compact",
         )
         return plan if plan_shrinks(state, plan) else None
@@ -543,9 +543,9 @@ class AnthropicSDKCompaction(Policy[SDKCompactionConfig]):
         plan = Plan(
             start=cut,
             summarize=True,
-            summary_role="user",
-            summary_wrapper=SUMMARY_WRAPPER,
-            summary_system_prompt=self.config.summary_prompt or SDK_SUMMARY_PROMPT,
+            summary_request=SummaryRequest(
+                role="user", wrapper=SUMMARY_WRAPPER, prompt=self.config.summary_prompt or SDK_SUMMARY_PROMPT
+            ),
             mode="summarize",
         )
         return plan if plan_shrinks(state, plan) else None

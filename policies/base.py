@@ -19,18 +19,15 @@ shows a complete one. ``csim check --policy package.module:ClassName`` fuzzes it
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import importlib
 import json
-import types
-import typing
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from sim.core.cache import CachePlacement
 from sim.core.conversation import Part
-from sim.core.errors import InvalidConfig, UnknownName
+from sim.core.errors import InvalidConfig
+from sim.core.identity import spec_hash
 from sim.core.registry import Registry
 from sim.core.state import RunState
 from sim.core.view import DEFAULT_PLACEHOLDER, Edit, Injected, Role, View, spans_of, standard_rule
@@ -47,8 +44,45 @@ AskPoint = Literal["request", "response"]
 #: the summariser's instruction), which shares no prefix with the agent's requests; ``fork``, the agent's own
 #: request (same tools, system prompt and conversation) with the instruction appended as a last user message,
 #: which reads the agent's cached prefix.
-SummaryRequest = Literal["separate", "fork"]
+SummaryCall = Literal["separate", "fork"]
 C = TypeVar("C")
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """How the modelled client asks for a summary, and how it writes the one it gets into the view.
+
+    A policy that summarises names its client's request once, usually from module constants that cite the
+    client's source; the defaults are a plain instruction and the summary as it comes back, in a user message.
+
+    Attributes:
+        prompt: the summariser's instructions (counted in its input; a forked request appends them to the
+            agent's own request as a last user message).
+        wrapper: how the summary text is placed in its message (``{summary}`` marks it).
+        role: the role of the message that carries the summary.
+        input_max_chars: cap on the summariser's input (keeps the newest text, or both ends: see ``input_keep``).
+        input_keep: ``newest``: the newest ``input_max_chars`` characters; ``ends``: whole messages from both ends
+            (the oldest up to half the cap, then the newest), the instruction and the previous summary counted
+            inside the cap, and ``input_marker`` (``{n}``: messages left out) in place of the middle.
+        input_marker: the text that stands for the messages an ``ends`` input leaves out.
+        input_newest_tokens: keep only the newest whole pieces of the summariser's input (message texts, tool
+            calls and results, labels) that fit in this many tokens (Codex-style trimming).
+        clip_chars: per-message clip of the summariser's input.
+        drop_tool_outputs: leave tool results out of the summariser's input (calls stay).
+        max_tokens: the summariser call's output cap as the modelled client sets it (Claude Code's 20,000); the
+            run config's summariser cap, when lower, still applies.
+    """
+
+    prompt: str = "Summarise the conversation so far for the agent that continues it."
+    wrapper: str = "{summary}"
+    role: Role = "user"
+    input_max_chars: int | None = None
+    input_keep: Literal["newest", "ends"] = "newest"
+    input_marker: str = "[… {n} messages omitted from summary input …]"
+    input_newest_tokens: int | None = None
+    clip_chars: int | None = None
+    drop_tool_outputs: bool = False
+    max_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -70,23 +104,8 @@ class Plan:
         injected: messages added that are not in the log (:class:`sim.core.view.Injected`); None keeps the view's.
         summary_slot: where the summary goes: before ``spans[slot]``, the tail counting as the last span;
             None (default) right before the tail.
-        summary_role: the role of the message that carries a new summary.
+        summary_request: how the summary is asked for and written (:class:`SummaryRequest`), when ``summarize``.
         mode: a label for reports (``prune``, ``summarize``, ``drop``...).
-        summary_system_prompt: the summariser's instructions.
-        summary_wrapper: how the summary text is placed in its message (``{summary}`` marks it).
-        summary_input_max_chars: cap on the summariser's input (keeps the newest text, or both ends: see
-            ``summary_input_keep``).
-        summary_input_keep: ``newest``: the newest ``summary_input_max_chars`` characters; ``ends``: whole
-            messages from both ends (the oldest up to half the cap, then the newest), the instruction
-            (``summary_system_prompt``) and the previous summary counted inside the cap, and
-            ``summary_input_marker`` (``{n}``: messages left out) in place of the middle.
-        summary_input_marker: the text that stands for the messages an ``ends`` input leaves out.
-        summary_input_newest_tokens: keep only the newest whole pieces of the summariser's input (message
-            texts, tool calls and results, labels) that fit in this many tokens (Codex-style trimming).
-        summary_clip_chars: per-message clip of the summariser's input.
-        summary_drop_tool_outputs: leave tool results out of the summariser's input (calls stay).
-        summary_max_tokens: the summariser call's output cap as the modelled client sets it (Claude Code's
-            20,000); the run config's summariser cap, when lower, still applies.
         checkpoint: extra replay state to record with the compaction (name, value pairs).
         restore: roll back to this earlier view, one of ``state.checkpoints``; every other field is
             then ignored. A rollback is the one way a view may grow again (mode ``rollback``).
@@ -100,17 +119,8 @@ class Plan:
     edits: tuple[Edit, ...] | None = None
     injected: tuple[Injected, ...] | None = None
     summary_slot: int | None = None
-    summary_role: Role = "user"
+    summary_request: SummaryRequest = SummaryRequest()
     mode: str = "summarize"
-    summary_system_prompt: str = "Summarise the conversation so far for the agent that continues it."
-    summary_wrapper: str = "{summary}"
-    summary_input_max_chars: int | None = None
-    summary_input_keep: Literal["newest", "ends"] = "newest"
-    summary_input_marker: str = "[… {n} messages omitted from summary input …]"
-    summary_input_newest_tokens: int | None = None
-    summary_clip_chars: int | None = None
-    summary_drop_tool_outputs: bool = False
-    summary_max_tokens: int | None = None
     checkpoint: tuple[tuple[str, str], ...] = ()
     restore: View | None = None
 
@@ -160,7 +170,7 @@ class Policy(Generic[C]):
         placeholder: the text that replaces a cleared tool result.
         cache_placement: where the modelled client puts Anthropic ``cache_control`` breakpoints
             (:class:`~sim.core.cache.CachePlacement`; default: system prompt and last block, 5 minutes).
-        summary_request: how the modelled client sends its summariser request (:data:`SummaryRequest`):
+        summary_call: how the modelled client sends its summariser request (:data:`SummaryCall`):
             ``separate`` (default), a prompt of its own that the prompt cache bills as uncached input; ``fork``, the
             agent's request plus the instruction, billed by the run's cache model like an agent request (with
             ``--cache provider``; with caching off it is priced as ``separate``). A policy that sets it names the
@@ -175,7 +185,7 @@ class Policy(Generic[C]):
     recheck_after_compaction: ClassVar[bool] = False
     placeholder: ClassVar[str] = DEFAULT_PLACEHOLDER
     cache_placement: ClassVar[CachePlacement] = CachePlacement()
-    summary_request: ClassVar[SummaryRequest] = "separate"
+    summary_call: ClassVar[SummaryCall] = "separate"
 
     def __init__(self, config: C | None = None) -> None:
         self.config: C = config if config is not None else self.Config()
@@ -237,8 +247,8 @@ class Policy(Generic[C]):
         return {"policy": self.name or type(self).__name__, "params": self.params()}
 
     def params_hash(self) -> str:
-        blob = json.dumps(self.spec(), sort_keys=True, separators=(",", ":"), default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+        """This policy's settings as an id (:func:`sim.core.identity.spec_hash`)."""
+        return spec_hash(self.spec())
 
 
 POLICIES: Registry[type[Policy[Any]]] = Registry("policy")
@@ -259,81 +269,3 @@ def register(name: str) -> Any:
 
 def _fmt(v: Any) -> str:
     return "unset" if v is None else str(v)
-
-
-# -- building policies from names and -P strings ----------------------------------------------------
-def _coerce(name: str, raw: Any, tp: Any) -> Any:
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (tuple, frozenset) and args[:1] == (str,) and isinstance(raw, (str, list, tuple)):
-        # A list of names: "-P exclude_tools=Read,Grep" or a TOML list; "" is none.
-        items = [s.strip() for s in raw.split(",") if s.strip()] if isinstance(raw, str) else list(raw)
-        return tuple(items) if origin is tuple else frozenset(items)
-    if not isinstance(raw, str):
-        return raw
-    if origin in (typing.Union, types.UnionType):
-        if raw.lower() in ("none", "null", "unset", "") and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _coerce(name, raw, inner[0]) if len(inner) == 1 else raw
-    if origin is Literal:
-        if raw not in args:
-            raise InvalidConfig(f"parameter {name}={raw!r} must be one of {', '.join(map(repr, args))}")
-        return raw
-    try:
-        if tp is bool:
-            if raw.lower() in ("true", "1", "yes", "on"):
-                return True
-            if raw.lower() in ("false", "0", "no", "off"):
-                return False
-            raise ValueError(raw)
-        if tp is int:
-            return int(raw.replace("_", ""))
-        if tp is float:
-            return float(raw)
-    except ValueError:
-        raise InvalidConfig(f"parameter {name}={raw!r} is not a valid {tp.__name__}") from None
-    return raw
-
-
-def make_config(cfg_cls: type, params: Mapping[str, Any], owner: str = "") -> Any:
-    """Build a frozen config from ``name -> value`` (strings are coerced by the field's type)."""
-    hints = typing.get_type_hints(cfg_cls)
-    known = {f.name for f in dataclasses.fields(cfg_cls)}
-    kwargs = {}
-    for k, v in params.items():
-        if k not in known:
-            raise UnknownName(f"parameter of {owner or cfg_cls.__name__}", k, known)
-        kwargs[k] = _coerce(k, v, hints[k])
-    try:
-        return cfg_cls(**kwargs)
-    except TypeError as exc:
-        raise InvalidConfig(f"bad parameters {dict(params)!r}: {exc}") from None
-
-
-def load_policy_class(ref: str) -> type[Policy[Any]]:
-    """A registered name, or ``package.module:attr`` naming a user's Policy subclass."""
-    if ":" not in ref:
-        _load_builtin()
-        return POLICIES.get(ref)
-    module_name, _, attr = ref.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise InvalidConfig(f"cannot import {module_name!r} for policy {ref!r}: {exc}. Is it on PYTHONPATH?") from None
-    obj = getattr(module, attr, None)
-    if not (isinstance(obj, type) and issubclass(obj, Policy)):
-        raise InvalidConfig(f"{ref!r} is not a subclass of policies.base.Policy (got {obj!r})")
-    if not obj.name:
-        obj.name = ref
-    return obj
-
-
-def make_policy(ref: str, params: Mapping[str, Any] | None = None) -> Policy[Any]:
-    """Build a policy from a registered name (or ``module:attr``) and parameters."""
-    cls = load_policy_class(ref)
-    return cls(make_config(cls.Config, params or {}, f"policy {cls.name or ref!r}"))
-
-
-def _load_builtin() -> None:
-    import policies  # noqa: F401  (registers the bundled policies)

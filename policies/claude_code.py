@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from policies.base import Plan, Policy, SummaryRequest, Trigger, register
+from policies.base import Plan, Policy, SummaryCall, SummaryRequest, Trigger, register
 from policies.helpers import (
     end_cut,
     floor_index,
@@ -208,7 +208,7 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
     breakpoint sits at the end of the prompt. The system breakpoint is tentative: the recordings cannot show
     where the earlier breakpoints are, only that after a compaction the system prefix is still read.
 
-    Summariser request (``summary_request`` ``fork``): the compaction call is the agent's request with the summary
+    Summariser request (``summary_call`` ``fork``): the compaction call is the agent's request with the summary
     instruction appended, so it reads the conversation's cached prefix. Claude Code's documentation, "How Claude
     Code uses prompt caching" (https://code.claude.com/docs/en/prompt-caching, section "Compacting the
     conversation", quoted in anthropics/claude-code#88755): "Claude Code sends a separate request with the same
@@ -229,7 +229,7 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
     Config = ClaudeCodeConfig
     known_deviations: ClassVar[frozenset[str]] = frozenset({"live-turn"})
     cache_placement: ClassVar[CachePlacement] = CachePlacement(system="1h", last="1h")
-    summary_request: ClassVar[SummaryRequest] = "fork"
+    summary_call: ClassVar[SummaryCall] = "fork"
 
     @property
     def retry_on_overflow(self) -> int:
@@ -266,13 +266,15 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
             start=cut,
             summarize=True,
             injected=self.reattached(state),
-            summary_system_prompt=SUMMARY_PROMPT,
-            summary_wrapper=SUMMARY_WRAPPER,
-            summary_max_tokens=self.config.summary_reserve,
+            summary_request=SummaryRequest(
+                prompt=SUMMARY_PROMPT,
+                wrapper=SUMMARY_WRAPPER,
+                max_tokens=self.config.summary_reserve,
+                input_newest_tokens=max(1, state.model.input_budget - self.config.buffer_tokens),
+            ),
             # A conversation that jumped past the window in one step cannot be summarised whole: the compact
             # call keeps the newest messages that fit (Claude Code retries a too-long compact call on less of
             # the conversation; changelog 2.1.142 seeds the first attempt from the overflow's size).
-            summary_input_newest_tokens=max(1, state.model.input_budget - self.config.buffer_tokens),
         )
         # A conversation shorter than a summary and the files is left as it is (Claude Code would
         # summarise it anyway; the harness holds every compaction to shrinking the view).
@@ -316,7 +318,7 @@ class ClaudeCodeMicrocompact(ClaudeCode):
     API's cache edits without breaking the cached prefix; until the simulator has a clock, this one clears
     whenever a new result passes out of the newest ``keep_recent`` (the count-based reading). The query
     loop runs microcompact before auto-compact, so a request over the threshold is compacted in full, by the
-    same forked summariser request as ``claude-code`` (``summary_request`` ``fork``, inherited).
+    same forked summariser request as ``claude-code`` (``summary_call`` ``fork``, inherited).
 
     Known deviations: ``live-turn`` (as ``claude-code``) and ``compaction-loop``: Claude Code compacts before every
     request its estimate puts over the threshold, however little the previous compaction left room for, so when

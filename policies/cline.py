@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks, reported_total
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
@@ -367,11 +367,13 @@ class Cline(Policy[ClineConfig]):
         plan = Plan(
             start=cut,
             summarize=True,
-            summary_role="user",
-            summary_wrapper=SDK_SUMMARY_WRAPPER,
-            summary_system_prompt=f"{SDK_SUMMARY_SYSTEM}\n\n{SDK_SUMMARY_REQUEST}",
-            summary_clip_chars=TOOL_RESULT_CHAR_LIMIT,
-            summary_max_tokens=self.config.summary_max_tokens,
+            summary_request=SummaryRequest(
+                role="user",
+                wrapper=SDK_SUMMARY_WRAPPER,
+                prompt=f"{SDK_SUMMARY_SYSTEM}\n\n{SDK_SUMMARY_REQUEST}",
+                clip_chars=TOOL_RESULT_CHAR_LIMIT,
+                max_tokens=self.config.summary_max_tokens,
+            ),
             mode="summarize",
         )
         return plan if plan_shrinks(state, plan) else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, keep_reverts, live_changes, rollback_target, unit_floor
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
@@ -210,8 +210,7 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
             edits=self._hide_commands(state, cut),
             summarize=True,
             mode="summarize",
-            summary_system_prompt=SUMMARY_PROMPT,
-            summary_wrapper=SUMMARY_WRAPPER,
+            summary_request=SummaryRequest(prompt=SUMMARY_PROMPT, wrapper=SUMMARY_WRAPPER),
             checkpoint=(("compacted_to", str(cut)), ("proposed_changes", changes)),
         )
 

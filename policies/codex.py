@@ -17,13 +17,13 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
-from policies.base import Plan, Policy, SummaryRequest, Trigger, register
+from policies.base import Plan, Policy, SummaryCall, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks
 from sim.core.conversation import Message, Part
 from sim.core.errors import InvalidConfig
+from sim.core.model import MESSAGE_OVERHEAD, REQUEST_OVERHEAD
 from sim.core.state import RunState
 from sim.core.view import Edit, Injected, Role, Rule, View, edited_chars, spans_of
-from sim.replay.model import MESSAGE_OVERHEAD, REQUEST_OVERHEAD
 
 #: ``summary_prefix.md`` at 50a53333, verbatim (two spaces before "assist" included): the text the model sees
 #: before every summary, and the prefix by which Codex recognises an earlier summary among user messages
@@ -186,7 +186,7 @@ class Codex(Policy[CodexConfig]):
     reads what leaves the view, not the kept user messages too (an engine limit), and calls the model once.
     Not modelled: ghost snapshots, the model-switch item. Remote compaction is ``codex-remote``.
 
-    Summariser request (``summary_request`` ``separate``): Codex appends its prompt to the same history, but
+    Summariser request (``summary_call`` ``separate``): Codex appends its prompt to the same history, but
     ``run_compact_task_inner`` (compact.rs at e06dd0e5) builds ``Prompt { input, base_instructions, personality,
     ..Default::default() }``: no tools, where every agent request carries them, so the prompt diverges from the
     cached one before the conversation and is billed uncached. openai/codex#37305 reports exactly that for
@@ -195,7 +195,7 @@ class Codex(Policy[CodexConfig]):
     """
 
     Config = CodexConfig
-    summary_request: ClassVar[SummaryRequest] = "separate"
+    summary_call: ClassVar[SummaryCall] = "separate"
     #: How the summary is placed and asked for (``codex-remote`` places an opaque compaction item instead).
     summary_wrapper: ClassVar[str] = SUMMARY_WRAPPER
     summary_role: ClassVar[Role] = "user"
@@ -269,10 +269,12 @@ class Codex(Policy[CodexConfig]):
             edits=edits,
             injected=self._injected(state, phase, kept, tail),
             summarize=True,
-            summary_role=self.summary_role,
-            summary_wrapper=self.summary_wrapper,
-            summary_system_prompt=self.summary_prompt,
-            summary_input_newest_tokens=self._summariser_budget(state, self.summary_prompt),
+            summary_request=SummaryRequest(
+                role=self.summary_role,
+                wrapper=self.summary_wrapper,
+                prompt=self.summary_prompt,
+                input_newest_tokens=self._summariser_budget(state, self.summary_prompt),
+            ),
             mode=phase,
         )
 
@@ -411,7 +413,7 @@ class CodexRemote(Codex):
     Differences: as ``codex``'s. Hook prompts and agent-to-agent messages (which V2 also retains) do not occur in the
     simulator's conversations.
 
-    Summariser request (``summary_request`` ``fork``): the compaction request is the agent's own: in
+    Summariser request (``summary_call`` ``fork``): the compaction request is the agent's own: in
     ``run_remote_compact_attempt`` (``codex-rs/core/src/compact_remote_request.rs`` at cf62e27d) its ``Prompt`` holds
     the history (trimmed as above), the tools (``model_visible_specs()``), ``parallel_tool_calls`` and the same base
     instructions, and the catalogue (§B3, V2) calls it "an otherwise normal Responses request"; openai/codex#37305
@@ -421,7 +423,7 @@ class CodexRemote(Codex):
     """
 
     Config = CodexRemoteConfig
-    summary_request = "fork"
+    summary_call = "fork"
     summary_wrapper = "{summary}"
     summary_role = "assistant"
     summary_prompt = REMOTE_PROMPT

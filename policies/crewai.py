@@ -30,7 +30,7 @@ import hashlib
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import end_cut, floor_index, plan_shrinks
 from sim.core.conversation import Part
 from sim.core.errors import InvalidConfig
@@ -191,10 +191,12 @@ class CrewAI(Policy[CrewAIConfig]):
             start=cut,
             summarize=True,
             mode="summarize",
-            summary_role="user",
-            summary_wrapper=SUMMARY_TEMPLATE,
-            summary_system_prompt=SUMMARY_PROMPT,
-            summary_input_newest_tokens=self.chunk_budget(state),
+            summary_request=SummaryRequest(
+                role="user",
+                wrapper=SUMMARY_TEMPLATE,
+                prompt=SUMMARY_PROMPT,
+                input_newest_tokens=self.chunk_budget(state),
+            ),
         )
         return plan if plan_shrinks(state, plan) else None
 

@@ -40,7 +40,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, plan_shrinks
 from policies.langchain import (
     CHARS_PER_TOKEN,
@@ -230,10 +230,12 @@ class DeepAgents(Policy[DeepAgentsConfig]):
             edits=edits,
             summarize=True,
             mode="summarize",
-            summary_role="user",
-            summary_wrapper=SUMMARY_WRAPPER.replace("{path}", path),
-            summary_system_prompt=SUMMARY_PROMPT,
-            summary_input_newest_tokens=self.config.trim_tokens_to_summarize,
+            summary_request=SummaryRequest(
+                role="user",
+                wrapper=SUMMARY_WRAPPER.replace("{path}", path),
+                prompt=SUMMARY_PROMPT,
+                input_newest_tokens=self.config.trim_tokens_to_summarize,
+            ),
         )
         return plan if plan_shrinks(state, plan) else None
 

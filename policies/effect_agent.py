@@ -13,7 +13,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import first_user_index, floor_index, plan_shrinks, unit_floor
 from sim.core.conversation import Message, Part
 from sim.core.errors import InvalidConfig
@@ -354,12 +354,14 @@ class EffectAgent(Policy[EffectAgentConfig]):
             cleared_through=cleared,
             summarize=True,
             mode="summarize" if cleared == view.cleared_through else "prune+summarize",
-            summary_system_prompt=SUMMARY_PROMPT,
-            summary_wrapper=SUMMARY_WRAPPER,
-            summary_input_max_chars=SUMMARY_INPUT_BUDGET - SUMMARY_ELISION_RESERVE,
-            summary_input_keep="ends",
-            summary_input_marker=OMITTED_MARKER,
-            summary_clip_chars=SUMMARY_CLIP_CHARS,
+            summary_request=SummaryRequest(
+                prompt=SUMMARY_PROMPT,
+                wrapper=SUMMARY_WRAPPER,
+                input_max_chars=SUMMARY_INPUT_BUDGET - SUMMARY_ELISION_RESERVE,
+                input_keep="ends",
+                input_marker=OMITTED_MARKER,
+                clip_chars=SUMMARY_CLIP_CHARS,
+            ),
         )
         return plan if plan_shrinks(state, plan) else None
 

@@ -18,7 +18,7 @@ import math
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import cut_ceiling, floor_index, plan_shrinks
 from sim.core.conversation import PART_KINDS, Part
 from sim.core.errors import InvalidConfig
@@ -248,9 +248,7 @@ class GeminiCli(Policy[GeminiCliConfig]):
         return Plan(
             start=cut,
             summarize=True,
-            summary_role="user",
-            summary_wrapper=SNAPSHOT_WRAPPER,
-            summary_system_prompt=SNAPSHOT_PROMPT,
+            summary_request=SummaryRequest(role="user", wrapper=SNAPSHOT_WRAPPER, prompt=SNAPSHOT_PROMPT),
             injected=(Injected(ACKNOWLEDGEMENT, role="assistant", label="acknowledgement"),),
             mode="compress",
         )

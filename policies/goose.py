@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import end_cut, floor_index, plan_shrinks
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
@@ -184,12 +184,11 @@ class Goose(Policy[GooseConfig]):
             pinned=pinned,
             summarize=True,
             summary_slot=0,
-            summary_role="user",
+            summary_request=SummaryRequest(role="user", prompt=SUMMARY_PROMPT),
             injected=(Injected(text, role="assistant", slot=0, label="continuation"),),
             # Only the summariser reads the messages before ``start``: these edits shape its input.
             edits=(*edits, Edit(_NO_THINKING, start)),
             mode="summarize",
-            summary_system_prompt=SUMMARY_PROMPT,
         )
         return plan if plan_shrinks(state, plan) else None
 

@@ -170,7 +170,7 @@ def plan_shrinks(state: RunState, plan: Plan, margin: float = 1.5) -> bool:
         after = after.with_(summary=None)
     tokens = state.view_size(after)[0]
     if plan.summarize:
-        tokens += round(margin * smallest_summary_chars(state, plan.summary_wrapper) / 4)
+        tokens += round(margin * smallest_summary_chars(state, plan.summary_request.wrapper) / 4)
     return tokens < state.view_size()[0]
 
 

@@ -52,7 +52,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import first_user_index, plan_shrinks
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
@@ -287,12 +287,10 @@ def _summary_plan(state: RunState) -> Plan | None:
         start=cut,
         pinned=tuple(inputs),
         summarize=True,
-        summary_role="user",
-        summary_wrapper=SUMMARY_WRAPPER,
-        summary_system_prompt=SUMMARY_PROMPT,
+        summary_request=SummaryRequest(role="user", wrapper=SUMMARY_WRAPPER, prompt=SUMMARY_PROMPT),
         mode="summary",
     )
-    return replace(plan, summary_clip_chars=_fit_clip(state, plan))
+    return replace(plan, summary_request=replace(plan.summary_request, clip_chars=_fit_clip(state, plan)))
 
 
 def _text_tokens(state: RunState, text: str) -> int:
@@ -311,7 +309,7 @@ def _fit_clip(state: RunState, plan: Plan) -> int | None:
     after = plan.view_from(state.view)
     span = [i for i in _newest_first(state) if not after.shows(i)]
     sizes = [state.view_size(View(start=i))[0] - state.view_size(View(start=i + 1))[0] for i in span]
-    fixed = _text_tokens(state, plan.summary_system_prompt)
+    fixed = _text_tokens(state, plan.summary_request.prompt)
     if state.view.summary is not None:
         fixed += _text_tokens(state, state.view.summary.text)
     budget = FIT_SHARE * (state.model.input_budget - fixed)
@@ -382,9 +380,8 @@ class InspectAuto(_InspectPolicy[InspectAutoConfig]):
         return Plan(
             start=cut,
             summarize=True,
-            summary_role="assistant",
+            summary_request=SummaryRequest(role="assistant", prompt=NATIVE_PROMPT),
             injected=(Injected(CONTINUE_TEXT, role="user", label="inspect-continue"),),
-            summary_system_prompt=NATIVE_PROMPT,
             mode="native",
         )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, plan_shrinks
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
@@ -140,11 +140,9 @@ class KimiCli(Policy[KimiCliConfig]):
         plan = Plan(
             start=start,
             summarize=True,
-            summary_role="user",
+            summary_request=SummaryRequest(role="user", wrapper=SUMMARY_WRAPPER, prompt=SUMMARY_PROMPT),
             edits=(Edit(_TEXT_ONLY, start),),
             mode="summarize",
-            summary_wrapper=SUMMARY_WRAPPER,
-            summary_system_prompt=SUMMARY_PROMPT,
         )
         return plan if plan_shrinks(state, plan) else None
 

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, newest_results_bound, plan_shrinks
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
@@ -218,10 +218,12 @@ class LangChainSummarization(Policy[LangChainSummarizationConfig]):
             summary_slot=0,  # first, as LangChain puts it: before the pinned user message, if any
             summarize=True,
             mode="summarize",
-            summary_role="user",
-            summary_wrapper=SUMMARY_WRAPPER,
-            summary_system_prompt=SUMMARY_PROMPT,
-            summary_input_newest_tokens=self.config.trim_tokens_to_summarize,
+            summary_request=SummaryRequest(
+                role="user",
+                wrapper=SUMMARY_WRAPPER,
+                prompt=SUMMARY_PROMPT,
+                input_newest_tokens=self.config.trim_tokens_to_summarize,
+            ),
         )
         return plan if plan_shrinks(state, plan) else None
 

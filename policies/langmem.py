@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks
 from sim.core.conversation import Message
 from sim.core.errors import InvalidConfig
@@ -138,10 +138,12 @@ class LangMem(Policy[LangMemConfig]):
             start=cut,
             summarize=True,
             mode="summarize",
-            summary_role="user",
-            summary_wrapper=SUMMARY_WRAPPER,
-            summary_system_prompt=EXTEND_PROMPT if previous is not None else INITIAL_PROMPT,
-            summary_input_newest_tokens=max(1, budget),
+            summary_request=SummaryRequest(
+                role="user",
+                wrapper=SUMMARY_WRAPPER,
+                prompt=EXTEND_PROMPT if previous is not None else INITIAL_PROMPT,
+                input_newest_tokens=max(1, budget),
+            ),
         )
         return plan if plan_shrinks(state, plan) else None
 

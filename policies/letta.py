@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import end_cut, plan_shrinks, reported_total
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
@@ -138,10 +138,9 @@ class Letta(Policy[LettaConfig]):
         plan = Plan(
             start=start,
             summarize=True,
-            summary_role="user",
-            summary_wrapper=SUMMARY_WRAPPER,
-            summary_system_prompt=SUMMARY_PROMPT,
-            summary_max_tokens=self.config.clip_chars // 4,
+            summary_request=SummaryRequest(
+                role="user", wrapper=SUMMARY_WRAPPER, prompt=SUMMARY_PROMPT, max_tokens=self.config.clip_chars // 4
+            ),
             mode=mode,
         )
         return plan if plan_shrinks(state, plan) else None

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks
 from sim.core.conversation import Message, Part
 from sim.core.errors import InvalidConfig
@@ -157,8 +157,7 @@ class LlamaIndexSummaryBuffer(Policy[LlamaIndexSummaryBufferConfig]):
             start=cut,
             summarize=True,
             mode="summarize",
-            summary_role="user",
-            summary_system_prompt=SUMMARY_PROMPT,
+            summary_request=SummaryRequest(role="user", prompt=SUMMARY_PROMPT),
         )
         return plan if plan_shrinks(state, plan) else None
 

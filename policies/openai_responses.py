@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, keep_reverts, plan_shrinks
 from sim.core.conversation import Message
 from sim.core.errors import InvalidConfig
@@ -140,8 +140,7 @@ class OpenAIAgentsSession(Policy[AgentsSessionConfig]):
             start=end,
             pinned=users,
             summarize=True,
-            summary_role="assistant",
-            summary_system_prompt=OPAQUE_PROMPT,
+            summary_request=SummaryRequest(role="assistant", prompt=OPAQUE_PROMPT),
             mode="responses-compact",
         )
         return plan if plan_shrinks(state, plan) else None
@@ -201,8 +200,7 @@ class OpenAIResponsesCompaction(Policy[ResponsesCompactionConfig]):
         plan = Plan(
             start=cut,
             summarize=True,
-            summary_role="assistant",
-            summary_system_prompt=OPAQUE_PROMPT,
+            summary_request=SummaryRequest(role="assistant", prompt=OPAQUE_PROMPT),
             mode="server-compaction",
         )
         return plan if plan_shrinks(state, plan) else None

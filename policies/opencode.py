@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import end_cut, plan_shrinks
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
@@ -288,11 +288,9 @@ class Opencode(Policy[OpencodeConfig]):
             pinned=tuple(kept),
             summarize=True,
             summary_slot=0,
-            summary_role="assistant",
+            summary_request=SummaryRequest(role="assistant", prompt=SUMMARY_PROMPT, clip_chars=TOOL_OUTPUT_MAX_CHARS),
             injected=tuple(injected),
             mode="summarize",
-            summary_system_prompt=SUMMARY_PROMPT,
-            summary_clip_chars=TOOL_OUTPUT_MAX_CHARS,
         )
 
     def _turns(self, state: RunState, history: list[int]) -> list[tuple[int, int]]:

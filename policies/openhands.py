@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import Literal, Protocol, TypeVar
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import first_user_index, keep_newest_bound, plan_shrinks, unit_floor
 from sim.core.conversation import Message, Part
 from sim.core.errors import InvalidConfig
@@ -413,7 +413,7 @@ class OpenHandsSummarizing(Policy[SummarizingConfig]):
         forgotten = ev.offsets[ke] - ev.offsets[ks]
         if forgotten < ev.total * cfg.minimum_progress:
             return None
-        return forget_plan(state, ev, ks, ke, mode="summarize", summary_system_prompt=SUMMARY_PROMPT)
+        return forget_plan(state, ev, ks, ke, mode="summarize", summary_request=SummaryRequest(prompt=SUMMARY_PROMPT))
 
     def token_suffix(self, state: RunState, ev: EventView) -> int:
         """``get_suffix_length_for_token_reduction`` on the events after ``keep_first``: the events kept when the
@@ -444,7 +444,13 @@ class OpenHandsSummarizing(Policy[SummarizingConfig]):
         """``hard_context_reset``: summarise every event after the system prompt; the summary follows it."""
         start = _harness_start(state, len(state))
         live = live_user(state, start, ())
-        plan = Plan(start=start, pinned=live, summarize=True, mode="hard-reset", summary_system_prompt=SUMMARY_PROMPT)
+        plan = Plan(
+            start=start,
+            pinned=live,
+            summarize=True,
+            mode="hard-reset",
+            summary_request=SummaryRequest(prompt=SUMMARY_PROMPT),
+        )
         if start == state.view.start and not state.view.spans:
             return None
         return plan if plan_shrinks(state, plan) else None
@@ -769,6 +775,5 @@ class OpenHandsDefault(_V0Policy[DefaultConfig]):
             ke,
             edits=edits,
             mode="summarize",
-            summary_system_prompt=SUMMARY_PROMPT,
-            summary_clip_chars=cfg.max_event_length,
+            summary_request=SummaryRequest(prompt=SUMMARY_PROMPT, clip_chars=cfg.max_event_length),
         )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.cline import Group, cline_messages
 from policies.helpers import plan_shrinks
 from sim.core.errors import InvalidConfig
@@ -188,8 +188,7 @@ class RooCode(Policy[RooCodeConfig]):
             start=cut,
             spans=((first.a, first.b),),
             summarize=True,
-            summary_role="assistant",
-            summary_system_prompt=CONDENSE_PROMPT,
+            summary_request=SummaryRequest(role="assistant", prompt=CONDENSE_PROMPT),
             mode="summarize",
             checkpoint=((KEEPS_CALLS, "1" if calls else "0"),),
         )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks
 from sim.core.conversation import Message
 from sim.core.errors import InvalidConfig
@@ -237,8 +237,8 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
             start=cut,
             summarize=True,
             mode="summarize",
-            summary_role="assistant",
-            summary_system_prompt=SUMMARY_PROMPT,
-            summary_drop_tool_outputs=not cfg.include_function_content_in_summary,
+            summary_request=SummaryRequest(
+                role="assistant", prompt=SUMMARY_PROMPT, drop_tool_outputs=not cfg.include_function_content_in_summary
+            ),
         )
         return plan if plan_shrinks(state, plan) else None

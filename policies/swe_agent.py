@@ -21,7 +21,7 @@ import functools
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
-from policies.base import Plan, Policy, Trigger, register
+from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import first_user_index, floor_index, newest_results_bound, plan_shrinks, unit_floor
 from sim.core.conversation import Part
 from sim.core.errors import InvalidConfig
@@ -253,9 +253,9 @@ class JetBrainsSummary(Policy[JetBrainsSummaryConfig]):
             injected=injected,
             summarize=True,
             mode="summarize",
-            summary_role="assistant",
-            summary_wrapper=CHECKPOINT_WRAPPER.format(turns=summarised),
-            summary_system_prompt=SUMMARY_PROMPT,
+            summary_request=SummaryRequest(
+                role="assistant", wrapper=CHECKPOINT_WRAPPER.format(turns=summarised), prompt=SUMMARY_PROMPT
+            ),
         )
 
     def _mask_only(self, state: RunState) -> Plan | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from policies.base import Plan, Policy, Trigger
+from policies.base import Plan, Policy, SummaryRequest, Trigger
 from policies.helpers import floor_index, keep_reverts
 from sim.core.conversation import Part
 from sim.core.state import RunState
@@ -372,7 +372,12 @@ class WrapsAwayTheSummary(Policy):
             s += 1
         if trigger != "auto" or lu < 0 or s > lu or state.protected_from is not None or keep_reverts(state, s) < s:
             return None
-        return Plan(start=s, summarize=True, summary_wrapper="[conversation summarised]", mode="summarize")
+        return Plan(
+            start=s,
+            summarize=True,
+            summary_request=SummaryRequest(wrapper="[conversation summarised]"),
+            mode="summarize",
+        )
 
 
 class ClearsPastTheLog(Policy):

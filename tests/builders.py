@@ -31,10 +31,10 @@ from typing import Any
 from policies.base import Policy
 from sim.core.conversation import Conversation, Fact, Message, Part, Tool
 from sim.core.log import CompactionCreated, MessageAppended
+from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.core.view import Injected, Messages, Summary, View, layout
 from sim.replay.engine import Engine, RunConfig, RunResult
-from sim.replay.model import ModelConfig
 
 __all__ = [
     "Captured",
@@ -246,7 +246,7 @@ def state_of(
     """
     eng = Engine(policy, conversation, RunConfig(model=model or ModelConfig(), tokenizer=tokenizer))
     for m in conversation.messages:
-        eng._append(m)
+        eng.append(m)
     st = eng.state
     if view is not None:
         st.view = view

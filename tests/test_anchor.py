@@ -1,4 +1,4 @@
-"""Usage-anchored accounting (sim.calibration.anchor): a replay of a recording reproduces its recorded prompts,
+"""Usage-anchored accounting (sim.core.anchors): a replay of a recording reproduces its recorded prompts,
 what no usage covers is estimated and counted, and repeated or missing usage anchors nothing."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from policies import make_policy
-from sim.calibration.anchor import _share, anchor, anchors_for
-from sim.calibration.fit import Calibration, Coefficients, HeldOut
+from sim.core.anchors import _share, anchor
 from sim.core.conversation import Conversation, Message, Part, Usage
+from sim.core.counting import Calibration, Coefficients, HeldOut
 from sim.core.view import call_id_tokens
+from sim.replay.anchoring import anchors_for
 from sim.replay.engine import RunConfig, run
 from tests.builders import asst, conv, sys, tool, user
 

@@ -80,7 +80,7 @@ def test_a_sweep_keeps_logs_when_asked_and_api_log_reads_them(tmp_path: Path) ->
 
 def test_the_demo_compares_the_representative_policies() -> None:
     from policies import POLICIES
-    from sim.replay.runner import DEMO_SPEC
+    from sim.report.demo import DEMO_SPEC
 
     names = [p["policy"] for p in DEMO_SPEC["policies"]]  # type: ignore[index]
     assert set(names) <= set(POLICIES.names())

@@ -9,15 +9,16 @@ from hypothesis import strategies as st
 
 from policies import make_policy
 from policies.baselines import NoCompaction
-from sim.calibration.fit import Coefficients
 from sim.core.cache import CachePlacement
+from sim.core.clock import message_times
 from sim.core.conversation import Conversation, Message, Part
 from sim.core.cost import Pricer
+from sim.core.counting import Coefficients
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.core.view import Messages, Rule, edit_parts, layout
-from sim.replay.caching import RequestCache, message_times
+from sim.replay.caching import RequestCache
 from sim.replay.engine import Engine, RunConfig, run
-from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model, views
 from tests.test_engine import agent_loop
 
@@ -35,7 +36,7 @@ def _fresh(engine: Engine, calibration: Coefficients | None = None) -> RequestCa
         engine.cache.placement,
         engine.ledger,
         engine.has_system,
-        engine._message_blocks,
+        engine.measure.message_blocks,
         engine.tok.count,
         calibration,
     )
@@ -56,7 +57,7 @@ def test_blocks_kept_between_requests_equal_blocks_built_afresh(data: st.DataObj
     kept, kept_framed = _fresh(eng), _fresh(eng, _PER_ID)
     for step in range(data.draw(st.integers(1, 6))):
         for m in c.messages[len(eng.ledger.messages) : len(eng.ledger.messages) + data.draw(st.integers(1, 8))]:
-            eng._append(m)
+            eng.append(m)
         view = data.draw(views(len(eng.ledger.messages), _RULES, summaries=3), label=f"view {step}")
         for cache, cal in ((kept, None), (kept_framed, _PER_ID)):
             cache.usage(view, 7, False, None, 0, 0.0, "claude-sonnet-4-5")
@@ -82,7 +83,7 @@ def test_blocks_kept_between_requests_equal_blocks_built_afresh(data: st.DataObj
 def test_every_request_is_billed_in_parts_that_sum_to_its_prompt(
     name: str, provider: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each agent request's cache blocks, and each forked summariser request's (``summary_request`` ``fork``:
+    """Each agent request's cache blocks, and each forked summariser request's (``summary_call`` ``fork``:
     claude-code, codex-remote), sum to its prompt tokens exactly (the engine would otherwise bill the difference as
     uncached), reads and writes are parts of it, and a long tool loop reads most of it."""
     totals: list[int] = []
@@ -98,7 +99,7 @@ def test_every_request_is_billed_in_parts_that_sum_to_its_prompt(
     params = {"trigger_tokens": "20000"} if name == "anthropic-clear-tool-uses" else {}
     r = run(make_policy(name, params), agent_loop(120, result_chars=2_000), RunConfig(model=model, tokenizer="chars4"))
     assert name == "none" or r.summary["compaction_count"] > 0
-    fork = make_policy(name, params).summary_request == "fork"
+    fork = make_policy(name, params).summary_call == "fork"
     cached = [row for row in r.rows if row["billed"] and (row["request_kind"] != "summariser" or fork)]
     assert cached and totals == [row["context_tokens"] for row in cached]
     assert any(row["request_kind"] == "summariser" for row in cached) == fork

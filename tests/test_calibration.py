@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies.base import make_policy
+from policies import make_policy
 from sim.calibration import files
 from sim.calibration import fit as cal
 from sim.cli.main import main

@@ -8,9 +8,9 @@ from policies import make_policy
 from sim.core.budgets import Budgets
 from sim.core.conversation import Conversation, Fact, Message, Part
 from sim.core.log import CompactionCreated, MessageAppended, RequestSent
+from sim.core.model import ModelConfig
 from sim.core.view import fold
 from sim.replay.engine import RunConfig, run
-from sim.replay.model import ModelConfig
 
 SMALL = ModelConfig(context_window=4_000, output_reserve=500)
 
@@ -81,7 +81,7 @@ def test_compacting_policies_finish_and_the_log_folds_to_the_view(name: str, par
 
 
 def test_retention_counts_a_fact_kept_only_in_the_summary() -> None:
-    from sim.replay.summariser import SummariserConfig
+    from sim.core.retention import SummariserConfig
 
     keep_all = SummariserConfig(keep_constraint=1.0, keep_recall=1.0)
     drop_all = SummariserConfig(
@@ -104,7 +104,7 @@ def test_summariser_calls_are_requests_and_are_charged() -> None:
 
 
 def test_failed_summary_leaves_the_view_unchanged() -> None:
-    from sim.replay.summariser import SummariserConfig
+    from sim.core.retention import SummariserConfig
 
     res = run(
         make_policy("cloudflare-os"),
@@ -173,8 +173,9 @@ def test_protected_from_without_a_user_message_starts_after_the_system_prompt(wi
 )
 def test_facts_lost_per_compaction_equal_a_check_of_every_fact(scenario, policy, params, monkeypatch) -> None:
     import sim.replay.engine as engine_module
-    from policies.base import make_policy
-    from sim.replay.runner import scenario_conversation
+    from policies import make_policy
+    from sim.replay.retention import Retention
+    from sim.scenarios import scenario_conversation
 
     conv = scenario_conversation(scenario, 1, {})
     fast = engine_module.run(make_policy(policy, params), conv)
@@ -183,12 +184,12 @@ def test_facts_lost_per_compaction_equal_a_check_of_every_fact(scenario, policy,
         return ",".join(
             sorted(
                 f.id
-                for f in self.conv.facts
-                if f.source in self._index and self.fact_visible(f, before) and not self.fact_visible(f, after)
+                for f in self.facts
+                if f.source in self.ledger.index and self.visible_in(f, before) and not self.visible_in(f, after)
             )
         )
 
-    monkeypatch.setattr(engine_module.Engine, "_facts_lost", every_fact)
+    monkeypatch.setattr(Retention, "lost", every_fact)
     slow = engine_module.run(make_policy(policy, params), conv)
     assert fast.compactions, "the case must compact"
     assert [c["facts_lost"] for c in fast.compactions] == [c["facts_lost"] for c in slow.compactions]

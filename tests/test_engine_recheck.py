@@ -1,20 +1,21 @@
 """Three general engine seams the seed policies need (issue 11): asking again after an automatic compaction
 (``Policy.recheck_after_compaction``), what the last request's reply was (``RunState.last_output_tokens``,
 ``RunState.messages_at_last_request``), and a summariser input that keeps both ends
-(``Plan.summary_input_keep = "ends"``)."""
+(``Plan.summary_request.input_keep = "ends"``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
-from policies.base import Plan, Policy, Trigger
+from policies.base import Plan, Policy, SummaryRequest, Trigger
 from policies.helpers import cut_ceiling, floor_index
 from sim.core.conversation import Conversation, Fact, Message, Part
 from sim.core.log import CompactionCreated, RequestSent
+from sim.core.model import ModelConfig
 from sim.core.state import RunState
-from sim.replay.engine import RunConfig, _ends_within, run
-from sim.replay.model import ModelConfig
+from sim.replay.engine import RunConfig, run
+from sim.replay.summary_input import ends_within as _ends_within
 
 
 def chat(turns: int, words: int = 40) -> Conversation:
@@ -110,9 +111,7 @@ class SummariseAllButLast(Policy[_Ends]):
         return Plan(
             start=cut,
             summarize=True,
-            summary_system_prompt="Summarise.",
-            summary_input_max_chars=1_200,
-            summary_input_keep=self.config.keep,  # type: ignore[arg-type]
+            summary_request=SummaryRequest(prompt="Summarise.", input_max_chars=1_200, input_keep=self.config.keep),
         )
 
 

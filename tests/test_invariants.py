@@ -74,7 +74,7 @@ def test_a_rewritten_system_prompt_is_caught_by_system_first() -> None:
     c = conv(*_script(10, end_on_results=False), asst("ok"))
     eng = Engine(NoCompaction(), c, RunConfig(tokenizer="chars4"))
     for m in c.messages[:3]:
-        eng._append(m)
+        eng.append(m)
     assert eng.requests.system_problem(eng.state.view) is None
     msgs = eng.state.messages
     msgs[0] = dataclasses.replace(msgs[0], parts=(Part("text", "other"),))  # type: ignore[index]

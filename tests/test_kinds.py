@@ -1,4 +1,4 @@
-"""Content kinds (sim.calibration.kinds): what a text is taken for, and a message's tokens split by kind adding up
+"""Content kinds (sim.core.kinds): what a text is taken for, and a message's tokens split by kind adding up
 to the engine's own count of it."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import json
 import pytest
 from hypothesis import given, settings
 
-from policies.base import make_policy
-from sim.calibration.kinds import kind_of, message_kinds
+from policies import make_policy
 from sim.core.config import RunConfig
 from sim.core.conversation import Conversation, Message, Part
+from sim.core.kinds import kind_of, message_kinds
 from sim.replay.engine import Engine
 from sim.replay.strategies import conversations
 
@@ -42,7 +42,7 @@ def test_kind_of(text: str, kind: str) -> None:
 def test_kinds_add_up_to_the_engines_count_of_each_message(conv: Conversation) -> None:
     engine = Engine(make_policy("none"), conv, RunConfig(accounting="counted"))
     for m in conv.messages:
-        assert sum(message_kinds(m, engine.tok.count)) == engine._raw_tokens(m)
+        assert sum(message_kinds(m, engine.tok.count)) == engine.measure.raw_tokens(m)
 
 
 def test_a_tool_calls_arguments_are_json_and_its_framing_prose() -> None:
@@ -50,4 +50,4 @@ def test_a_tool_calls_arguments_are_json_and_its_framing_prose() -> None:
     count = engine.tok.count
     call = Message("a", "assistant", (Part("tool_call", call_id="c", name="Read", args='{"file_path": "x.py"}'),))
     prose, code, js = message_kinds(call, count)
-    assert code == 0 and js == count('{"file_path": "x.py"}') and prose == engine._raw_tokens(call) - js
+    assert code == 0 and js == count('{"file_path": "x.py"}') and prose == engine.measure.raw_tokens(call) - js

@@ -3,7 +3,8 @@
 import pytest
 
 from sim.core.errors import InvalidConfig, InvalidRequest, PromptTooLong
-from sim.replay.model import ModelConfig, check_window, validate_anthropic, validate_openai
+from sim.core.model import ModelConfig
+from sim.replay.model import check_window, validate_anthropic, validate_openai
 
 
 def call(cid: str) -> dict:

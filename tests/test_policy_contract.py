@@ -7,16 +7,16 @@ from typing import ClassVar
 
 import pytest
 
-from policies.base import NoConfig, Plan, Policy, Trigger, When
+from policies.base import NoConfig, Plan, Policy, SummaryRequest, Trigger, When
 from policies.baselines import NoCompaction
 from policies.helpers import keep_newest_bound, plan_shrinks, safe_cut
 from sim.core.conversation import Conversation
 from sim.core.log import CompactionCreated, MessageAppended
+from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.core.view import Edit, Rule, View
 from sim.replay.engine import RunConfig, run
 from sim.replay.lockstep import run_many
-from sim.replay.model import ModelConfig
 from tests.builders import asst, call, change, compact_cmd, conv, fact, revert, state_of, sys, tool, user
 from tests.test_lockstep import fingerprint
 
@@ -146,8 +146,9 @@ class _SummarisesOnce(Policy[_ShapeConfig]):
             else Plan(
                 start=cut,
                 summarize=True,
-                summary_drop_tool_outputs=cfg.drop_outputs,
-                summary_input_newest_tokens=cfg.newest_tokens or None,
+                summary_request=SummaryRequest(
+                    drop_tool_outputs=cfg.drop_outputs, input_newest_tokens=cfg.newest_tokens or None
+                ),
             )
         )
 

@@ -23,14 +23,14 @@ import pytest
 from broken_policies import BROKEN, OPEN_ISSUES, ClearsPendingResults, DropsPendingTurn, GrowsView, RewritesLog
 from hypothesis import HealthCheck, Phase, find, given, settings
 
-from policies import POLICIES
-from policies.base import Plan, Policy, load_policy_class, make_policy
+from policies import POLICIES, load_policy_class, make_policy
+from policies.base import Plan, Policy
 from sim.core.conversation import Conversation, Message, Part, validate
 from sim.core.invariants import NAMES as INVARIANTS
+from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.replay.checker import CheckReport, check_policy, effective_params
 from sim.replay.engine import Engine, RunConfig
-from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
 from tests.builders import state_of
 from tests.policies.test_adk import adk_token_grows
@@ -290,7 +290,7 @@ def _golden(name: str) -> Conversation:
 
 def _golden_engine(name: str, golden: str) -> tuple[Policy[Any], Engine]:
     """Policy ``name`` as ``csim check`` configures it, and an engine (deep checks) over a golden counterexample."""
-    from policies.base import make_config
+    from sim.core.params import make_config
 
     cls = POLICIES.get(name)
     params, _ = effective_params(cls, POLICY_PARAMS.get(name, {}), WINDOW)
@@ -773,8 +773,8 @@ def test_a_compaction_after_a_rollback_is_no_loop() -> None:
     rollback brought back is new to compact, so the two summaries are no loop."""
     from pathlib import Path
 
-    from policies.base import make_config
     from sim.core.log import CompactionCreated
+    from sim.core.params import make_config
     from sim.formats.native import read as read_native
 
     path = Path(__file__).parent / "golden" / "counterexamples" / "claude-code-rollback-then-compact.jsonl"
@@ -843,8 +843,8 @@ def test_a_compaction_made_under_the_trigger_is_no_link_of_a_loop() -> None:
     are no loop."""
     from pathlib import Path
 
-    from policies.base import make_config
     from sim.core.log import CompactionCreated
+    from sim.core.params import make_config
     from sim.formats.native import read as read_native
 
     name = "claude-code-microcompact"

@@ -12,15 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sim.replay.reactive as reactive
-from policies.base import Plan, Policy, Trigger, make_policy
+from policies import make_policy
+from policies.base import Plan, Policy, Trigger
 from policies.baselines import NoCompaction
 from policies.swe_agent import SweAgentMasking, SweAgentMaskingConfig
 from sim.core.agent import AgentConfig
 from sim.core.errors import InvalidConfig
 from sim.core.log import MessageAppended
+from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.replay.engine import RunConfig, run
-from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
 from tests.builders import asst, conv, fact, tool, user
 from tests.builders import sys as system
@@ -282,7 +283,7 @@ def test_the_policy_is_asked_again_after_the_agent_acted() -> None:
 
     eng = Engine(masking(), reading_chat(), config())
     eng.run()
-    t3 = eng._index["t3"]
+    t3 = eng.ledger.index["t3"]
     assert eng.reactions.reacquisitions == 1
     assert eng.state.view.rules_at(t3), "t3 was left unmasked after the re-read"
 
@@ -312,7 +313,7 @@ def test_the_agent_never_speaks_as_the_user() -> None:
 def test_a_failure_tried_again_is_no_new_signal() -> None:
     """Summaries that drop every failure make the agent try each of the script's failing steps again, once per
     drop of the original: a retry a later summary drops is not retried in turn (no feedback loop)."""
-    from sim.replay.summariser import SummariserConfig
+    from sim.core.retention import SummariserConfig
     from sim.scenarios import generate
 
     conv0 = generate("coding-agent", 0, turns=60)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from policies.base import make_policy
+from policies import make_policy
 from sim.replay.checker import check_policy
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from sim.core.conversation import Message, Part
 from sim.core.errors import InvalidRequest
+from sim.core.model import ModelConfig
 from sim.core.state import Ledger
 from sim.core.view import Rule, View, edited
 from sim.replay import request
-from sim.replay.model import ModelConfig
 from sim.replay.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
 from sim.replay.strategies import conversations, views
 

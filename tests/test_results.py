@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from sim.cli.main import main
 from sim.core.errors import InvalidConfig
+from sim.core.identity import config_label
 from sim.sweep.grid import PolicyGrid, Source, SweepSpec, normalise_run, run_sweep
-from sim.sweep.results import TABLES, config_label, load_results, part_name, stored_log
+from sim.sweep.results import TABLES, load_results, part_name, stored_log
 
 ARGS = [
     "--policy",
@@ -89,11 +90,11 @@ def test_labels_sort_parameters_and_spell_values_plainly() -> None:
 
 
 def test_a_kept_log_reads_back_and_a_damaged_one_names_its_line() -> None:
-    from policies.base import make_policy
+    from policies import make_policy
     from sim.core.errors import FormatError
     from sim.core.log import decode_log, encode_log
     from sim.replay.engine import run
-    from sim.replay.runner import scenario_conversation
+    from sim.scenarios import scenario_conversation
 
     res = run(make_policy("cloudflare-os"), scenario_conversation("support-chat", 0, {"turns": "20"}))
     header, events = decode_log(encode_log(res.log, {"run_key": "k"}), "test")

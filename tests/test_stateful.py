@@ -23,8 +23,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from policies import POLICIES
-from policies.base import load_policy_class, make_policy
+from policies import POLICIES, load_policy_class, make_policy
 from sim.core.conversation import Conversation, Message, Part, validate
 from sim.core.log import CompactionCreated, MessageAppended, encode_event
 from sim.core.view import fold

@@ -1,4 +1,4 @@
-"""Forked summariser requests (``Policy.summary_request``): a client that sends its agent request with the summary
+"""Forked summariser requests (``Policy.summary_call``): a client that sends its agent request with the summary
 instruction appended (Claude Code) reads the conversation's cached prefix; a separate summariser prompt, and any
 summariser request with caching off, is priced uncached as it always was."""
 
@@ -10,8 +10,8 @@ from policies import make_policy
 from policies.claude_code import ClaudeCode
 from sim.core.conversation import Conversation, Message, Part
 from sim.core.cost import Pricer
+from sim.core.model import ModelConfig
 from sim.replay.engine import RunConfig, RunResult, run
-from sim.replay.model import ModelConfig
 from tests.test_engine import agent_loop
 
 CONFIG = RunConfig(model=ModelConfig(context_window=60_000), tokenizer="chars4")
@@ -20,7 +20,7 @@ CONFIG = RunConfig(model=ModelConfig(context_window=60_000), tokenizer="chars4")
 class SeparateClaudeCode(ClaudeCode):
     """``claude-code`` with its summariser request sent as a prompt of its own."""
 
-    summary_request = "separate"
+    summary_call = "separate"
 
 
 def _summariser(r: RunResult) -> list[dict[str, object]]:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from sim.cli.main import main
 from sim.core.errors import CsimError, InvalidConfig, UnknownName
+from sim.core.params import parse_seeds
 from sim.sweep import grid as sweep
 from sim.sweep.grid import (
     PolicyGrid,
@@ -21,7 +22,6 @@ from sim.sweep.grid import (
     SweepSpec,
     load_spec,
     normalise_run,
-    parse_seeds,
     plan,
     run_sweep,
     run_task,
@@ -172,7 +172,7 @@ def test_run_keys_are_unique_and_change_with_the_run_config() -> None:
 
 
 def test_a_recording_runs_once_per_seed_with_the_same_conversation() -> None:
-    from sim.replay.runner import recorded_conversations
+    from sim.formats.importing import recorded_conversations
 
     n = len(recorded_conversations(NATIVE, "native")[0])
     spec = SweepSpec((PolicyGrid("none"),), (Source("conversation", str(NATIVE), format="native"),), (0, 1))
@@ -183,7 +183,7 @@ def test_a_recording_runs_once_per_seed_with_the_same_conversation() -> None:
 
 def test_datasets_are_read_through_sim_datasets(monkeypatch: pytest.MonkeyPatch) -> None:
     import sim.formats.datasets
-    from sim.replay.runner import recorded_conversations
+    from sim.formats.importing import recorded_conversations
 
     convs, _ = recorded_conversations(NATIVE, "native")
     calls = []

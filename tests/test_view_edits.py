@@ -16,6 +16,7 @@ from policies.base import Plan, Policy
 from policies.baselines import NoCompaction
 from sim.core.conversation import PART_KINDS, Conversation, Message, Part
 from sim.core.errors import InvalidRequest
+from sim.core.model import MESSAGE_OVERHEAD, ModelConfig
 from sim.core.state import RunState
 from sim.core.view import (
     DEFAULT_MARKER,
@@ -31,7 +32,6 @@ from sim.core.view import (
 )
 from sim.replay import model as wire
 from sim.replay.engine import Engine, RunConfig, run
-from sim.replay.model import MESSAGE_OVERHEAD, ModelConfig
 from sim.replay.strategies import TOOL_NAMES, conversations
 from tests.builders import Draft, asst, call, conv, fact, run_capture, sys, tool, tool_contents, user
 
@@ -65,7 +65,7 @@ def engine(provider: str, tokenizer: str = "chars4", c: Conversation | None = No
     c = c or script()
     eng = Engine(NoCompaction(), c, RunConfig(model=ModelConfig(provider=provider), tokenizer=tokenizer))  # type: ignore[arg-type]
     for m in c.messages:
-        eng._append(m)
+        eng.append(m)
     return eng
 
 
@@ -282,7 +282,7 @@ def direct_size(eng: Engine, view: View) -> tuple[int, int]:
             continue
         e = edited(m, rules, eng.tok.truncate)
         if e is not None:
-            tokens, sent = tokens + MESSAGE_OVERHEAD + sum(eng._part_tokens(p) for p in e.parts), sent + 1
+            tokens, sent = tokens + MESSAGE_OVERHEAD + sum(eng.measure.part_tokens(p) for p in e.parts), sent + 1
     extra = [*([view.summary] if view.summary else []), *view.injected]
     return tokens + sum(MESSAGE_OVERHEAD + eng.tok.count(x.text) for x in extra), sent + len(extra)
 
@@ -375,8 +375,8 @@ def test_view_size_equals_the_direct_count_for_random_edits(
     assert sent == len(eng.requests.render(view))  # Anthropic: one wire message per message sent
     assert eng.state.chars_in_view(view) == direct_chars(eng, view)
     later = Message("later", "user", (Part("text", "one more message " * 5),))
-    eng._append(later)  # past every bound, in the tail: the edited prefix sums extend by its plain size
-    assert eng.view_size(view) == direct_size(eng, view) == (tokens + eng._sizes(later).tokens, sent + 1)
+    eng.append(later)  # past every bound, in the tail: the edited prefix sums extend by its plain size
+    assert eng.view_size(view) == direct_size(eng, view) == (tokens + eng.measure.sizes(later).tokens, sent + 1)
     assert eng.state.chars_in_view(view) == direct_chars(eng, view)
 
 

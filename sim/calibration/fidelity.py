@@ -1,7 +1,7 @@
 """Fidelity: does the simulator, calibrated, report the prompt tokens the provider recorded?
 
 Two accountings (``accounting``): ``anchored`` (the default) counts each recorded message as the provider did,
-from the recording's own usage (:mod:`sim.calibration.anchor`), and estimates only what no usage covers (the
+from the recording's own usage (:mod:`sim.core.anchors`), and estimates only what no usage covers (the
 first request after a recorded compaction is reported with its overhead estimated: how well what a compaction
 leaves is estimated); ``calibrated`` estimates every request from the engine's count with the calibration.
 
@@ -51,12 +51,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sim.calibration.anchor import anchors_for
-from sim.calibration.fit import Calibration, opens_with_summary, replay_counts, segments
+from sim.calibration.fit import replay_counts
 from sim.core.conversation import Conversation, Message
 from sim.core.cost import Pricer
+from sim.core.counting import Calibration, opens_with_summary, segments
 from sim.core.errors import InvalidConfig, UnknownName
-from sim.replay.model import DEFAULT_MODEL
+from sim.core.model import DEFAULT_MODEL
+from sim.replay.anchoring import anchors_for
 
 Across = Literal["continue", "stop"]
 Accounting = Literal["calibrated", "anchored"]
@@ -140,7 +141,7 @@ def replay(
     conv: Conversation, calibration: Calibration, across: Across = "continue", accounting: Accounting = "anchored"
 ) -> Fidelity:
     """The calibrated replay of one recorded session; see the module docstring. ``accounting="anchored"`` counts
-    the recorded messages as the provider did (:mod:`sim.calibration.anchor`), estimating only the rest."""
+    the recorded messages as the provider did (:mod:`sim.core.anchors`), estimating only the rest."""
     if across not in ("continue", "stop"):
         raise InvalidConfig(f"across={across!r} must be 'continue' or 'stop'")
     if accounting not in ("calibrated", "anchored"):

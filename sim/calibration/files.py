@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.calibration.fit import Calibration, Coefficients, HeldOut
-from sim.calibration.kinds import KINDS
+from sim.core.counting import Calibration, Coefficients, HeldOut
 from sim.core.errors import InvalidConfig
+from sim.core.kinds import KINDS
 
 
 def save(calibrations: Sequence[Calibration], path: str | Path) -> Path:

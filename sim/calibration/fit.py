@@ -1,8 +1,8 @@
 """Token calibration: map the simulator's prompt count to what the provider reports.
 
-One module because the model's definition (:class:`Coefficients`), its features (:class:`Sample`), the fit and
-the held-out evaluation change together: a new term touches all four. Saving, loading and choosing a fit are
-:mod:`sim.calibration.files`.
+The model's values (:class:`~sim.core.counting.Coefficients`, :class:`~sim.core.counting.Calibration`) are
+:mod:`sim.core.counting`; this module has their features (:class:`Sample`), the fit and the held-out evaluation,
+which change together when a term is added. Saving, loading and choosing a fit are :mod:`sim.calibration.files`.
 
 Ground truth is the usage recorded with each reply: ``prompt_tokens = input + cache_read + cache_write``
 (:class:`sim.core.conversation.Usage`). For every recorded request, the simulator's side is the prompt *as
@@ -18,7 +18,7 @@ Model, fitted per group (provider, format, agent)::
     framing = per_message * messages, or per_call_id_token * tokens of the tool calls' and results' ids
 
 - ``ratio[kind]``: the provider's tokenizer against ours, per content kind (prose, code, JSON:
-  :mod:`sim.calibration.kinds`); Claude's tokenizer spends more tokens than cl100k_base on code. ``scale`` is
+  :mod:`sim.core.kinds`); Claude's tokenizer spends more tokens than cl100k_base on code. ``scale`` is
   their mean over the fitted content, used where a prompt's mix is not known (``head``: the engine's framing
   and tool definitions, and a whole prompt counted in one number by ``Calibration.apply``).
 - ``per_message``: framing the provider adds per message beyond the engine's own overhead; or
@@ -65,7 +65,7 @@ Held-out evaluation (``split``):
   groups of one conversation and for comparison.
 
 Each held-out request is predicted from the first request of its segment plus the estimate of what was appended
-since (:class:`HeldOut`): the error of estimated text, as usage-anchored accounting (:mod:`sim.calibration.anchor`)
+since (:class:`HeldOut`): the error of estimated text, as usage-anchored accounting (:mod:`sim.core.anchors`)
 uses the calibration; whole-prompt errors are reported beside it. The saved coefficients are fitted on all
 requests of the group; the errors saved with them are the held-out ones. The chars baseline (a ratio of
 characters, same weights, same split) is computed and reported alongside.
@@ -73,111 +73,35 @@ characters, same weights, same split) is computed and reported alongside.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from sim.calibration.kinds import KINDS, Kind, message_kinds
-from sim.core.conversation import Conversation, Message
+from policies import make_policy
+from sim.core.config import RunConfig
+from sim.core.conversation import Conversation, Message, Part
+from sim.core.counting import (
+    REPLAY_WINDOW,
+    SPLITS,
+    Calibration,
+    Coefficients,
+    Framing,
+    HeldOut,
+    agent_of,
+    format_provider,
+    opens_with_summary,
+    provider_of,
+    segments,
+)
 from sim.core.errors import CsimError, InvalidConfig
+from sim.core.kinds import KINDS, message_kinds
+from sim.core.model import ModelConfig
+from sim.core.tokenizers import get_tokenizer
 from sim.core.view import call_id_tokens
-
-Split = Literal["conversation", "alternate"]
-#: What the provider frames beyond the engine's own count: each message, or the tool calls' and results' ids
-#: (:func:`fit`).
-Framing = Literal["message", "call_id"]
-SPLITS = ("conversation", "alternate")
-
-#: The engine replays recordings for calibration with this window: large enough that no recorded prompt
-#: is ever rejected, so every recorded request gets its feature row.
-REPLAY_WINDOW = 1_000_000_000
-
-
-@dataclass(frozen=True)
-class Coefficients:
-    """The fitted model; see the module docstring. ``kind_scales``: provider tokens per engine token of prose,
-    code and JSON (:mod:`sim.calibration.kinds`), fitted where conversations have two or more requests; ``scale``
-    is then their mean over the fitted content, for a prompt whose mix is not known."""
-
-    fixed: float
-    per_message: float
-    scale: float
-    after_compaction: float = 0.0
-    kind_scales: tuple[float, float, float] | None = None
-    per_call_id_token: float = 0.0
-
-    def ratio(self, kind: Kind) -> float:
-        """Provider tokens per engine token of text of ``kind``."""
-        return self.scale if self.kind_scales is None else self.kind_scales[KINDS.index(kind)]
-
-
-@dataclass(frozen=True)
-class HeldOut:
-    """Held-out relative errors (fractions) of the calibrated model and of the chars baseline.
-
-    ``anchored`` (conversations with two or more requests): each request is predicted from the first request
-    of its segment plus the estimate of what was appended since, so ``median`` and ``p90`` measure the
-    estimated text alone, as usage-anchored accounting uses it; ``one_ratio_*`` is the same with one ratio for
-    all kinds, and the baseline is anchored too. ``absolute_*``: the whole prompt, ``fixed`` and
-    ``after_compaction`` included, as a run that counts everything reports it. Without anchors (every
-    conversation holds one request) ``median`` and ``p90`` are the absolute ones.
-    """
-
-    split: str
-    n_fit: int
-    n_held_out: int
-    median: float
-    p90: float
-    baseline_median: float
-    baseline_p90: float
-    anchored: bool = False
-    one_ratio_median: float | None = None
-    one_ratio_p90: float | None = None
-    absolute_median: float | None = None
-    absolute_p90: float | None = None
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """A fitted calibration for one (provider, format, agent); part of ``RunConfig`` when a run uses it."""
-
-    provider: str
-    format: str
-    tokenizer: str
-    coefficients: Coefficients
-    n: int
-    errors: HeldOut
-    fitted_on: str
-    checksum: str
-    agent: str = "main"
-
-    def __post_init__(self) -> None:
-        c = self.coefficients
-        kinds = c.kind_scales or ()
-        numbers = (c.fixed, c.per_message, c.per_call_id_token, c.scale, c.after_compaction, *kinds)
-        if not all(math.isfinite(x) for x in numbers):
-            raise InvalidConfig(f"calibration {self.key}: coefficients must be finite numbers, got {c}")
-        if c.scale <= 0 or any(x <= 0 for x in kinds) or len(kinds) not in (0, len(KINDS)):
-            raise InvalidConfig(
-                f"calibration {self.key}: scale {c.scale!r} and the kind scales {c.kind_scales!r} (prose, code, "
-                "JSON) must be positive"
-            )
-
-    @property
-    def key(self) -> str:
-        return f"{self.provider}/{self.format}/{self.agent}"
-
-    def apply(self, tokens: int, messages: int, summarised: bool = False, id_tokens: int = 0) -> int:
-        """The provider's count predicted from the engine's ``tokens``, ``messages`` and ``id_tokens`` (the tokens
-        of its tool calls' and results' ids, :func:`sim.core.view.call_id_tokens`) of one request."""
-        c = self.coefficients
-        x = c.fixed + c.per_message * messages + c.per_call_id_token * id_tokens + c.scale * tokens
-        x += c.after_compaction if summarised else 0.0
-        return max(0, math.floor(x + 0.5))
-
+from sim.replay.anchoring import reattached
+from sim.replay.engine import run
 
 # --- features ------------------------------------------------------------------------------------
 
@@ -211,78 +135,6 @@ class Sample:
         return self.tokens - sum(self.kinds)
 
 
-def opens_with_summary(conv: Conversation) -> bool:
-    """The conversation starts from a compaction summary (a segment after a recorded compaction)."""
-    return any(m.meta.get("compact_summary") or "compact_boundary" in m.meta for m in conv.messages[:2])
-
-
-def segments(conv: Conversation) -> list[Conversation]:
-    """The conversation cut at its recorded compactions; each later segment starts with the summary message.
-
-    The message after a ``compact_boundary`` carries ``meta["compact_boundary"]`` (the Claude Code
-    importer marks it); the provider's prompt after a compaction holds that message and what follows,
-    not the history before it, so each segment is replayed on its own.
-    """
-    cuts = [i for i, m in enumerate(conv.messages) if i > 0 and "compact_boundary" in m.meta]
-    bounds = [0, *cuts, len(conv.messages)]
-    out = []
-    for k, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False)):
-        if a == b:
-            continue
-        msgs = conv.messages[a:b]
-        try:
-            out.append(
-                Conversation(
-                    f"{conv.id}#{k}" if len(bounds) > 2 else conv.id,
-                    msgs,
-                    (),
-                    conv.tools,
-                    {**dict(conv.meta), "segment": k},
-                )
-            )
-        except InvalidConfig as exc:
-            raise CsimError(
-                f"conversation {conv.id!r}: segment {k} (messages {a}..{b - 1}) is not replayable on its own: {exc}"
-            ) from None
-    return out
-
-
-def agent_of(conv: Conversation) -> str:
-    """``main``, ``subagent``, or ``compaction`` (Claude Code's summarising call, ``agent-acompact-*``)."""
-    if not conv.meta.get("subagent"):
-        return "main"
-    return "compaction" if str(conv.meta.get("agent_id", "")).startswith("acompact") else "subagent"
-
-
-def provider_of(conv: Conversation, default: str = "unknown") -> str:
-    """The provider that served a recording: ``meta["provider"]``, else guessed from the model names."""
-    p = conv.meta.get("provider")
-    if isinstance(p, str) and p:
-        return p
-    models = [str(x) for x in conv.meta.get("models", ()) or ()]
-    models += [str(m.meta["model"]) for m in conv.messages[:50] if m.meta.get("model")]
-    for name in models:
-        low = name.lower()
-        if "claude" in low or "anthropic" in low:
-            return "anthropic"
-        if low.startswith(("gpt", "o1", "o3", "o4", "openai")) or "/gpt" in low:
-            return "openai"
-        if "deepseek" in low:
-            return "deepseek"
-        if "gemini" in low:
-            return "google"
-    return default
-
-
-_FORMAT_PROVIDER = {
-    "claude-code": "anthropic",
-    "anthropic-messages": "anthropic",
-    "codex": "openai",
-    "openai-responses": "openai",
-    "tau-bench": "openai",
-}
-
-
 def replay_counts(
     conv: Conversation,
     tokenizer: str = "cl100k_base",
@@ -296,13 +148,8 @@ def replay_counts(
     ``probe_end`` appends one synthetic assistant reply so the last row is a request holding the whole
     conversation (the prompt at the moment of a compaction that follows it). ``cache_ttl`` is the run's
     (:class:`~sim.core.config.RunConfig`): the TTL the recorded client wrote its cache entries with.
-    ``anchors`` (:class:`sim.calibration.anchor.Anchors`): count the recorded messages as the provider did.
+    ``anchors`` (:class:`sim.core.anchors.Anchors`): count the recorded messages as the provider did.
     """
-    from policies.base import make_policy
-    from sim.core.conversation import Message, Part
-    from sim.replay.engine import RunConfig, run
-    from sim.replay.model import ModelConfig
-
     if probe_end:
         probe = Message(f"{conv.id}~probe", "assistant", (Part("text", "(probe)"),))
         conv = Conversation(conv.id, (*conv.messages, probe), (), conv.tools, conv.meta)
@@ -330,12 +177,10 @@ def replay_counts(
 
 def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "cl100k_base") -> list[Sample]:
     """Every recorded request with usage, with the engine's features; reset at recorded compactions."""
-    from sim.core.tokenizers import get_tokenizer
-
     count = get_tokenizer(tokenizer).count
     out: list[Sample] = []
     for conv in conversations:
-        provider = provider_of(conv, _FORMAT_PROVIDER.get(fmt, "unknown"))
+        provider = provider_of(conv, format_provider(fmt))
         agent = agent_of(conv)
         session, chain = _session_of(conv)
         start = 0
@@ -396,19 +241,6 @@ def _sum_kinds(messages: Sequence[Message], count: Callable[[str], int]) -> tupl
         p, c, j = message_kinds(m, count)
         prose, code, js = prose + p, code + c, js + j
     return prose, code, js
-
-
-def reattached(history: Sequence[Message], fmt: str) -> tuple[Message, ...]:
-    """What the recorded client re-attached after compacting ``history``, as messages the engine can count:
-    Claude Code's recently used files (:func:`policies.claude_code.reattached_files`); nothing for the others,
-    whose recordings show what came back."""
-    if fmt != "claude-code" or not history:
-        return ()
-    from policies.claude_code import ClaudeCodeConfig, reattached_files
-    from sim.core.conversation import Part
-
-    files = reattached_files(history, 0, ClaudeCodeConfig())
-    return tuple(Message(f"~reattached{i}", "user", (Part("text", f.text),)) for i, f in enumerate(files))
 
 
 # --- fitting -------------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def cmd_fidelity(args: argparse.Namespace) -> int:
     from sim.calibration import fidelity, files
-    from sim.calibration import fit as cal
+    from sim.core import counting
 
     groups, _, _ = load_source(args.path, args.format, args.cache, args.lenient)
     cals = files.load(args.calibration)
@@ -90,13 +90,13 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
         for conv in convs:
             if not any(m.role == "assistant" and m.usage for m in conv.messages):
                 continue
-            if cal.agent_of(conv) != "main" and not args.all_agents:
+            if counting.agent_of(conv) != "main" and not args.all_agents:
                 continue
             c = files.choose(
                 cals,
-                cal.provider_of(conv, cal._FORMAT_PROVIDER.get(fmt, "unknown")),
+                counting.provider_of(conv, counting.format_provider(fmt)),
                 fmt,
-                cal.agent_of(conv),
+                counting.agent_of(conv),
                 where=args.calibration,
             )
             res = fidelity.replay(conv, c, args.across_compactions, args.accounting)

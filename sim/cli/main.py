@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sim.core.config import add_run_options, option_values
+from sim.cli.options import add_run_options, option_values
 from sim.core.errors import CsimError, InvalidConfig
 
 EPILOG = """examples:
@@ -45,7 +45,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from sim import api
-    from sim.replay.runner import parse_kv
+    from sim.core.params import parse_kv
     from sim.sweep.grid import run_sweep
     from sim.sweep.results import load_results
 
@@ -69,7 +69,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         seeds=args.seed,
         **options,
     )
-    from sim.replay.model import DEFAULT_MODEL
+    from sim.core.model import DEFAULT_MODEL
 
     out = Path(args.out)
     run_sweep(spec, out, workers=1, progress=True, logs=True)
@@ -125,8 +125,8 @@ def _registry(what: str):  # type: ignore[no-untyped-def]
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from sim.core.params import parse_kv
     from sim.replay.checker import check_policy
-    from sim.replay.runner import parse_kv
 
     report = check_policy(args.policy, parse_kv(args.param), examples=args.examples, seed=args.seed, window=args.window)
     print(report.render())
@@ -134,7 +134,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from sim.replay.runner import demo
+    from sim.report.demo import demo
     from sim.sweep.compare import render
 
     out = Path(args.out)

@@ -42,7 +42,7 @@ class _Group(argparse.Action):
 
 
 def register(sub: Any) -> None:
-    from sim.core.config import add_run_options
+    from sim.cli.options import add_run_options
     from sim.sweep.executors import EXECUTORS
 
     p = sub.add_parser(
@@ -149,9 +149,10 @@ def register(sub: Any) -> None:
 
 def spec_from_args(args: argparse.Namespace) -> Any:
     """The SweepSpec from a spec file or from the grid flags (not both)."""
-    from sim.core.config import normalise_run, option_values, run_option_defaults
-    from sim.replay.runner import parse_kv
-    from sim.sweep.grid import PolicyGrid, Source, SweepSpec, _scenario_sources, _values, load_spec, parse_seeds
+    from sim.cli.options import option_values
+    from sim.core.config import normalise_run, run_option_defaults
+    from sim.core.params import parse_kv, parse_seeds, parse_values
+    from sim.sweep.grid import PolicyGrid, Source, SweepSpec, _scenario_sources, load_spec
 
     if args.seed is not None:
         raise InvalidConfig("a sweep takes --seeds (e.g. --seeds 0-19), not --seed")
@@ -177,7 +178,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
             )
         return load_spec(args.spec)
     policies = tuple(
-        PolicyGrid(name, tuple((k, _values(v)) for k, v in parse_kv(items, "-P").items()))
+        PolicyGrid(name, tuple((k, parse_values(v)) for k, v in parse_kv(items, "-P").items()))
         for name, items in args.grid_policies or []
     )
     sources: list[Source] = []

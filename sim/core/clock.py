@@ -53,13 +53,14 @@ import hashlib
 import math
 import numbers
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, get_args
 
 import numpy as np
 
+from sim.core.conversation import Message
 from sim.core.errors import FormatError, InvalidConfig
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -290,3 +291,25 @@ def classify_tool(name: str, args: str = "") -> ToolKind:
     if has("bash", "shell", "exec", "run", "terminal", "command", "cmd"):
         return "build" if _BUILD.search(a) else "shell"
     return "other"
+
+
+def message_times(messages: Sequence[Message], seed: int, output_tokens: Callable[[Message], int]) -> tuple[float, ...]:
+    """When each message is complete, in seconds (this module): the recording's timestamps when its
+    messages carry them (``meta["timestamp"]``), else seeded synthetic durations from the run's seed.
+
+    A request answered by message ``k`` starts at ``times[k - 1]``."""
+    stamps = [m.meta.get("timestamp") for m in messages]
+    if any(stamps):
+        return recorded_times(stamps).seconds
+    calls = {p.call_id: (p.name or "", p.args or "") for m in messages for p in m.calls if p.call_id}
+    steps = [
+        Step(
+            m.role,
+            output_tokens(m) if m.role == "assistant" else 0,
+            tuple(classify_tool(*calls.get(p.call_id or "", (p.name or "", ""))) for p in m.results)
+            if m.role == "tool"
+            else (),
+        )
+        for m in messages
+    ]
+    return synthetic_times(steps, seed)

@@ -1,34 +1,32 @@
 """The run configuration and its one schema: ``csim run`` flags and a sweep spec's ``[run]`` keys alike.
 
-Every option is a field of :class:`RunConfig` or of the configs it holds (:class:`~sim.replay.model.ModelConfig`,
+Every option is a field of :class:`RunConfig` or of the configs it holds (:class:`~sim.core.model.ModelConfig`,
 :class:`~sim.core.budgets.Budgets`, :class:`~sim.core.agent.AgentConfig`), declared with
 ``metadata={"flag": ..., "help": ...}``: the flag's name, its
 help, its type, choices (a ``Literal``) and default all come from the field, so the command line, the spec
 format and the dataclasses cannot drift apart. Two options are tables rather than fields: ``summariser``
 (``-R NAME=VALUE``, the retention model's parameters) and ``calibration`` (a fit's file, matched to each
-source when a run starts).
+source when a run starts). The command line's flags are made from the same fields (:mod:`sim.cli.options`).
 
 Light on purpose (no numpy, no engine): ``csim --help`` imports it.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from sim.core.agent import AgentConfig
+from sim.core.anchors import Anchors
 from sim.core.budgets import Budgets
+from sim.core.counting import Calibration
 from sim.core.errors import InvalidConfig, UnknownName
-from sim.replay.model import ModelConfig
-from sim.replay.summariser import SummariserConfig
-
-if TYPE_CHECKING:
-    from sim.calibration.anchor import Anchors
-    from sim.calibration.fit import Calibration
+from sim.core.model import ModelConfig
+from sim.core.params import format_value, make_config, parse_kv
+from sim.core.retention import SummariserConfig
 
 
 @dataclass(frozen=True)
@@ -76,7 +74,7 @@ class RunConfig:
             "(and --calibration applied to whole requests)",
         },
     )
-    #: Provider-counted sizes of the messages (sim.calibration.anchor), given explicitly; None = derived from the
+    #: Provider-counted sizes of the messages (sim.core.anchors), given explicitly; None = derived from the
     #: recording when ``accounting`` is ``anchored``.
     anchors: Anchors | None = None
 
@@ -145,42 +143,6 @@ def run_options() -> tuple[RunOption, ...]:
     return tuple(out)
 
 
-def add_run_options(p: argparse.ArgumentParser, *, seed: bool = True, calibration: bool = False) -> None:
-    """The run options as flags (help from the fields), the ``-R`` summariser table, and optionally the seed
-    and ``--calibration``."""
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    for o in run_options():
-        if o.key == "seed" and not seed:
-            continue
-        g = groups.get(o.group) or groups.setdefault(o.group, p.add_argument_group(o.group))
-        if o.kind is bool:
-            g.add_argument(f"--{o.flag}", action="store_true", help=o.help)
-            continue
-        shown = "" if o.default is None else f" (default {o.default})"
-        g.add_argument(f"--{o.flag}", type=o.kind, choices=o.choices, default=o.default, help=o.help + shown)
-    s = p.add_argument_group("mock summariser")
-    s.add_argument(
-        "--summariser",
-        "-R",
-        action="append",
-        metavar="NAME=VALUE",
-        help="retention model parameter, e.g. -R keep_recall=0.3 -R max_output_tokens=2048",
-    )
-    if calibration:
-        add_calibration_option(p)
-
-
-def add_calibration_option(p: argparse.ArgumentParser) -> None:
-    """``--calibration FILE`` (``[run] calibration`` in a spec)."""
-    p.add_argument(
-        "--calibration",
-        metavar="FILE",
-        default=None,
-        help="apply a fit from csim calibrate --out to every run: context tokens become what the "
-        "provider would count (the fit matched to the provider and each source's format)",
-    )
-
-
 def run_option_defaults() -> dict[str, Any]:
     """Every ``[run]`` key but the seed, with its default (what a sweep's run key holds)."""
     out: dict[str, Any] = {o.key: o.default for o in run_options() if o.key != "seed"}
@@ -189,16 +151,8 @@ def run_option_defaults() -> dict[str, Any]:
     return out
 
 
-def format_value(v: Any) -> str:
-    """A parameter value as a label shows it: ``0.8``, ``150000``, ``true``, ``unset``."""
-    if v is None:
-        return "unset"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
-def _coerce(o: RunOption, key: str, value: Any, where: str) -> Any:
+def _checked(o: RunOption, key: str, value: Any, where: str) -> Any:
+    """A ``[run]`` value (TOML-typed, or a flag argparse typed) checked against its option: its type and choices."""
     if value is None and (o.optional or o.default is None):
         return None
     if o.kind is bool:
@@ -229,7 +183,7 @@ def normalise_run(raw: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], 
         elif dest == "calibration":
             out[dest] = None if value is None else str(value)
         elif dest in options:
-            out[dest] = _coerce(options[dest], key, value, where)
+            out[dest] = _checked(options[dest], key, value, where)
         else:
             raise UnknownName(f"run option in {where}", key, [*options, "summariser", "calibration"])
     return tuple(sorted(out.items()))
@@ -239,8 +193,6 @@ def run_config(values: Mapping[str, Any], seed: int | None = None) -> RunConfig:
     """A :class:`RunConfig` from option values by key (flags parsed by argparse, or a normalised ``[run]``
     table); missing keys take their defaults. ``summariser``: ``NAME=VALUE`` strings or a mapping.
     ``calibration`` is not read here: a fit is matched to each source (``sim.calibration.files.load_for_source``)."""
-    from policies.base import make_config
-    from sim.replay.runner import parse_kv
 
     parts: dict[tuple[str, ...], dict[str, Any]] = {(): {}, ("model",): {}, ("budgets",): {}, ("agent",): {}}
     for o in run_options():
@@ -259,21 +211,10 @@ def run_config(values: Mapping[str, Any], seed: int | None = None) -> RunConfig:
     )
 
 
-def option_values(args: argparse.Namespace | Mapping[str, Any]) -> dict[str, Any]:
-    """The run options' values from parsed flags (or a mapping), by key."""
-    src = vars(args) if isinstance(args, argparse.Namespace) else dict(args)
-    keys: Sequence[str] = [o.key for o in run_options()] + ["summariser", "calibration"]
-    return {k: src[k] for k in keys if k in src}
-
-
 __all__ = [
     "RunConfig",
     "RunOption",
-    "add_calibration_option",
-    "add_run_options",
-    "format_value",
     "normalise_run",
-    "option_values",
     "run_config",
     "run_option_defaults",
     "run_options",

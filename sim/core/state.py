@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from sim.core.conversation import Message
+from sim.core.model import MESSAGE_OVERHEAD, ModelConfig
 from sim.core.view import Messages, Rule, View, call_id_tokens, edited_chars, layout, standard_rule
-from sim.replay.model import MESSAGE_OVERHEAD, ModelConfig
 
 #: ``(message, rules) -> (chars, tokens)`` of the message as ``rules`` edit it; (0, 0) when nothing of it is sent.
 Sizer = Callable[[Message, tuple[Rule, ...]], tuple[int, int]]
@@ -61,6 +61,8 @@ class Ledger:
     request beyond the messages appended since."""
 
     messages: list[Message] = field(default_factory=list)
+    #: message id -> its index in ``messages``
+    index: dict[str, int] = field(default_factory=dict)
     # prefix sums of the messages as stored: x_prefix[i] = sum of x over messages[:i]
     chars_prefix: list[int] = field(default_factory=lambda: [0])
     tokens_prefix: list[int] = field(default_factory=lambda: [0])
@@ -86,6 +88,7 @@ class Ledger:
     def append(self, m: Message, chars: int, tokens: int, calls: int | None = None) -> int:
         i = len(self.messages)
         self.messages.append(m)
+        self.index[m.id] = i
         if i == 0:
             self.first_text = m.text
         self.chars_prefix.append(self.chars_prefix[-1] + chars)
@@ -134,6 +137,7 @@ class Ledger:
         return replace(
             self,
             messages=list(self.messages),
+            index=dict(self.index),
             chars_prefix=list(self.chars_prefix),
             tokens_prefix=list(self.tokens_prefix),
             calls_prefix=list(self.calls_prefix),
@@ -269,7 +273,7 @@ class RunState:
     def chars_in_view(self, view: View | None = None) -> int:
         """Characters of everything ``view`` (default: the current one) shows: the system prompt, its
         spans and tail as edited, the summary and injected messages."""
-        return self._totals(self.view if view is None else view)[0]
+        return self.totals(self.view if view is None else view)[0]
 
     def view_size(self, view: View | None = None) -> tuple[int, int]:
         """Exact prompt tokens of ``view`` (default: the current one) without tools or a status line, and the
@@ -278,7 +282,7 @@ class RunState:
         Exact counts are the engine's; a real client that counts with a tokenizer has them, one that
         estimates (the seeds' chars/4) does not, and a policy modelling such a client should decide on
         :meth:`estimated_context_tokens` instead."""
-        _, tokens, sent, _ = self._totals(self.view if view is None else view)
+        _, tokens, sent, _ = self.totals(self.view if view is None else view)
         return tokens, sent
 
     def tool_uses(self, view: View | None = None) -> int:
@@ -288,7 +292,7 @@ class RunState:
         n, cp = len(self), self._l.calls_prefix
         return sum(cp[min(b, n)] - cp[a] for a, b in (*v.spans, (v.start, n)) if a < min(b, n))
 
-    def _totals(self, v: View) -> tuple[int, int, int, int]:
+    def totals(self, v: View) -> tuple[int, int, int, int]:
         """(characters, tokens, messages sent, call-id tokens sent) of view ``v``.
 
         A view's edits reach no message past the log's length when it was made, and its tail is open, so

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sim.core.conversation import Conversation
-from sim.core.errors import FormatError
+from sim.core.errors import FormatError, InvalidConfig
 from sim.formats import SNIFFERS, Skipped, detect, read, recognised_by
 from sim.formats.native import write
 
@@ -227,6 +227,24 @@ def import_paths(paths: list[str | Path], fmt: str = "auto", lenient: bool = Fal
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def recorded_conversations(path: str | Path, fmt: str, lenient: bool = False) -> tuple[list[Conversation], list[str]]:
+    """Conversations read from a recording (a file, or a folder read as ``csim import`` reads one), and the
+    report of what was skipped (one line each: records, and a folder's files that are not recordings)."""
+    p = Path(path)
+    if not p.exists():
+        raise InvalidConfig(f"conversation file {str(p)!r} does not exist")
+    if p.is_dir():
+        report = import_paths([p], fmt, lenient)
+        convs, notes = report.conversations, report.notes()
+    else:
+        result = read(p, fmt, lenient=lenient)
+        convs, notes = result.conversations, [str(s) for s in result.skipped]
+    if not convs:
+        detail = "".join(f"\n  {line}" for line in notes[:20])
+        raise InvalidConfig(f"{p}: no conversation could be read (format {fmt!r}){detail}")
+    return convs, notes
 
 
 def output_names(files: list[FileReport]) -> list[str]:

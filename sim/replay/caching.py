@@ -35,7 +35,7 @@ written) and no other request does. It is a client behaviour with nothing fitted
 describe it: every block after the system prompt (after the head without one) is keyed anew from that request
 on, and later requests read the entries it wrote.
 
-Summariser requests: a policy whose client forks its agent request to summarise (``Policy.summary_request``
+Summariser requests: a policy whose client forks its agent request to summarise (``Policy.summary_call``
 ``fork``: ``claude-code`` and its microcompact variant, ``codex-remote``; each names its source) sends the view the
 agent would send, its tools included and no status line, with the summary instruction appended as a last user
 message. It is billed here like an agent request, at the moment of the compaction: the blocks are synced to that
@@ -58,7 +58,6 @@ import copy
 import math
 from collections.abc import Callable, Sequence
 
-from sim.calibration.fit import Coefficients
 from sim.core.cache import (
     TTL,
     AnthropicCache,
@@ -69,11 +68,11 @@ from sim.core.cache import (
     Prompt,
     chain,
 )
-from sim.core.clock import Step, classify_tool, recorded_times, synthetic_times
 from sim.core.conversation import Message
+from sim.core.counting import Coefficients
+from sim.core.model import MESSAGE_OVERHEAD
 from sim.core.state import Ledger
 from sim.core.view import Item, Messages, Rule, View, call_id_tokens, layout
-from sim.replay.model import MESSAGE_OVERHEAD
 from sim.replay.request import common_units
 
 #: (content identity, tokens) of each block of a message as rules edit it: the engine's, memoised.
@@ -259,25 +258,3 @@ class RequestCache:
         self._raw.pop()
         if self._cal is not None:
             self._cum.pop()
-
-
-def message_times(messages: Sequence[Message], seed: int, output_tokens: Callable[[Message], int]) -> tuple[float, ...]:
-    """When each message is complete, in seconds (:mod:`sim.core.clock`): the recording's timestamps when its
-    messages carry them (``meta["timestamp"]``), else seeded synthetic durations from the run's seed.
-
-    A request answered by message ``k`` starts at ``times[k - 1]``."""
-    stamps = [m.meta.get("timestamp") for m in messages]
-    if any(stamps):
-        return recorded_times(stamps).seconds
-    calls = {p.call_id: (p.name or "", p.args or "") for m in messages for p in m.calls if p.call_id}
-    steps = [
-        Step(
-            m.role,
-            output_tokens(m) if m.role == "assistant" else 0,
-            tuple(classify_tool(*calls.get(p.call_id or "", (p.name or "", ""))) for p in m.results)
-            if m.role == "tool"
-            else (),
-        )
-        for m in messages
-    ]
-    return synthetic_times(steps, seed)

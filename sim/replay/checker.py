@@ -27,9 +27,11 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 
-from policies.base import Plan, Policy, Trigger, load_policy_class, make_config
+from policies import load_policy_class
+from policies.base import Plan, Policy, Trigger
 from sim.core.conversation import Conversation
 from sim.core.invariants import Violation
+from sim.core.params import make_config
 from sim.core.state import RunState
 from sim.core.tokenizers import get_tokenizer
 from sim.replay.engine import Engine, RunConfig, RunResult

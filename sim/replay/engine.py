@@ -1,17 +1,14 @@
 """Replay a conversation through a policy, request by request, and record everything.
 
-One module because the phases of a replay (append, automatic and manual compaction, the summariser call,
-the request and its checks, the budget check) all read and write one run state, and split apart they would
-reach into each other's private fields; what is not that loop lives elsewhere (sizes in
-:mod:`sim.core.state`, the view's layout in :mod:`sim.core.view`, lockstep in :mod:`sim.replay.lockstep`, the
-prompt cache's blocks in :mod:`sim.replay.caching`, anchored sizes in :mod:`sim.calibration.anchor`, the config in
-:mod:`sim.core.config`). What stays here of sizing is the per-message measure the ledger, the cache blocks and
-the anchors all read, memoised per worker; it is the next piece to move out if the module grows again.
-
-The engine is the imperative shell around pure pieces: the policy decides, :mod:`sim.core.view` says
-what the model sees, :mod:`sim.replay.model` renders and validates the request, :mod:`sim.replay.summariser`
-answers summariser calls, :mod:`sim.core.invariants` checks each request. It touches no files, clocks or
-global random state; all randomness comes from ``numpy.random.SeedSequence([seed, ...])``.
+The engine only sequences a replay's phases; each thing it records or computes is a sibling's:
+:mod:`sim.replay.measure` sizes every message and request (one accounting mode, chosen when the run starts),
+:mod:`sim.replay.retention` judges the facts each request needs, :mod:`sim.replay.summary_input` builds a
+summariser request's transcript, :mod:`sim.replay.billing` prices requests and compactions,
+:mod:`sim.replay.loops` watches for compaction loops, :mod:`sim.replay.result` turns the log into the run's tables
+and summary. The policy decides, :mod:`sim.core.view` says what the model sees, :mod:`sim.replay.request` renders
+and validates each request, :mod:`sim.replay.summariser` answers summariser calls, :mod:`sim.core.invariants`
+checks each request. It touches no files, clocks or global random state; all randomness comes from
+``numpy.random.SeedSequence([seed, ...])``.
 
 Replay: user and tool messages of the script are appended to the log (tool results bounded by the
 policy on entry). Every scripted ``assistant`` message is the reply to one agent request whose
@@ -19,32 +16,31 @@ prompt is the view at that moment: before it, the policy may compact; if the pro
 prompt as too long, the policy may compact and retry (``retry_on_overflow`` times) before the run
 ends with a context overflow. A ``/compact`` user command asks the policy to compact at once, and
 that turn ends without a model call.
+
+The reactive agent (:mod:`sim.replay.reactive`) and lockstep (:mod:`sim.replay.lockstep`) drive the engine
+through its public methods: :meth:`Engine.append`, :meth:`Engine.side_request`, :meth:`Engine.resume`,
+:meth:`Engine.finish_with`, :meth:`Engine.copy` and the fields they name.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
-import math
-from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, NamedTuple
+from dataclasses import asdict, replace
+from enum import IntEnum
+from typing import Any
 
 import numpy as np
 
 from policies.base import AskPoint, Plan, Policy
-from sim.calibration.anchor import Anchors, anchors_for
-from sim.calibration.fit import opens_with_summary
-from sim.calibration.kinds import kind_of
 from sim.core.budgets import BudgetTracker
 from sim.core.cache import TTL, CachePlacement, CacheUsage, NoCache, cache_model
+from sim.core.clock import message_times
 from sim.core.config import RunConfig
 from sim.core.conversation import Conversation, Fact, Message, Part
-from sim.core.cost import Pricer
-from sim.core.errors import InvalidRequest, InvariantViolation, PromptTooLong, UnknownName
-from sim.core.invariants import Violation, check_compaction, check_plan, check_view, edited_ranges, minus, ranges
+from sim.core.errors import InvalidRequest, InvariantViolation, PromptTooLong
+from sim.core.identity import run_id
+from sim.core.invariants import Violation, check_compaction, check_plan, check_view
 from sim.core.log import (
     BudgetWarned,
     CompactionCreated,
@@ -53,78 +49,53 @@ from sim.core.log import (
     RequestSent,
     RunFinished,
     RunLog,
-    compaction_rows,
-    request_rows,
 )
+from sim.core.model import fits_window
 from sim.core.state import Ledger, RunState
 from sim.core.tokenizers import CountingTokenizer, Memo, get_tokenizer, memoised
-from sim.core.view import Rule, Summary, View, call_id_tokens, edit_parts, fold, rule_for
+from sim.core.view import Summary, View, edit_parts, fold
 from sim.replay import model as wire
-from sim.replay.caching import RequestCache, message_times
-from sim.replay.model import DEFAULT_MODEL, MESSAGE_OVERHEAD, PART_OVERHEAD, REQUEST_OVERHEAD
-from sim.replay.reactive import Reactions, react, signals_lost, task_success
-from sim.replay.request import RequestBuilder, flat_pieces, head_pieces, tail_pieces
+from sim.replay.anchoring import run_anchors
+from sim.replay.billing import Billing
+from sim.replay.caching import RequestCache
+from sim.replay.loops import LoopWatch
+from sim.replay.measure import Counted, measure_for
+from sim.replay.reactions import Reactions
+from sim.replay.reactive import react, signals_lost, task_success
+from sim.replay.request import RequestBuilder
+from sim.replay.result import RunIdentity, RunResult, run_result
+from sim.replay.retention import Retention
 from sim.replay.summariser import summarise
+from sim.replay.summary_input import summariser_input
 
 
-@dataclass
-class RunResult:
-    """What one run produced: request rows, compactions, violations, the log, and the summary."""
+class Phase(IntEnum):
+    """The phases of a message in a replay (:meth:`Engine.resume`)."""
 
-    run_id: str
-    policy: str
-    params: dict[str, Any]
-    params_hash: str
-    conversation_id: str
-    seed: int
-    rows: list[dict[str, Any]]
-    compactions: list[dict[str, Any]]
-    violations: list[Violation]
-    log: RunLog
-    summary: dict[str, Any]
-    #: One row per (fact, request that needed it): kind, age in messages since its source, visible or not.
-    fact_rows: list[dict[str, Any]] = field(default_factory=list)
+    MESSAGE = 0
+    MANUAL = 1
+    AFTER_ROLLBACK = 2
+    SEND = 3
+    BUDGET = 4
+    RESPONSE = 5
+
+
+MESSAGE, MANUAL, AFTER_ROLLBACK, SEND, BUDGET, RESPONSE = Phase
 
 
 def run_id_for(policy: Policy[Any], conversation: Conversation, config: RunConfig, memo: Memo | None = None) -> str:
     """A stable id from the policy spec, the conversation id and the seed: same inputs, same id."""
     settings = memoised(memo, config, "asdict", asdict)  # a sweep task starts many runs with one config
-    blob = json.dumps([policy.spec(), conversation.id, config.seed, settings], sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-FactIndex = tuple[dict[str, list[Fact]], dict[str, list[Fact]], dict[str, Fact]]
-
-
-def fact_index(conv: Conversation) -> FactIndex:
-    """Facts by the message that needs them, by source message, and by id. Built once per conversation and
-    worker (:func:`memoised`): a sweep runs many configurations over one conversation object, and a run that
-    stops early should not pay for indexing all of it each time."""
-    by_need: dict[str, list[Fact]] = {}
-    by_source: dict[str, list[Fact]] = {}
-    for f in conv.facts:
-        for n in f.needed_at:
-            by_need.setdefault(n, []).append(f)
-        by_source.setdefault(f.source, []).append(f)
-    return by_need, by_source, {f.id: f for f in conv.facts}
-
-
-class MessageSizes(NamedTuple):
-    """What the engine needs to know of a message's size, computed once per message per worker."""
-
-    chars: int
-    tokens: int
-    calls: int  # tool calls it makes
-    content_hash: int  # hash(message) when first seen, for the log's digest chain (sim.core.log)
-
-
-#: The phases of a message in a replay (Engine._replay).
-MESSAGE, MANUAL, AFTER_ROLLBACK, SEND, BUDGET, RESPONSE = range(6)
+    return run_id(policy.spec(), conversation.id, config.seed, settings)
 
 
 class _Finished(Exception):
     def __init__(self, reason: str, exhausted: str | None = None) -> None:
         self.reason, self.exhausted = reason, exhausted
+
+
+#: In lockstep (sim.replay.lockstep.sync), before a phase of a message: the plan the members that stay agree on.
+Lockstep = Callable[["Engine", int, Phase], Plan | None]
 
 
 class Engine:
@@ -143,41 +114,21 @@ class Engine:
         self.policy, self.conv, self.config = policy, conversation, config
         self.tok = tokenizer or get_tokenizer(config.tokenizer)
         self.model = config.model
-        self._pricers: dict[str, Pricer] = {}
-        self.unpriced: set[str] = set()  # recorded models the price table does not know (priced as the default)
-        # A reply the recording names no model for was served by the recording's (most frequent) model.
-        self._recorded_model: str | None = memoised(self.tok.derived, conversation, "recorded-model", _recorded_model)
-        self._model_name = config.model.name or DEFAULT_MODEL  # the model of the latest request
-        self.pricer = self._pricer(self._model_name)
-        # Usage-anchored accounting (sim.calibration.anchor): recorded messages at the provider's own counts,
-        # what the simulator writes estimated. Sizes then depend on the anchors, so they get a memo of their own.
-        self.anchors = config.anchors if config.anchors is not None else self._derive_anchors(conversation, config)
-        self._memo = (
-            self.tok.derived if self.anchors is None else memoised(self.tok.derived, self.anchors, "memo", _new_memo)
+        self.measure: Counted = measure_for(
+            conversation, self.tok, config.calibration, run_anchors(conversation, config, self.tok)
         )
-        self._estimates: dict[str, int] = {}  # text -> its estimate with anchors: a pure function, shared by copies
-        by_ids = (
-            config.calibration is not None
-            and config.calibration.coefficients.per_call_id_token
-            and self.anchors is None
-        )
-        self.ledger = Ledger(
-            sizer=self._edited_sizes, count=self._text_tokens, id_count=self.tok.count if by_ids else None
-        )
+        m = self.measure
+        self.ledger = Ledger(sizer=m.edited_sizes, count=m.text_tokens, id_count=m.id_count)
         self.state = RunState(self.ledger, config.model)
         self.state.view = View(placeholder=policy.placeholder)
         self.state.checkpoints.append(self.state.view)
         self.log = RunLog()
         self.tracker = BudgetTracker(config.budgets)
+        self.billing = Billing(config.model, conversation, self.tok.derived)
         self.violations: list[Violation] = []
-        self.fact_rows: list[dict[str, Any]] = []
         self.overflows = 0
         self.run_id = run_id_for(policy, conversation, config, self.tok.derived)
-        self.status = _appends_status(policy, config)
-        self.tools_tokens = sum(
-            self.tok.count(t.name) + self.tok.count(t.description) + self.tok.count(t.parameters) + PART_OVERHEAD
-            for t in conversation.tools
-        )
+        self.status = appends_status(policy, config)
         self.has_system = bool(conversation.messages) and conversation.messages[0].role == "system"
         self.requests = RequestBuilder(self.ledger, config.model, self.has_system, self.tok.derived, self.tok.truncate)
         cached, provider = config.cache == "provider", config.model.price_provider
@@ -186,179 +137,42 @@ class Engine:
             _placement(policy.cache_placement, config.cache_ttl),
             self.ledger,
             self.has_system,
-            self._message_blocks,
-            self._text_tokens,
-            config.calibration.coefficients if config.calibration is not None and self.anchors is None else None,
+            m.message_blocks,
+            m.text_tokens,
+            m.cache_coefficients,
         )
         # The closed-loop agent (sim.replay.reactive): what it did, and whether it acts at all.
         self._reactive = config.agent.reactive
         self.reactions = Reactions()
+        self.retention = Retention(
+            conversation, self.tok.derived, self.ledger, self.reactions, self.has_system, self.tok.truncate
+        )
         self._sent = -1  # the last script reply whose request was sent (task success counts what came after)
-        self._times: tuple[float, ...] = ()  # when each script message is complete (sim.replay.caching)
+        self._times: tuple[float, ...] = ()  # when each script message is complete (sim.core.clock)
         self._now = 0.0  # when the current request starts
         # The script message at whose completion a compaction happens (None: when the current request starts): what
         # a forked summariser request is billed at (_compaction_time).
         self._clock_at: int | None = None
-        self._index: dict[str, int] = {}
-        index = memoised(self.tok.derived, conversation, "facts", fact_index)
-        self._facts_by_need, self._facts_by_source, self._facts_by_id = index
         # Bounding tool results on entry is skipped for policies that keep them as they are.
         self._bounds = policy.bound_key() is not None
-        # Lockstep (run_many): the policies replaying together, and the forks that left, with where.
-        self._members: list[Policy[Any]] | None = None
+        # Lockstep (sim.replay.lockstep.run_many): the policies replaying together, the hook that syncs them, and
+        # the forks that left, with where they resume.
+        self.members: list[Policy[Any]] | None = None
+        self.lockstep: Lockstep | None = None
+        self.forks: list[tuple[Engine, int, Phase]] = []
         # The script being replayed (grows when step() is given messages), the next message to take, and how
         # a stepped run ended.
         self._script: list[Message] = list(conversation.messages)
         self._next = 0
         self._outcome: tuple[str, str | None] | None = None
-        self._lockstep: Callable[[Engine, int, int], Plan | None] | None = (
-            None  # sim.replay.lockstep.sync, set by run_many
-        )
-        self._forks: list[tuple[Engine, int, int]] = []
-        # A replayed segment that starts from a recorded summary is "after a compaction" for calibration.
-        self._opens_summarised = config.calibration is not None and opens_with_summary(conversation)
-        self._lost_on_entry: set[str] = set()
-        self._due: list[Fact] = []
         self._compaction_attempts = 0
-        self._last_auto_turn = -10  # the turn of the last link of a compaction loop (_settle_loop)
-        self._loop_claim: tuple[str, int] | None = None  # an automatic compaction that may be one, and its turn
-        self.retained = {"needed": 0, "visible": 0}
-        self.retention_by_kind: dict[str, list[int]] = {}
+        self.loops = LoopWatch()
 
-    def _derive_anchors(self, conversation: Conversation, config: RunConfig) -> Anchors | None:
-        """Anchors for a recording with usage under ``accounting="anchored"`` (once per conversation, tokenizer
-        and calibration in a worker); None for a conversation without usage (a synthetic scenario)."""
-        if config.accounting != "anchored" or not any(m.usage for m in conversation.messages):
-            return None
-        cal = config.calibration
-        key = ("anchors", config.tokenizer, cal)
-        return memoised(self.tok.derived, conversation, key, lambda c: anchors_for(c, cal, config.tokenizer))
-
-    # -- sizes ------------------------------------------------------------------------------------
-    def _part_tokens(self, p: Part, text: str | None = None, args: str | None = None) -> int:
-        """Tokens of part ``p``, or of ``p`` with its text or arguments replaced (an edit)."""
-        n = self.tok.count(p.text if text is None else text)
-        if p.kind in ("tool_call", "tool_result"):
-            n += PART_OVERHEAD + self.tok.count(p.name or "") + self.tok.count((p.args if args is None else args) or "")
-        elif p.kind in ("change", "revert", "command"):
-            n += PART_OVERHEAD
-        return n
-
-    def _sizes(self, m: Message) -> MessageSizes:
-        # Memoised per message object in the worker's memo: every configuration a worker runs over the same
-        # conversation reuses them, so a sweep pays for a message's sizes once. (memoised() inlined: hot path.)
-        key = (id(m), "sizes")  # memoised() written out: this is the hottest lookup of a run
-        hit = self._memo.get(key)
-        if hit is not None and hit[0] is m:
-            return hit[1]  # type: ignore[no-any-return]
-        sizes = self._measure(m)
-        self._memo[key] = (m, sizes)
-        return sizes
-
-    def _measure(self, m: Message) -> MessageSizes:
-        tokens = self._message_overhead(m) + sum(t for _, _, _, t in self._part_sizes(m, ()))
-        return MessageSizes(m.chars, tokens, len(m.calls), hash(m))
-
-    def _raw_tokens(self, m: Message) -> int:
-        """The engine's own count of ``m`` (framing included), whatever the anchors say."""
-        return MESSAGE_OVERHEAD + sum(self._part_tokens(p) for p in m.parts)
-
-    def _anchor_of(self, m: Message) -> tuple[int, float]:
-        """With anchors: ``m``'s provider size and the factor from the engine's count of a part to its share."""
-        assert self.anchors is not None
-        key = (id(m), "anchor")
-        hit = self._memo.get(key)
-        if hit is not None and hit[0] is m:
-            return hit[1]  # type: ignore[no-any-return]
-        raw = self._raw_tokens(m)
-        ids = call_id_tokens(m, self.tok.count) if self.anchors.coefficients.per_call_id_token else 0
-        total = self.anchors.message_tokens(m, raw, ids)
-        value = (total, total / raw if raw else 0.0)
-        self._memo[key] = (m, value)
-        return value
-
-    def _message_overhead(self, m: Message) -> int:
-        """A message's framing: the engine's constant, or with anchors what its provider size leaves after its
-        parts' shares (parts round down, so it is never negative)."""
-        if self.anchors is None:
-            return MESSAGE_OVERHEAD
-        total, _ = self._anchor_of(m)
-        return total - sum(t for _, rule, _, t in self._part_sizes(m, ()) if rule is None)
-
-    def _text_tokens(self, text: str) -> int:
-        """Tokens of a text the view adds as a message of its own (summary, injected), framing excluded: the
-        ledger's count."""
-        if self.anchors is None:
-            return self.tok.count(text)
-        hit = self._estimates.get(text)
-        if hit is None:  # the ratio of its kind (sim.calibration.kinds); asked for on every request that sends it
-            hit = self._estimates[text] = (
-                self.anchors.estimate_text(self.tok.count(text), kind_of(text)) - MESSAGE_OVERHEAD
-            )
-        return hit
-
-    def _edited_sizes(self, m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
-        """Characters and tokens of ``m`` as ``rules`` edit it ((0, 0): not sent); the ledger's sizer."""
-        if not rules:
-            sz = self._sizes(m)
-            return sz.chars, sz.tokens
-        key = (id(m), ("sizes", rules))  # memoised() written out: asked for every message a view edits
-        hit = self._memo.get(key)
-        if hit is not None and hit[0] is m:
-            return hit[1]  # type: ignore[no-any-return]
-        sizes = self._measure_edited(m, rules)
-        self._memo[key] = (m, sizes)
-        return sizes
-
-    def _measure_edited(self, m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
-        sizes = self._part_sizes(m, rules)
-        if not sizes:
-            return 0, 0
-        return sum(s[2] for s in sizes), self._message_overhead(m) + sum(s[3] for s in sizes)
-
-    def _part_sizes(self, m: Message, rules: tuple[Rule, ...]) -> list[tuple[int, Rule | None, int, int]]:
-        """(index, rule, characters, tokens) of each part of ``m`` that ``rules`` keep, as edited.
-
-        One pass over the parts, counting as sim.core.view.edit_parts edits and sim.core.view.edited_chars
-        counts (a test holds them together), without building the edited parts."""
-        out: list[tuple[int, Rule | None, int, int]] = []
-        a = self.anchors
-        f = self._anchor_of(m)[1] if a is not None else 1.0
-        for j, p in enumerate(m.parts):
-            rule = rule_for(p, rules) if rules else None
-            if rule is None:  # with anchors, the part's share of the message's provider size
-                t = self._part_tokens(p)
-                out.append((j, None, p.chars, t if a is None else math.floor(t * f)))
-            elif rule.action == "placeholder":  # text the simulator writes: estimated
-                text = rule.placeholder_for(p)
-                edit = (None, text) if p.kind == "tool_call" else (text, None)
-                t = self._part_tokens(p, *edit)
-                out.append((j, rule, len(text), t if a is None else a.scale(t, "prose")))
-            elif rule.action == "truncate":
-                cut = self.tok.truncate(p.text, rule.max_tokens, rule.head_share, rule.text)
-                t = self._part_tokens(p, cut)
-                out.append((j, rule, p.chars - len(p.text) + len(cut), t if a is None else a.scale(t, kind_of(cut))))
-        return out
-
-    def _message_blocks(self, m: Message, rules: tuple[Rule, ...]) -> tuple[tuple[object, int], ...]:
-        """``m`` as ``rules`` edit it, as prompt-cache blocks (sim.replay.caching): one per part kept, keyed by the
-        message's content hash, the part's index and the rule that edited it; the first block also carries the
-        message's overhead. They sum to the message's tokens. Memoised per message object; reads nothing of the
-        run, so a copied engine's cache may keep calling the original's."""
-        key = (id(m), ("blocks", rules))
-        hit = self._memo.get(key)
-        if hit is not None and hit[0] is m:
-            return hit[1]  # type: ignore[no-any-return]
-        h = self._sizes(m).content_hash
-        sizes = self._part_sizes(m, rules)
-        frame = self._message_overhead(m)
-        blocks: tuple[tuple[object, int], ...]
-        if sizes:
-            blocks = tuple(((h, j, rule), t + (frame if k == 0 else 0)) for k, (j, rule, _, t) in enumerate(sizes))
-        else:  # a message without parts is sent as its overhead; an edited one left empty is not sent
-            blocks = (((h, -1, None), frame),) if not rules and not m.parts else ()
-        self._memo[key] = (m, blocks)
-        return blocks
+    # -- what other parts of a run read and do (sim.replay.reactive.Host, lockstep, the API) -----------------
+    @property
+    def script(self) -> list[Message]:
+        """The script being replayed (it grows when :meth:`step` is given messages)."""
+        return self._script
 
     def view_size(self, view: View) -> tuple[int, int]:
         """Exact prompt tokens of ``view`` without tools or the status line, and the messages it sends."""
@@ -367,87 +181,43 @@ class Engine:
     def view_tokens(self, view: View) -> int:
         return self.view_size(view)[0]
 
-    # -- log ----------------------------------------------------------------------------------------
-    def _append(self, m: Message, synthetic: bool = False) -> int:
+    def fact_visible(self, f: Fact, view: View) -> bool:
+        """Whether ``view`` shows fact ``f`` (:meth:`sim.replay.retention.Retention.visible_in`)."""
+        return self.retention.visible_in(f, view)
+
+    def prompt_fits(self) -> bool:
+        """Whether the next agent request for the current view fits the model's window."""
+        return fits_window(self._request_size(self.state.view, False)[1], self.model)
+
+    def append(self, m: Message, synthetic: bool = False) -> int:
+        """Append ``m`` to the log (a tool result bounded by the policy on entry); its index."""
         if m.role == "tool" and self._bounds:
             bounded = tuple(self.policy.bound_tool_result(p) for p in m.parts)
             if bounded != m.parts:
                 m = Message(m.id, m.role, bounded, m.pending, m.resolves, m.usage, m.meta)
-        sz = self._sizes(m)
+        sz = self.measure.sizes(m)
         i = self.ledger.append(m, sz.chars, sz.tokens, sz.calls)
-        self._index[m.id] = i
         self.log.append(MessageAppended(i, m, synthetic), sz.content_hash)
-        for f in self._facts_by_source.get(m.id, ()):
-            if not any(f.text in p.text for p in m.parts):
-                self._lost_on_entry.add(f.id)  # bounded away on entry (or never present)
-        self._due.extend(self._facts_by_need.get(m.id, ()))
+        self.retention.entered(m)
         return i
+
+    def side_request(self, k: int, reply: Message) -> None:
+        """A request the reactive agent adds before script message ``k`` (sim.replay.reactive), taken like a
+        scripted one: the policy's automatic compaction, the request, the budget check, and the compaction
+        after the response for a policy asked then. Reactive runs replay alone (no lockstep)."""
+        self._auto_compact(k, False)
+        self._agent_request(reply, synthetic=True)
+        self._exhaustion(reply, [])
+        if "response" in self.policy.when:
+            plan = self._decide(k, RESPONSE)
+            if plan is not None:
+                self._compact(plan, "auto")
 
     def _violate(self, invariant: str, request_kind: str, detail: str) -> None:
         v = Violation(invariant, self.state.turn, request_kind, detail)
         self.violations.append(v)
         if self.config.strict:
             raise InvariantViolation(str(v))
-
-    # -- facts ----------------------------------------------------------------------------------------
-    def fact_visible(self, f: Fact, view: View) -> bool:
-        """Whether ``view`` shows fact ``f``: its summary or an injected message carries it (by id, or its text
-        appears in the injected text, as in a re-attached file), or its source
-        message is shown with a part that still holds the fact's text (not replaced, dropped or truncated away)."""
-        if view.summary is not None and f.id in view.summary.facts:
-            return True
-        if view.injected and any(f.id in x.facts or (f.text and f.text in x.text) for x in view.injected):
-            return True
-        src = self._index.get(f.source)
-        if src is None or f.id in self._lost_on_entry:
-            return False
-        if src == 0 and self.has_system:
-            return True
-        if self._carries(f, src, view):
-            return True
-        copies = self.reactions.copies.get(f.source)  # a reactive run's re-acquired or restated copies
-        return copies is not None and any(self._carries(f, self._index[c], view) for c in copies)
-
-    def _carries(self, f: Fact, src: int, view: View) -> bool:
-        """Whether ``view`` shows message ``src`` with a part that still holds ``f``'s text."""
-        if not view.shows(src):
-            return False
-        rules = view.rules_at(src)
-        if not rules:
-            return True
-        m = self.ledger.messages[src]
-        for old, new in zip(m.parts, edit_parts(m, rules, self.tok.truncate), strict=True):
-            if f.text not in old.text or new is None:
-                continue
-            if new is old or (rule_for(old, rules).action == "truncate" and f.text in new.text):  # type: ignore[union-attr]
-                return True
-        return False
-
-    def _facts_lost(self, before: View, after: View) -> str:
-        """Ids of the facts established so far that ``before`` showed and ``after`` does not (comma-joined).
-
-        Only facts whose visibility can have changed are tested: those from messages the compaction may
-        have dropped, cleared or unpinned, and those the old summary carried; so a compaction costs the
-        size of what it touched, not of the whole conversation.
-        """
-        msgs = self.ledger.messages
-        n = len(msgs)
-        touched = [*minus(ranges(before, n), ranges(after, n)), *edited_ranges(before, after, n)]
-        copy_of = self.reactions.copy_of
-        candidates = {
-            f.id: f
-            for a, b in touched
-            for i in range(a, b)
-            for f in self._facts_by_source.get(copy_of.get(msgs[i].id, msgs[i].id), ())
-        }
-        for fid in (*(before.summary.facts if before.summary else ()), *(x for i in before.injected for x in i.facts)):
-            if fid in self._facts_by_id:
-                candidates[fid] = self._facts_by_id[fid]
-        return ",".join(
-            sorted(
-                fid for fid, f in candidates.items() if self.fact_visible(f, before) and not self.fact_visible(f, after)
-            )
-        )
 
     # -- compaction -------------------------------------------------------------------------------
     def _compact(self, plan: Plan, trigger: str) -> bool:
@@ -465,17 +235,15 @@ class Engine:
         tokens_before = self.view_tokens(before)
         # whether the policy compacts because it is over its trigger (compaction-loop, below)
         over_before = trigger == "auto" and self.policy.over_trigger(self.state) is not False
-        summary = before.summary
         summarised = (0, 0)
         if plan.summarize:
-            outcome = self._summarise(plan, before, view, cid, trigger)
-            if outcome is None:
+            summary = self._summarise(plan, before, view, cid, trigger)
+            if summary is None:
                 if self.state.view is not before:
                     self._violate(
                         "failed-summary-unchanged", "summariser", "the view changed although the summary failed"
                     )
                 return False
-            summary = outcome
             summarised = (before.start, plan.start)
             view = replace(view, summary=summary)
         tokens_after = self.view_tokens(view)
@@ -488,17 +256,10 @@ class Engine:
             if self._reactive:
                 signals_lost(self, before, view, cid)
         self.state.checkpoints.append(view)
+        lost = self.retention.lost(before, view)
         self.log.append(
             CompactionCreated(
-                cid,
-                self.state.turn,
-                trigger,
-                plan.mode,
-                view,
-                tokens_before,
-                tokens_after,
-                summarised,
-                self._facts_lost(before, view),
+                cid, self.state.turn, trigger, plan.mode, view, tokens_before, tokens_after, summarised, lost
             )
         )
         if tokens_after >= tokens_before:
@@ -509,18 +270,8 @@ class Engine:
             )
         for name, detail in check_compaction(self.state, before, view, self._edit_changes(before, view)):
             self._violate(name, "agent", f"compaction {cid}: {detail}")
-        if trigger == "auto":
-            # A loop: automatic compactions on consecutive turns, each made over the policy's trigger, that each
-            # leave the view over it. One made under the trigger (housekeeping, such as clearing a result as it
-            # ages out) is no link. Right after a compaction the policy's own count may be a fallback estimate
-            # (chars / 4 until the next request reports), so "leaves it over" is only a claim until the request
-            # after it: _settle_loop judges it then, by the policy's count once the provider has counted the
-            # compacted prompt. A claim no request settles (the run ended first) is dropped.
-            self._loop_claim = None
-            if over_before and self._over_trigger():
-                self._loop_claim = (cid, self.state.turn)
-            else:
-                self._last_auto_turn = -10
+        if trigger == "auto":  # a link of a compaction loop claims so now; settled after the next request
+            self.loops.compacted(cid, self.state.turn, over_before and self._over_trigger())
         return True
 
     def _over_trigger(self) -> bool:
@@ -530,25 +281,6 @@ class Engine:
         if over is None:
             return self.policy.decide(self.state, "auto") is not None
         return over
-
-    def _settle_loop(self) -> None:
-        """Judge the claim of the last automatic compaction once the request after it has reported its prompt
-        (before the reply is in): it is a link of a compaction loop when the policy is still over its trigger.
-        _last_auto_turn is the turn of the last link; two on consecutive turns are a ``compaction-loop``."""
-        claim, self._loop_claim = self._loop_claim, None
-        if claim is None:
-            return
-        cid, turn = claim
-        over = self._over_trigger()
-        if over and self._last_auto_turn == turn - 1 and turn > 0:
-            self._violate(
-                "compaction-loop",
-                "agent",
-                f"compaction {cid} at turn {turn} leaves the view over the policy's trigger (its request reported "
-                f"{self.state.last_input_tokens} tokens), as the automatic compaction of turn {turn - 1} did: "
-                "no progress",
-            )
-        self._last_auto_turn = turn if over else -10
 
     def _restore(self, view: View, trigger: str) -> bool:
         """Roll the view back to an earlier checkpoint (the view of an earlier compaction, or the start)."""
@@ -568,15 +300,13 @@ class Engine:
         for name, detail in check_compaction(self.state, before, view, self._edit_changes(before, view)):
             self._violate(name, "agent", f"rollback {cid}: {detail}")
         self.state.view = view
-        lost = self._facts_lost(before, view)
+        lost = self.retention.lost(before, view)
         self.log.append(
             CompactionCreated(
                 cid, self.state.turn, trigger, "rollback", view, tokens_before, tokens_after, (0, 0), lost
             )
         )
-        # What a rollback brings back is new to compact: a compaction after it is no repeat of the one before
-        # (compaction-loop judges consecutive compactions of one growing view).
-        self._last_auto_turn, self._loop_claim = -10, None
+        self.loops.reset()
         return True
 
     def _edit_changes(self, before: View, after: View) -> Callable[[int], bool]:
@@ -596,107 +326,20 @@ class Engine:
     def _summarise(self, plan: Plan, before: View, after: View, cid: str, trigger: str) -> Summary | None:
         """The summary of what leaves the view (shown by ``before``, not by ``after``), each message as
         ``after`` edits it, with the previous summary folded in; None when the summariser call fails."""
-        n = len(self.ledger.messages)
-        span = [
-            i
-            for a, b in minus(ranges(before, n), ranges(after, n))
-            for i in range(a, b)
-            if not (self.has_system and i == 0)
-        ]
-        clip = plan.summary_clip_chars
-        texts: list[str] = []
-        blocks: list[list[str]] = []  # each message's pieces, for keeping whole messages (summary_input_keep "ends")
-        candidates: list[Fact] = []
-        if before.summary is not None:
-            prev_ids = before.summary.facts
-            candidates.extend(f for f in self.conv.facts if f.id in prev_ids)
-        pieces: list[str] = []  # the transcript in pieces, for counting: see below
-        for i in span:
-            shown = self.requests.message(i, after.rules_at(i))
-            if shown is not None and plan.summary_drop_tool_outputs and shown.results:
-                kept = tuple(p for p in shown.parts if p.kind != "tool_result")
-                shown = Message(shown.id, shown.role, kept) if kept else None
-            if shown is None:
-                continue
-            parts = flat_pieces(shown)
-            if clip is not None and sum(map(len, parts)) > clip:
-                parts = [*head_pieces(parts, clip), " …"]
-            t = "".join(parts)
-            if texts:
-                pieces.append("\n\n")
-            pieces.extend(parts)
-            texts.append(t)
-            blocks.append(parts)
-            mid = self.ledger.messages[i].id
-            for f in self._facts_by_source.get(self.reactions.copy_of.get(mid, mid), ()):  # a reactive copy's too
-                if (
-                    f.id not in self._lost_on_entry
-                    and f.text in t
-                    and (before.summary is None or f.id not in before.summary.facts)
-                    and f not in candidates
-                ):
-                    candidates.append(f)
-        body = "\n\n".join(texts)
-        prev_text = before.summary.text if before.summary else ""
-        if plan.summary_input_keep == "ends" and plan.summary_input_max_chars is not None:
-            kept_blocks = _ends_within(
-                [len(t) for t in texts],
-                plan.summary_input_max_chars
-                - len(plan.summary_system_prompt)
-                - (len(prev_text) + 2 if before.summary else 0),
-            )
-            if kept_blocks is not None:
-                head, omitted, tail = kept_blocks
-                marker = plan.summary_input_marker.replace("{n}", str(omitted))
-                chosen = [*blocks[:head], [marker], *blocks[len(blocks) - tail :]] if omitted else blocks
-                pieces = [x for j, b in enumerate(chosen) for x in ([*b] if j == 0 else ["\n\n", *b])]
-                body = "".join(pieces)
-                candidates = [
-                    f for f in candidates if (before.summary and f.id in before.summary.facts) or f.text in body
-                ]
-        elif plan.summary_input_max_chars is not None and len(body) > plan.summary_input_max_chars:
-            body = body[-plan.summary_input_max_chars :]
-            candidates = [f for f in candidates if (before.summary and f.id in before.summary.facts) or f.text in body]
-            pieces = tail_pieces(pieces, plan.summary_input_max_chars)
-        if plan.summary_input_newest_tokens is not None:
-            budget, k = plan.summary_input_newest_tokens, len(pieces)
-            while k > 0 and budget - self.tok.count(pieces[k - 1]) >= 0:
-                k -= 1
-                budget -= self.tok.count(pieces[k])
-            if k:
-                pieces = pieces[k:]
-                body = "".join(pieces)
-                candidates = [
-                    f for f in candidates if (before.summary and f.id in before.summary.facts) or f.text in body
-                ]
-        # The transcript is counted piece by piece (message texts, tool results, labels, blank lines):
-        # each piece is memoised, and the big ones are the texts the agent's requests already counted, so
-        # every configuration and every later compaction that shows the summariser the same messages shares
-        # the counts instead of tokenising one new half-megabyte text per compaction. The difference from
-        # counting the joined text is BPE merges across piece boundaries.
-        body_tokens = sum(self.tok.count(t) for t in pieces)
-        input_tokens = (
-            REQUEST_OVERHEAD
-            + 3 * MESSAGE_OVERHEAD
-            + self.tok.count(plan.summary_system_prompt)
-            + self.tok.count(prev_text)
-            + body_tokens
-        )
-        if self.anchors is not None:  # the agent's overhead, and the summariser's own text estimated
-            input_tokens = self.anchors.overhead + self.anchors.estimate(input_tokens)
-        elif self.config.calibration is not None:  # the summariser call carries the agent's prompt overhead too
-            input_tokens = self.config.calibration.apply(input_tokens, 3, before.summary is not None)
+        request = plan.summary_request
+        given = summariser_input(request, before, after, self.requests, self.retention, self.tok.count)
+        input_tokens = self.measure.summariser_tokens(given.tokens(request, self.tok.count), before.summary is not None)
         cfg = self.config.summariser
         cap = cfg.max_output_tokens or self.model.output_reserve
-        if plan.summary_max_tokens is not None:
-            cap = min(cap, plan.summary_max_tokens)
-        # A client that forks its agent request (Policy.summary_request) sends the view as the agent would, the
+        if request.max_tokens is not None:
+            cap = min(cap, request.max_tokens)
+        # A client that forks its agent request (Policy.summary_call) sends the view as the agent would, the
         # instruction appended; billed through the prompt cache, so only with caching on. A fork that does not
         # fit the window falls back to the separate request, as Claude Code falls back when its fork fails.
-        fork = self.policy.summary_request == "fork" and self.config.cache == "provider"
+        fork = self.policy.summary_call == "fork" and self.config.cache == "provider"
         if fork:
-            fork_tokens = self._fork_tokens(before, plan.summary_system_prompt)
-            fork = wire.fits_window(fork_tokens, self.model, max_output=cap)
+            fork_tokens = self._prompt(before, self.measure.head_tokens(False), self._instruction(request.prompt))
+            fork = fits_window(fork_tokens, self.model, max_output=cap)
             if fork:
                 input_tokens = fork_tokens
         try:
@@ -707,15 +350,15 @@ class Engine:
             self.log.append(CompactionFailed(self.state.turn, trigger, f"summariser overflow: {exc}"))
             self.state.failed_in_a_row += 1
             return None
-        goal_idx = next((i for i, m in enumerate(self.ledger.messages) if m.role == "user" and m.command is None), None)
-        goal = self.ledger.messages[goal_idx].text if goal_idx is not None else ""
-        calls = [p.name or "tool" for i in span for p in self.ledger.messages[i].parts if p.kind == "tool_call"]
+        msgs = self.ledger.messages
+        goal = next((m.text for m in msgs if m.role == "user" and m.command is None), "")
+        calls = [p.name or "tool" for i in given.span for p in msgs[i].parts if p.kind == "tool_call"]
         rng = np.random.default_rng(np.random.SeedSequence([self.config.seed, 1, self._compaction_attempts]))
         outcome = summarise(
             goal=goal,
-            covered_messages=len(span),
+            covered_messages=len(given.span),
             covered_calls=calls,
-            candidates=candidates,
+            candidates=given.candidates,
             config=cfg,
             max_output_tokens=cap,
             rng=rng,
@@ -726,7 +369,7 @@ class Engine:
         usage, at = None, None
         if fork and billed:  # a call that failed never reached the cache
             at = self._compaction_time()
-            usage = self._cache_usage(before, False, plan.summary_system_prompt, input_tokens, now=at, fork=True)
+            usage = self._cache_usage(before, False, request.prompt, input_tokens, now=at, fork=True)
         self._record_request(
             "summariser",
             input_tokens,
@@ -742,56 +385,17 @@ class Engine:
             self.log.append(CompactionFailed(self.state.turn, trigger, outcome.failed or "empty summary"))
             self.state.failed_in_a_row += 1
             return None
-        text = plan.summary_wrapper.replace("{summary}", outcome.text)
+        text = request.wrapper.replace("{summary}", outcome.text)
         if outcome.text not in text:  # committed as a summary, but not the summariser's: as if it had failed
             self._violate(
                 "failed-summary-unchanged",
                 "summariser",
-                f"compaction {cid} commits a summary without the summariser's text (summary_wrapper "
-                f"{plan.summary_wrapper[:40]!r} has no {{summary}}): the view changed with no summary in it",
+                f"compaction {cid} commits a summary without the summariser's text (wrapper "
+                f"{request.wrapper[:40]!r} has no {{summary}}): the view changed with no summary in it",
             )
-        return Summary(text, outcome.facts, plan.start, cid, plan.summary_role)
+        return Summary(text, outcome.facts, plan.start, cid, request.role)
 
     # -- requests -----------------------------------------------------------------------------------
-    def _pricer(self, name: str) -> Pricer:
-        """The pricer of model ``name``: the run's model (an unknown one is the user's error), or a recorded
-        model looked up at the run's price provider, then at any provider, then without a routing prefix
-        (``litellm_proxy/claude-...``); one the table does not know is priced as :data:`DEFAULT_MODEL` and
-        named in the run's ``unpriced_models``."""
-        hit = self._pricers.get(name)
-        if hit is not None:
-            return hit
-        provider = self.config.model.price_provider
-        if self.config.model.name is not None or name == DEFAULT_MODEL:
-            hit = Pricer(name, provider)
-        else:
-            short = name.rsplit("/", 1)[-1]
-            for model, prov in ((name, provider), (name, None), (short, provider), (short, None)):
-                try:
-                    hit = Pricer(model, prov)  # type: ignore[arg-type]
-                    break
-                except UnknownName:
-                    continue
-            if hit is None:
-                self.unpriced.add(name)
-                hit = self._pricer(DEFAULT_MODEL)
-        self._pricers[name] = hit
-        return hit
-
-    def _use_model(self, reply: Message) -> None:
-        """The model serving the request ``reply`` answers: the run's, else the one the recording names."""
-        if self.config.model.name is None:
-            recorded = reply.meta.get("model") or self._recorded_model
-            if isinstance(recorded, str) and recorded:
-                self._model_name = recorded
-                self.pricer = self._pricer(recorded)
-
-    def _charge(self, input_tokens: int, output_tokens: int, usage: CacheUsage) -> float:
-        cost = self.pricer.cost(input_tokens, output_tokens, usage.read, usage.write_5m, usage.write_1h)
-        self.tracker.tokens += input_tokens + output_tokens
-        self.tracker.cost += cost
-        return cost
-
     def _record_request(
         self,
         kind: str,
@@ -814,7 +418,7 @@ class Engine:
         # A rejected request (400) is not billed; a call that answered, even with nothing, is.
         billed = error is None if billed is None else billed
         usage = usage or CacheUsage(uncached=context)
-        cost = self._charge(context, output, usage) if billed else 0.0
+        cost = self.billing.charge(self.tracker, context, output, usage) if billed else 0.0
         summary = self.state.view.summary
         self.log.append(
             RequestSent(
@@ -835,51 +439,31 @@ class Engine:
                 usage.write_5m if billed else 0,
                 usage.write_1h if billed else 0,
                 self._now if at is None else at,
-                self._model_name,
+                self.billing.model_name,
             )
         )
+
+    def _prompt(self, view: View, head: int, tail: int) -> int:
+        """The prompt tokens of a request for ``view`` between ``head`` and ``tail`` tokens (the tools before, the
+        status line or an instruction after), as the provider would count them (:meth:`Counted.prompt_tokens`)."""
+        return self._prompt_and_messages(view, head, tail)[0]
+
+    def _prompt_and_messages(self, view: View, head: int, tail: int) -> tuple[int, int]:
+        _, view_tokens, in_view, ids = self.state.totals(view)
+        tokens = head + view_tokens + tail
+        return self.measure.prompt_tokens(tokens, in_view, view.summary is not None, ids), in_view
 
     def _request_size(self, view: View, grace: bool) -> tuple[str | None, int, int]:
         """The status line, prompt tokens and messages of a request for ``view`` (pure)."""
         status = self.tracker.status_line() if self.status else None
-        _, view_tokens, in_view, ids = self.state._totals(view)
-        tokens = self._head_tokens(grace) + view_tokens + self._status_tokens(status)
-        if (
-            self.config.calibration is not None and self.anchors is None
-        ):  # report what the provider would count (sim.calibration.fit)
-            summarised = view.summary is not None or self._opens_summarised
-            tokens = self.config.calibration.apply(tokens, in_view, summarised, ids)
+        tokens, in_view = self._prompt_and_messages(
+            view, self.measure.head_tokens(grace), self.measure.status_tokens(status)
+        )
         return status, tokens, in_view
 
-    def _head_tokens(self, grace: bool) -> int:
-        """Prompt tokens outside the messages: framing and tool definitions, or with anchors the recording's
-        overhead (which holds its tools: a grace request without tools keeps it)."""
-        if self.anchors is not None:
-            return self.anchors.overhead
-        return REQUEST_OVERHEAD + (0 if grace else self.tools_tokens)
-
-    def _instruction_tokens(self, text: str) -> int:
-        """Tokens of a forked summariser request's instruction, a user message of its own."""
-        return MESSAGE_OVERHEAD + self._text_tokens(text)
-
-    def _fork_tokens(self, view: View, instruction: str) -> int:
-        """Prompt tokens of a summariser request forked from the agent's (``Policy.summary_request`` ``fork``):
-        the agent request for ``view`` (its tools included; no status line) with ``instruction`` appended as a
-        last user message, counted as the agent request is (with a calibration, the provider's count; the
-        instruction, like the status line, adds no per-message term: the cache blocks count it so too)."""
-        _, view_tokens, in_view, ids = self.state._totals(view)
-        tokens = self._head_tokens(False) + view_tokens + (self._instruction_tokens(instruction) if instruction else 0)
-        if self.config.calibration is not None and self.anchors is None:
-            summarised = view.summary is not None or self._opens_summarised
-            tokens = self.config.calibration.apply(tokens, in_view, summarised, ids)
-        return tokens
-
-    def _status_tokens(self, status: str | None) -> int:
-        if not status:
-            return 0
-        if self.anchors is None:
-            return MESSAGE_OVERHEAD + self.tok.count(status)
-        return self.anchors.estimate_text(self.tok.count(status), "prose")
+    def _instruction(self, text: str) -> int:
+        """Tokens of a forked summariser request's instruction (a user message of its own; none when empty)."""
+        return self.measure.instruction_tokens(text) if text else 0
 
     def _auto_compact(self, k: int, after_rollback: bool) -> None:
         """The policy's automatic compaction before the request answered by message ``k``; in lockstep, the
@@ -901,21 +485,9 @@ class Engine:
         if plan is not None and plan.restore is None:
             self._compact(plan, "auto")
 
-    def _side_request(self, k: int, reply: Message) -> None:
-        """A request the reactive agent adds before script message ``k`` (sim.replay.reactive), taken like a
-        scripted one: the policy's automatic compaction, the request, the budget check, and the compaction
-        after the response for a policy asked then. Reactive runs replay alone (no lockstep)."""
-        self._auto_compact(k, False)
-        self._agent_request(reply, synthetic=True)
-        self._exhaustion(reply, [])
-        if "response" in self.policy.when:
-            plan = self._decide(k, RESPONSE)
-            if plan is not None:
-                self._compact(plan, "auto")
-
-    def _decide(self, k: int, phase: int) -> Plan | None:
+    def _decide(self, k: int, phase: Phase) -> Plan | None:
         """The policy's plan at ``phase`` of message ``k``; in lockstep, the one the members that stay agree on."""
-        if self._members is not None:
+        if self.members is not None:
             return self._sync(k, phase)
         if phase == MANUAL:
             return self.policy.decide(self.state, "manual")
@@ -943,20 +515,19 @@ class Engine:
     def _ensure_times(self, k: int) -> None:
         """Make sure the times reach script message ``k`` (computed once per worker and seed, lazily)."""
         if k >= len(self._times):
-            script = self._script
-            if len(script) == len(self.conv.messages):  # the conversation's times, once per worker and seed
+            if len(self._script) == len(self.conv.messages):  # the conversation's times, once per worker and seed
                 self._times = memoised(self.tok.derived, self.conv, ("times", self.config.seed), self._script_times)
             else:  # stepped past the conversation: its times are a prefix of these
                 self._times = self._script_times(self.conv)
 
     def _script_times(self, _: object) -> tuple[float, ...]:
-        return message_times(self._script, self.config.seed, lambda m: self._sizes(m).tokens - MESSAGE_OVERHEAD)
+        return message_times(self._script, self.config.seed, self.measure.content_tokens)
 
     def _agent_request(self, reply: Message, grace: bool = False, synthetic: bool = False) -> None:
         """Send the request that ``reply`` answers (compacting and retrying on overflow as the policy says);
         ``reply`` is logged as synthetic for a grace turn or when ``synthetic`` (the reactive agent's)."""
         st = self.state
-        self._use_model(reply)
+        self.billing.use_model(reply)
         attempts = 1 + max(0, self.policy.retry_on_overflow)
         while True:
             view = st.view
@@ -988,38 +559,17 @@ class Engine:
                         continue
                 raise _Finished("context-overflow") from None
             break
-        due, self._due = self._due, []
-        visible = 0
-        for f in due:
-            ok = self.fact_visible(f, view)
-            visible += ok
-            k = self.retention_by_kind.setdefault(f.kind, [0, 0])
-            k[0] += 1
-            k[1] += ok
-            self.fact_rows.append(
-                {
-                    "turn": st.turn,
-                    "fact": f.id,
-                    "kind": f.kind,
-                    "visible": bool(ok),
-                    "age_messages": len(self.ledger.messages) - self._index.get(f.source, 0),
-                }
-            )
-        self.retained["needed"] += len(due)
-        self.retained["visible"] += visible
-        sz = self._sizes(reply)
-        out = sz.tokens - MESSAGE_OVERHEAD  # the reply's parts, without the per-message overhead
-        if self.anchors is not None and reply.usage is not None and reply.usage.output_tokens > 0:
-            out = reply.usage.output_tokens  # anchored: what the provider counted (thinking included)
+        needed, visible = self.retention.judge(view, st.turn)
+        out = self.measure.reply_tokens(reply)
         self.tracker.turns += 1
-        self.tracker.tool_calls += sz.calls
+        self.tracker.tool_calls += self.measure.sizes(reply).calls
         self.tracker.last_context = tokens
         self._record_request(
             "grace" if grace else "agent",
             tokens,
             out,
             in_view,
-            needed=len(due),
+            needed=needed,
             visible=visible,
             violations=found,
             usage=self._cache_usage(view, grace, status, tokens),
@@ -1029,33 +579,29 @@ class Engine:
         st.messages_at_last_request = len(self.ledger.messages)
         st.view_at_last_request = view
         st.chars_at_last_request = self.ledger.chars_prefix[-1]
-        self._settle_loop()
+        if self.loops.pending():  # the claim of the last automatic compaction, judged now its prompt is counted
+            detail = self.loops.settle(self._over_trigger(), st.last_input_tokens)
+            if detail is not None:
+                self._violate("compaction-loop", "agent", detail)
         st.last_output_tokens = out
         st.turn += 1
-        self._append(reply, synthetic=grace or synthetic)
+        self.append(reply, synthetic=grace or synthetic)
         for dim, used, limit in self.tracker.new_warnings():
             self.log.append(BudgetWarned(st.turn, dim, used, limit))
 
     def _cache_usage(
-        self,
-        view: View,
-        grace: bool,
-        status: str | None,
-        tokens: int,
-        *,
-        now: float | None = None,
-        fork: bool = False,
+        self, view: View, grace: bool, status: str | None, tokens: int, *, now: float | None = None, fork: bool = False
     ) -> CacheUsage:
         """The prompt cache's bill of a request of ``tokens`` (as reported) for ``view``, sent at ``now`` (default:
         when the current request starts). With ``fork``, a forked summariser request whose last message is the
-        instruction ``status`` (:meth:`_fork_tokens`). With a calibration, the blocks carry the provider's count
-        (sim.replay.caching) up to its ``after_compaction`` term and rounding. A test holds the blocks to the
-        request's tokens where nothing rewrote the log."""
-        head = self._head_tokens(grace)
-        tail = self._instruction_tokens(status) if fork and status else self._status_tokens(status)
+        instruction ``status``. With a calibration, the blocks carry the provider's count (sim.replay.caching) up
+        to its ``after_compaction`` term and rounding. A test holds the blocks to the request's tokens where
+        nothing rewrote the log."""
+        head = self.measure.head_tokens(grace)
+        tail = self._instruction(status or "") if fork else self.measure.status_tokens(status)
         when = self._now if now is None else now
         kind = "instruction" if fork else "status"
-        usage = self.cache.usage(view, head, grace, status, tail, when, self._model_name, kind)
+        usage = self.cache.usage(view, head, grace, status, tail, when, self.billing.model_name, kind)
         if usage.total == tokens:
             return usage
         # The blocks are the engine's own counts and agree with the request's, except with a calibration (its
@@ -1071,7 +617,7 @@ class Engine:
             self._violate(v.invariant, v.request_kind, v.detail)
 
     def _deep_check(self, found: list[Violation]) -> None:
-        problem = self._log_problem()
+        problem = self.log_problem()
         if problem:
             found.append(Violation("log-append-only", self.state.turn, "agent", problem))
         if fold(self.log, self.state.checkpoints[0]) != self.state.view:
@@ -1089,7 +635,9 @@ class Engine:
         except InvalidRequest as exc:
             found.append(Violation("tool-pairing", self.state.turn, "agent", f"full re-validation: {exc}"))
 
-    def _log_problem(self) -> str | None:
+    def log_problem(self) -> str | None:
+        """What is wrong with the log, if anything: its digest chain broken, or a message replaced after it was
+        appended (the ``log-append-only`` invariant)."""
         problem = self.log.verify()
         if problem:
             return problem
@@ -1108,21 +656,11 @@ class Engine:
         if self.config.budgets.on_exhaustion == "fail" or dim in ("cost", "duration"):
             raise _Finished("budget-failed", dim)
         if reply.calls:
-            settled = Message(
-                f"{reply.id}-settled",
-                "tool",
-                tuple(
-                    Part(
-                        "tool_result",
-                        "not executed: the run's budget is exhausted",
-                        call_id=p.call_id,
-                        name=p.name,
-                        is_error=True,
-                    )
-                    for p in reply.calls
-                ),
+            not_run = "not executed: the run's budget is exhausted"
+            results = tuple(
+                Part("tool_result", not_run, call_id=p.call_id, name=p.name, is_error=True) for p in reply.calls
             )
-            self._append(settled, synthetic=True)
+            self.append(Message(f"{reply.id}-settled", "tool", results), synthetic=True)
             nxt = next((m for m in upcoming if m.role == "assistant" and m.text), None)
             final = Message(
                 f"{reply.id}-final",
@@ -1135,7 +673,7 @@ class Engine:
     # -- the loop -------------------------------------------------------------------------------------
     def run(self) -> RunResult:
         """Replay the whole script and finish: :meth:`step` through every message, then :meth:`finish`."""
-        return self._finish(*self._replay(0, MESSAGE))
+        return self.finish_with(*self.resume(0, MESSAGE))
 
     def step(self, message: Message | None = None) -> bool:
         """Take the next message of the script through all its phases, or ``message``, added to the script
@@ -1152,16 +690,16 @@ class Engine:
         if k >= len(self._script):
             return False
         self._next = k + 1
-        outcome = self._replay(k, MESSAGE, k + 1)
+        outcome = self.resume(k, MESSAGE, k + 1)
         if outcome != ("completed", None):
             self._outcome = outcome
         return self._outcome is None
 
     def finish(self) -> RunResult:
         """End a run driven by :meth:`step`: check its log and give the result. Call once."""
-        return self._finish(*(self._outcome or ("completed", None)))
+        return self.finish_with(*(self._outcome or ("completed", None)))
 
-    def _replay(self, k0: int, phase0: int, k1: int | None = None) -> tuple[str, str | None]:
+    def resume(self, k0: int, phase0: Phase, k1: int | None = None) -> tuple[str, str | None]:
         """Replay from phase ``phase0`` of message ``k0`` up to message ``k1`` (default: the end of the
         script); the finish reason and the exhausted budget dimension.
 
@@ -1175,13 +713,13 @@ class Engine:
         msgs = self._script
         # Whether any policy here is asked after responses (members only ever leave a lockstep group, so a
         # "no" holds for the whole replay): most are not, and the phase then costs nothing.
-        after_response = any("response" in p.when for p in (self._members or (self.policy,)))
+        after_response = any("response" in p.when for p in (self.members or (self.policy,)))
         try:
             for k in range(k0, len(msgs) if k1 is None else k1):
                 m = msgs[k]
                 phase = phase0 if k == k0 else MESSAGE
                 if phase == MESSAGE and m.role != "assistant":
-                    self._append(m)
+                    self.append(m)
                     if not (m.role == "user" and m.command == "compact"):
                         continue
                     phase = MANUAL
@@ -1218,28 +756,49 @@ class Engine:
             return "invariant-violation", None
         return "completed", None
 
-    def _finish(
+    def finish_with(
         self, reason: str, exhausted: str | None, *, checked: bool = False, problem: str | None = None
     ) -> RunResult:
-        """End the run: check the log (unless ``checked``, when ``problem`` is the verdict), close it."""
+        """End the run with ``reason``: check the log (unless ``checked``, when ``problem`` is the verdict), close
+        it, and give the result."""
         if not self.config.strict or reason != "invariant-violation":
             if not checked:
-                problem = self._log_problem()
+                problem = self.log_problem()
             if problem:
                 try:
                     self._violate("log-append-only", "agent", problem)
                 except InvariantViolation:
                     reason = "invariant-violation"
         self.log.append(RunFinished(reason, exhausted))
-        return self._result(reason, exhausted)
+        policy = self.policy
+        ident = RunIdentity(
+            self.run_id, policy.name, policy.params(), policy.params_hash(), self.conv.id, self.config.seed
+        )
+        completed = reason == "completed"
+        return run_result(
+            ident,
+            self.log,
+            reason=reason,
+            exhausted=exhausted,
+            billing=self.billing,
+            cached=self.config.cache == "provider",
+            retention=self.retention,
+            unreached=self.retention.unreached(self._script) if not completed else {},
+            reactions=self.reactions,
+            task_success=task_success(
+                self._script, self.reactions, self.config.agent, None if completed else self._sent
+            ),
+            overflows=self.overflows,
+            violations=self.violations,
+            messages=len(self.ledger.messages),
+        )
 
-    # -- lockstep: several policies over one replay (sim.replay.lockstep.run_many) ---------------------------------
-    def _sync(self, k: int, phase: int) -> Plan | None:
+    def _sync(self, k: int, phase: Phase) -> Plan | None:
         """In lockstep, before ``phase`` of message ``k``: the compaction the members that stay agree on, after
         forking off those whose runs differ from here (``sim.replay.lockstep.sync``); alone, nothing to do."""
-        if self._members is None or self._lockstep is None:
+        if self.members is None or self.lockstep is None:
             return None
-        return self._lockstep(self, k, phase)
+        return self.lockstep(self, k, phase)
 
     def copy(self, policy: Policy[Any] | None = None) -> Engine:
         """This run as it stands, to step on independently: a copy of everything the run has done, sharing
@@ -1250,7 +809,7 @@ class Engine:
         every result field against separate runs, and the stateful test steps copies alongside)."""
         policy = policy if policy is not None else self.policy
         e = copy.copy(self)
-        e.policy, e._members, e._forks, e._script = policy, None, [], list(self._script)
+        e.policy, e.members, e.forks, e._script = policy, None, [], list(self._script)
         e.run_id = run_id_for(policy, self.conv, self.config, self.tok.derived)
         e.ledger = self.ledger.copy()
         e.state = self.state.copy(e.ledger)
@@ -1258,150 +817,12 @@ class Engine:
         e.cache = self.cache.copy(e.ledger)
         e.log = self.log.copy()
         e.tracker = replace(self.tracker, warned=set(self.tracker.warned))
-        e.violations, e.fact_rows = list(self.violations), list(self.fact_rows)
-        e.unpriced, e._pricers = set(self.unpriced), dict(self._pricers)
-        e._index = dict(self._index)
-        e._lost_on_entry = set(self._lost_on_entry)
-        e._due, e.retained = list(self._due), dict(self.retained)
-        e.retention_by_kind = {k: list(v) for k, v in self.retention_by_kind.items()}
+        e.violations = list(self.violations)
+        e.billing = self.billing.copy()
         e.reactions = self.reactions.copy()
+        e.retention = self.retention.copy(e.ledger, e.reactions)
+        e.loops = replace(self.loops)
         return e
-
-    def _unreached_needs(self) -> dict[str, int]:
-        """Per fact kind, the needs of the script the run never judged because it stopped first (an overflow, an
-        exhausted budget): a need counts where a complete replay judges it, at a message with a reply at or after
-        it. A stopped run did not do the rest of its task, so retention counts these as lost."""
-        script = self._script
-        last_reply = max((i for i, m in enumerate(script) if m.role == "assistant"), default=-1)
-        out: dict[str, int] = {}
-        for m in script[: last_reply + 1]:
-            for f in self._facts_by_need.get(m.id, ()):
-                out[f.kind] = out.get(f.kind, 0) + 1
-        for kind, (needed, _) in self.retention_by_kind.items():
-            out[kind] = out.get(kind, 0) - needed
-        return {k: v for k, v in sorted(out.items()) if v > 0}
-
-    def _compaction_costs(self, compactions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Each compaction row with what it cost and when it paid that back.
-
-        ``cost_usd``: its summariser calls, plus the cache rewrite it caused: the cache writes of the first agent
-        request after it, priced at what writing costs over reading (had the prompt not changed, the cache would
-        have read those tokens; new messages written at that request are counted too, a small overstatement).
-        ``payback_requests``: the agent requests after it until the tokens it removed, priced as the prompt
-        would have billed them (at the cache-read rate with caching, else the input rate), add up to its cost;
-        None when that does not happen within the run (or it removed nothing)."""
-        if not compactions:
-            return compactions
-        provider_cache = self.config.cache == "provider"
-        summariser: dict[str, float] = {}
-        first_after: dict[str, dict[str, Any]] = {}
-        later: dict[str, int] = {}  # agent requests after each compaction
-        pending: list[str] = []
-        for ev in self.log:
-            if isinstance(ev, CompactionCreated):
-                pending.append(ev.id)
-                later[ev.id] = 0
-            elif isinstance(ev, RequestSent) and ev.billed:
-                if ev.request_kind == "summariser":
-                    summariser[ev.compaction_id] = summariser.get(ev.compaction_id, 0.0) + ev.cost_usd
-                    continue
-                for cid in pending:
-                    first_after[cid] = ev.row()
-                pending = []
-                for cid in later:
-                    later[cid] += 1
-        out = []
-        for c in compactions:
-            cid = c["compaction_id"]
-            first = first_after.get(cid)
-            rewrite, unit = 0.0, 0.0
-            if first is not None:
-                r_in, _, r_cr, r_cw, r_cw1h = self._pricer(first["model"]).rates()
-                unit = (r_cr if provider_cache else r_in) / 1e6
-                rewrite = (
-                    first["cache_write_5m_tokens"] * (r_cw - r_cr) + first["cache_write_1h_tokens"] * (r_cw1h - r_cr)
-                ) / 1e6
-            cost = summariser.get(cid, 0.0) + max(rewrite, 0.0)
-            saved = (c["tokens_before"] - c["tokens_after"]) * unit
-            k = math.ceil(cost / saved) if saved > 0 else None
-            payback = k if k is not None and k <= later.get(cid, 0) else None
-            out.append({**c, "cost_usd": round(cost, 10), "payback_requests": payback})
-        return out
-
-    def _result(self, reason: str, exhausted: str | None) -> RunResult:
-        rows, compactions = request_rows(self.log), compaction_rows(self.log)  # the log is the record
-        parts = [0.0, 0.0, 0.0, 0.0]  # uncached input, cache reads, cache writes, output (USD)
-        for r in rows:
-            if r["billed"]:
-                split = self._pricer(r["model"]).split(*_usage_of(r))
-                parts = [a + b for a, b in zip(parts, split, strict=True)]
-        compactions = self._compaction_costs(compactions)
-        agent = [r for r in rows if r["request_kind"] != "summariser" and not r["error"]]
-        unreached = self._unreached_needs() if reason != "completed" else {}
-        needed = self.retained["needed"] + sum(unreached.values())
-        by_kind = {k: [v[0], v[1]] for k, v in self.retention_by_kind.items()}
-        for kind, n in unreached.items():
-            by_kind.setdefault(kind, [0, 0])[0] += n
-        success = task_success(
-            self._script, self.reactions, self.config.agent, None if reason == "completed" else self._sent
-        )
-        billed_input = sum(r["context_tokens"] for r in rows if r["billed"])
-        summary = {
-            "run_id": self.run_id,
-            "policy": self.policy.name,
-            "params": self.policy.params(),
-            "params_hash": self.policy.params_hash(),
-            "conversation": self.conv.id,
-            "seed": self.config.seed,
-            "requests": len(rows),
-            "agent_requests": len(agent),
-            "peak_context_tokens": max((r["context_tokens"] for r in agent), default=0),
-            "cumulative_input_tokens": billed_input,
-            "cumulative_output_tokens": sum(r["output_tokens"] for r in rows),
-            "total_cost_usd": round(sum(r["cost_usd"] for r in rows), 10),
-            "cache_read_tokens": sum(r["cache_read_tokens"] for r in rows),
-            "cache_write_tokens": sum(r["cache_write_5m_tokens"] + r["cache_write_1h_tokens"] for r in rows),
-            "cache_hit_share": _share(sum(r["cache_read_tokens"] for r in rows), billed_input),
-            "summariser_cost_usd": round(sum(r["cost_usd"] for r in rows if r["request_kind"] == "summariser"), 10),
-            "unpriced_models": ", ".join(sorted(self.unpriced)),
-            "cost_input_usd": round(parts[0], 10),
-            "cost_cache_read_usd": round(parts[1], 10),
-            "cost_cache_write_usd": round(parts[2], 10),
-            "cost_output_usd": round(parts[3], 10),
-            "compaction_cost_usd": round(sum(c["cost_usd"] for c in compactions), 10),
-            "compactions": compactions,
-            "compaction_count": len(compactions),
-            "overflows": self.overflows,
-            "facts_needed": needed,
-            "facts_visible": self.retained["visible"],
-            "facts_unreached": sum(unreached.values()),
-            "retention_recall": self.retained["visible"] / needed if needed else None,
-            "retention_by_kind": {
-                k: {"needed": v[0], "visible": v[1], "recall": v[1] / v[0] if v[0] else None}
-                for k, v in sorted(by_kind.items())
-            },
-            "task_success": success,
-            **self.reactions.summary(),
-            "finish_reason": reason,
-            "exhausted": exhausted,
-            "violation_count": len(self.violations),
-            "violations_by_invariant": _count(v.invariant for v in self.violations),
-            "messages_in_log": len(self.ledger.messages),
-        }
-        return RunResult(
-            self.run_id,
-            self.policy.name,
-            self.policy.params(),
-            self.policy.params_hash(),
-            self.conv.id,
-            self.config.seed,
-            rows,
-            compactions,
-            self.violations,
-            self.log,
-            summary,
-            self.fact_rows,
-        )
 
 
 def _placement(placement: CachePlacement, ttl: str) -> CachePlacement:
@@ -1410,58 +831,6 @@ def _placement(placement: CachePlacement, ttl: str) -> CachePlacement:
         return placement
     chosen: TTL = "1h" if ttl == "1h" else "5m"
     return CachePlacement(chosen if placement.system else None, chosen if placement.last else None)
-
-
-def _usage_of(row: dict[str, Any]) -> tuple[int, int, int, int, int]:
-    """A request row's tokens as :meth:`sim.core.cost.Pricer.cost` takes them."""
-    return (
-        row["context_tokens"],
-        row["output_tokens"],
-        row["cache_read_tokens"],
-        row["cache_write_5m_tokens"],
-        row["cache_write_1h_tokens"],
-    )
-
-
-def _recorded_model(conversation: Conversation) -> str | None:
-    """The model a recording names most often for its replies (ties: the first in name order); None if none."""
-    counts = Counter(
-        n for m in conversation.messages if m.role == "assistant" and isinstance(n := m.meta.get("model"), str) and n
-    )
-    return max(sorted(counts), key=counts.__getitem__) if counts else None
-
-
-def _new_memo(_: object) -> dict[Any, Any]:
-    return {}
-
-
-def _share(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
-
-
-def _ends_within(sizes: list[int], budget: int, joiner: int = 2) -> tuple[int, int, int] | None:
-    """Which whole blocks of ``sizes`` characters (joined by ``joiner`` characters) a summariser input of
-    ``budget`` characters keeps when it keeps both ends: ``(head, omitted, tail)`` block counts, or None when
-    everything fits. The head takes the oldest blocks up to half the budget, the tail the newest up to the
-    rest; what lies between is omitted (``Plan.summary_input_keep`` ``"ends"``)."""
-    if sum(s + joiner for s in sizes) <= budget:
-        return None
-    half = budget // 2
-    start, end, used = 0, len(sizes) - 1, 0
-    while start <= end and used + sizes[start] + joiner <= half:
-        used += sizes[start] + joiner
-        start += 1
-    while end >= start and used + sizes[end] + joiner <= budget:
-        used += sizes[end] + joiner
-        end -= 1
-    return start, end - start + 1, len(sizes) - 1 - end
-
-
-def _count(items: Iterable[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for x in items:
-        out[x] = out.get(x, 0) + 1
-    return dict(sorted(out.items()))
 
 
 def run(
@@ -1475,9 +844,9 @@ def run(
     return Engine(policy, conversation, config or RunConfig(), tokenizer).run()
 
 
-def _appends_status(policy: Policy[Any], config: RunConfig) -> bool:
+def appends_status(policy: Policy[Any], config: RunConfig) -> bool:
     """Whether each request carries the run-status line: as the policy's system does, unless the run says."""
     return policy.run_status if config.run_status == "auto" else config.run_status == "appended"
 
 
-__all__ = ["Engine", "MessageSizes", "RunConfig", "RunResult", "run", "run_id_for"]
+__all__ = ["Engine", "Phase", "RunConfig", "RunResult", "appends_status", "run", "run_id_for"]

@@ -2,7 +2,7 @@
 
 A sweep's configurations of one policy usually agree until the first compaction, and often never compact at
 all. :func:`run_many` replays them as one engine while every member declines to compact, and forks a member
-off (``Engine.copy``: a copy of the whole run state) at the first step where its run may differ. Results
+off (:meth:`Engine.copy`: a copy of the whole run state) at the first step where its run may differ. Results
 are the same as separate runs; ``tests/test_lockstep.py`` holds every field of every result to that.
 """
 
@@ -15,8 +15,7 @@ from policies.base import AskPoint, Plan, Policy, Trigger
 from sim.core.config import RunConfig
 from sim.core.conversation import Conversation
 from sim.core.tokenizers import CountingTokenizer
-from sim.replay import model as wire
-from sim.replay.engine import AFTER_ROLLBACK, MANUAL, MESSAGE, RESPONSE, SEND, Engine, RunResult, _appends_status
+from sim.replay.engine import AFTER_ROLLBACK, MANUAL, MESSAGE, RESPONSE, SEND, Engine, Phase, RunResult, appends_status
 
 
 class _Dissolved(Exception):
@@ -27,10 +26,10 @@ def _replay_key(policy: Policy[Any], config: RunConfig) -> tuple[object, ...]:
     """What shapes a replay besides the policy's decisions: policies with equal keys see the same
     requests for as long as they all decline to compact, and the prompt cache bills them alike (the
     engine's cache takes its breakpoints from the policy it starts with, and a fork keeps them)."""
-    return (policy.placeholder, _appends_status(policy, config), policy.bound_key(), policy.cache_placement)
+    return (policy.placeholder, appends_status(policy, config), policy.bound_key(), policy.cache_placement)
 
 
-def sync(e: Engine, k: int, phase: int) -> Plan | None:
+def sync(e: Engine, k: int, phase: Phase) -> Plan | None:
     """In lockstep, before ``phase`` of message ``k``: fork off the members whose runs differ from here;
     the compaction the members that stay agree on, if any.
 
@@ -41,7 +40,7 @@ def sync(e: Engine, k: int, phase: int) -> Plan | None:
     policies may act differently there. A fork is this engine's state under the member's policy
     (members', for several), resumed at this phase.
     """
-    members = e._members
+    members = e.members
     if members is None:
         return None
     st = e.state
@@ -65,7 +64,7 @@ def sync(e: Engine, k: int, phase: int) -> Plan | None:
         if keep < 0 and phase != AFTER_ROLLBACK:
             keep = next((i for i, q in enumerate(plans) if q is not None and (phase == MANUAL or q.restore)), -1)
     elif phase == SEND:
-        if wire.fits_window(e._request_size(st.view, False)[1], e.model):
+        if e.prompt_fits():
             return None
         groups, plans, keep = [[p] for p in members], [None] * len(members), -1
     else:  # BUDGET
@@ -77,30 +76,30 @@ def sync(e: Engine, k: int, phase: int) -> Plan | None:
     for i, g in enumerate(groups):
         if i != keep:
             fork = e.copy(g[0])
-            fork._members = g if len(g) > 1 else None
-            e._forks.append((fork, k, phase))
+            fork.members = g if len(g) > 1 else None
+            e.forks.append((fork, k, phase))
     if keep < 0:
         raise _Dissolved
     e.policy = groups[keep][0]
-    e._members = groups[keep] if len(groups[keep]) > 1 else None  # alone, it runs as a plain engine
+    e.members = groups[keep] if len(groups[keep]) > 1 else None  # alone, it runs as a plain engine
     return plans[keep]
 
 
-def _complete(e: Engine, k: int, phase: int) -> dict[int, RunResult]:
+def _complete(e: Engine, k: int, phase: Phase) -> dict[int, RunResult]:
     """Replay ``e`` from phase ``phase`` of message ``k`` to the end, with every fork it makes; the results
     by ``id`` of their policy."""
-    if e._members is None:
-        return {id(e.policy): e._finish(*e._replay(k, phase))}
+    if e.members is None:
+        return {id(e.policy): e.finish_with(*e.resume(k, phase))}
     try:
-        outcome: tuple[str, str | None] | None = e._replay(k, phase)
+        outcome: tuple[str, str | None] | None = e.resume(k, phase)
     except _Dissolved:
         outcome = None
     done: dict[int, RunResult] = {}
     if outcome is not None:  # the members still here finished together, on one log: check it once
-        problem = e._log_problem()
-        for p in e._members if e._members is not None else [e.policy]:
-            done[id(p)] = e.copy(p)._finish(*outcome, checked=True, problem=problem)
-    for fork, k2, phase2 in e._forks:
+        problem = e.log_problem()
+        for p in e.members if e.members is not None else [e.policy]:
+            done[id(p)] = e.copy(p).finish_with(*outcome, checked=True, problem=problem)
+    for fork, k2, phase2 in e.forks:
         done.update(_complete(fork, k2, phase2))
     return done
 
@@ -129,8 +128,8 @@ def run_many(
     for idx in groups.values():
         members = [policies[i] for i in idx]
         lead = Engine(members[0], conversation, config, tokenizer)
-        lead._members = members if len(members) > 1 else None
-        lead._lockstep = sync
+        lead.members = members if len(members) > 1 else None
+        lead.lockstep = sync
         done = _complete(lead, 0, MESSAGE)
         out.update((i, done[id(policies[i])]) for i in idx)
     return [out[i] for i in range(len(policies))]

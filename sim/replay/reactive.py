@@ -1,9 +1,9 @@
 """The closed-loop agent: what a reactive run does before a scripted request whose facts the view lost.
 
 :mod:`sim.core.agent` says what the options mean and where the rules come from; this module carries them
-out on an engine, through three of its operations only (append a message, send an extra request, and ask
-whether a fact is visible), so the engine's own bookkeeping (tokens, cost, cache, budgets, the policy's
-compactions before every request) covers the extra work as it covers the script.
+out on an engine through the small protocol :class:`Host` (append a message, send an extra request, and ask
+the run's retention whether a fact is visible), so the engine's own bookkeeping (tokens, cost, cache, budgets,
+the policy's compactions before every request) covers the extra work as it covers the script.
 
 Every message added here is synthetic and has an id derived from the scripted reply it precedes
 (``<reply id>~re1``), unique in the log. A message that carries a fact again (a re-acquired tool result, a
@@ -13,91 +13,56 @@ visible wherever a copy is shown, and a later compaction that drops the copy los
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import Protocol
 
 from sim.core.agent import AgentConfig
+from sim.core.budgets import BudgetTracker
+from sim.core.config import RunConfig
 from sim.core.conversation import Fact, Message, Part
 from sim.core.invariants import minus, ranges
+from sim.core.state import Ledger, RunState
 from sim.core.view import View
-
-if TYPE_CHECKING:
-    from sim.replay.engine import Engine
+from sim.replay.reactions import Reactions, draw
+from sim.replay.retention import Retention
 
 #: How far back from a fact's source the exchange that led to it is looked for (messages, within its turn).
 REDO_LOOKBACK = 12
 
 
-def draw(seed: int, *key: object) -> float:
-    """A uniform number in [0, 1) that depends only on the run's seed and ``key``: the same in every process,
-    executor and lockstep group, and independent of how many draws came before."""
-    text = "|".join(map(str, (seed, *key)))
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") / 2**64
+class Host(Protocol):
+    """What the reactive agent needs of a run (:class:`sim.replay.engine.Engine` is one): the run's state, log
+    and facts, and two actions: append a message, and send an extra request answered by a reply of its own."""
+
+    state: RunState
+    ledger: Ledger
+    config: RunConfig
+    tracker: BudgetTracker
+    reactions: Reactions
+    retention: Retention
+
+    @property
+    def script(self) -> list[Message]:
+        """The script being replayed (it grows when a run is stepped with new messages)."""
+        ...
+
+    def append(self, m: Message, synthetic: bool = False) -> int:
+        """Append ``m`` to the log (a tool result bounded as the policy bounds it); its index."""
+        ...
+
+    def side_request(self, k: int, reply: Message) -> None:
+        """An extra agent request before script message ``k``, answered by ``reply``, taken as a scripted one."""
+        ...
 
 
-@dataclass
-class Reactions:
-    """What the reactive agent did in one run: the counts a run's summary reports."""
-
-    reacquisitions: int = 0
-    repeated_work: int = 0
-    errors: int = 0
-    errors_repaired: int = 0
-    errors_unrepaired: int = 0
-    facts_unused: int = 0
-    extra_requests: int = 0
-    extra_cost_usd: float = 0.0
-    #: Fact source message id -> ids of the messages that carry it again, oldest first; and back.
-    copies: dict[str, list[str]] = field(default_factory=dict)
-    copy_of: dict[str, str] = field(default_factory=dict)
-    stalls: int = 0
-    #: Ids of every message the agent added (its requests' replies and the results and restatements after them).
-    added: set[str] = field(default_factory=set)
-    #: :func:`task_counts` of the script, computed at the first unrepaired error.
-    task_counts: list[int] = field(default_factory=list)
-    #: Failing tool messages whose signal a summary dropped; the agent tries them again before its next step.
-    stalls_pending: list[int] = field(default_factory=list)
-    #: Task (sim.replay.reactive.task_of) -> errors left unrepaired in it.
-    unrepaired_by_task: dict[int, int] = field(default_factory=dict)
-    serial: int = 0
-
-    def add_copy(self, source: str, copy_id: str) -> None:
-        self.copies.setdefault(source, []).append(copy_id)
-        self.copy_of[copy_id] = source
-
-    def copy(self) -> Reactions:
-        return replace(
-            self,
-            copies={k: list(v) for k, v in self.copies.items()},
-            copy_of=dict(self.copy_of),
-            unrepaired_by_task=dict(self.unrepaired_by_task),
-            stalls_pending=list(self.stalls_pending),
-            added=set(self.added),
-        )
-
-    def summary(self) -> dict[str, float | int]:
-        return {
-            "reacquisitions": self.reacquisitions,
-            "repeated_work": self.repeated_work,
-            "errors": self.errors,
-            "errors_repaired": self.errors_repaired,
-            "errors_unrepaired": self.errors_unrepaired,
-            "facts_unused": self.facts_unused,
-            "stalls": self.stalls,
-            "extra_requests": self.extra_requests,
-            "extra_cost_usd": round(self.extra_cost_usd, 10),
-        }
-
-
-def react(engine: Engine, k: int, reply: Message, cfg: AgentConfig) -> bool:
+def react(engine: Host, k: int, reply: Message, cfg: AgentConfig) -> bool:
     """Act on the facts the request answered by ``reply`` (script message ``k``) needs, before it is sent; True
     when the agent added messages (the engine then asks the policy again before the scripted request).
 
     The facts due are set aside while the extra requests go out (they are judged at the scripted request,
     after the agent has acted), then handed back."""
     before = len(engine.ledger.messages)
-    due, engine._due = engine._due, []
+    due, engine.retention.due = engine.retention.due, []
     try:
         pending, engine.reactions.stalls_pending = engine.reactions.stalls_pending, []
         for failed in pending:  # a summary dropped "this is not working": the agent tries it again
@@ -113,7 +78,7 @@ def react(engine: Engine, k: int, reply: Message, cfg: AgentConfig) -> bool:
                 continue
             _act_on_loss(engine, f, k, reply, cfg)
     finally:
-        engine._due = due + engine._due
+        engine.retention.due = due + engine.retention.due
     return len(engine.ledger.messages) > before
 
 
@@ -150,10 +115,10 @@ def task_success(script: list[Message], reactions: Reactions, cfg: AgentConfig, 
     return (total - len(failed)) / total
 
 
-def _usable(engine: Engine, f: Fact, k: int, cfg: AgentConfig) -> bool:
+def _usable(engine: Host, f: Fact, k: int, cfg: AgentConfig) -> bool:
     """Whether the agent can use ``f`` now: visible, and (with context rot) drawn as used."""
     st = engine.state
-    if not engine.fact_visible(f, st.view):
+    if not engine.retention.visible_in(f, st.view):
         return False
     if not (cfg.rot_length or cfg.rot_middle):
         return True
@@ -165,7 +130,7 @@ def _usable(engine: Engine, f: Fact, k: int, cfg: AgentConfig) -> bool:
     return False
 
 
-def _middle(engine: Engine, f: Fact) -> float:
+def _middle(engine: Host, f: Fact) -> float:
     """1 for a fact whose newest shown carrier sits in the middle of the view's messages, 0 at either end (a
     fact only a summary or an injected message carries sits at the start)."""
     st = engine.state
@@ -178,19 +143,19 @@ def _middle(engine: Engine, f: Fact) -> float:
     return max(0.0, 1.0 - abs(2.0 * min(1.0, max(0.0, pos)) - 1.0))
 
 
-def _carriers(engine: Engine, f: Fact) -> list[int]:
-    index = engine._index
+def _carriers(engine: Host, f: Fact) -> list[int]:
+    index = engine.ledger.index
     ids = [f.source, *engine.reactions.copies.get(f.source, ())]
     return [index[i] for i in ids if i in index]
 
 
-def _act_on_loss(engine: Engine, f: Fact, k: int, reply: Message, cfg: AgentConfig) -> None:
-    src = engine._index.get(f.source)
+def _act_on_loss(engine: Host, f: Fact, k: int, reply: Message, cfg: AgentConfig) -> None:
+    src = engine.ledger.index.get(f.source)
     if src is None:  # established by a message the run never reached: nothing to act on
         return
     source = engine.ledger.messages[src]
     part = next((p for p in source.parts if p.kind == "tool_result" and f.text and f.text in p.text), None)
-    if source.role == "tool" and part is not None and f.id not in engine._lost_on_entry:
+    if source.role == "tool" and part is not None and f.id not in engine.retention.lost_on_entry:
         _reacquire(engine, f, src, part, k, reply)
         return
     r = engine.reactions
@@ -202,8 +167,8 @@ def _act_on_loss(engine: Engine, f: Fact, k: int, reply: Message, cfg: AgentConf
                 _redo(engine, f, src, k, reply)
         else:
             r.errors_unrepaired += 1
-            if len(r.task_counts) != len(engine._script) + 1:  # counted once per script (it grows when stepped)
-                r.task_counts = task_counts(engine._script)
+            if len(r.task_counts) != len(engine.script) + 1:  # counted once per script (it grows when stepped)
+                r.task_counts = task_counts(engine.script)
             task = task_of(r.task_counts, k)
             r.unrepaired_by_task[task] = r.unrepaired_by_task.get(task, 0) + 1
         return
@@ -211,7 +176,7 @@ def _act_on_loss(engine: Engine, f: Fact, k: int, reply: Message, cfg: AgentConf
     _redo(engine, f, src, k, reply)
 
 
-def _next_id(engine: Engine, reply: Message) -> str:
+def _next_id(engine: Host, reply: Message) -> str:
     """A new id for a message the agent adds (and, with ``-call``, ``-result``, ``-results``, for its results)."""
     engine.reactions.serial += 1
     mid = f"{reply.id}~re{engine.reactions.serial}"
@@ -219,16 +184,16 @@ def _next_id(engine: Engine, reply: Message) -> str:
     return mid
 
 
-def _extra_request(engine: Engine, k: int, answer: Message) -> None:
+def _extra_request(engine: Host, k: int, answer: Message) -> None:
     before = engine.tracker.cost
     engine.reactions.extra_requests += 1
     try:
-        engine._side_request(k, answer)
+        engine.side_request(k, answer)
     finally:
         engine.reactions.extra_cost_usd += engine.tracker.cost - before
 
 
-def _call_of(engine: Engine, src: int, call_id: str | None) -> Part | None:
+def _call_of(engine: Host, src: int, call_id: str | None) -> Part | None:
     msgs = engine.ledger.messages
     for i in range(src - 1, max(-1, src - 1 - REDO_LOOKBACK), -1):
         for p in msgs[i].parts:
@@ -237,7 +202,7 @@ def _call_of(engine: Engine, src: int, call_id: str | None) -> Part | None:
     return None
 
 
-def _reacquire(engine: Engine, f: Fact, src: int, part: Part, k: int, reply: Message) -> None:
+def _reacquire(engine: Host, f: Fact, src: int, part: Part, k: int, reply: Message) -> None:
     """Call the tool again: one extra request answered by the call, then a result of the original's size."""
     engine.reactions.reacquisitions += 1
     call = _call_of(engine, src, part.call_id)
@@ -247,11 +212,11 @@ def _reacquire(engine: Engine, f: Fact, src: int, part: Part, k: int, reply: Mes
     args = call.args if call is not None else "{}"
     _extra_request(engine, k, Message(mid, "assistant", (Part("tool_call", call_id=call_id, name=name, args=args),)))
     result = Message(f"{mid}-result", "tool", (replace(part, call_id=call_id),))
-    engine._append(result, synthetic=True)
+    engine.append(result, synthetic=True)
     engine.reactions.add_copy(f.source, result.id)
 
 
-def _exchange_before(engine: Engine, src: int) -> tuple[Message, list[Part]] | None:
+def _exchange_before(engine: Host, src: int) -> tuple[Message, list[Part]] | None:
     """The tool exchange that led to message ``src``: the nearest earlier reply with tool calls in the same
     turn, and the results that answered it."""
     msgs = engine.ledger.messages
@@ -268,7 +233,7 @@ def _exchange_before(engine: Engine, src: int) -> tuple[Message, list[Part]] | N
     return None
 
 
-def signals_lost(engine: Engine, before: View, after: View, cid: str) -> None:
+def signals_lost(engine: Host, before: View, after: View, cid: str) -> None:
     """After a compaction that wrote a summary: each failing tool result (``is_error``: a command that exited
     non-zero, a failing test run) that left the view is a "this is not working" signal, and the summary keeps it
     with the retention model's ``keep_recall`` (Factory's recall probe asks exactly "what was the original
@@ -287,7 +252,7 @@ def signals_lost(engine: Engine, before: View, after: View, cid: str) -> None:
                 engine.reactions.stalls_pending.append(i)
 
 
-def _repeat(engine: Engine, failed: int, k: int, reply: Message) -> bool:
+def _repeat(engine: Host, failed: int, k: int, reply: Message) -> bool:
     """Try again the exchange that ended in the failing tool message ``failed``: its calls, then its results
     (the same failure, of the same size). False when no such exchange is found."""
     exchange = _exchange_before(engine, failed + 1)
@@ -300,11 +265,11 @@ def _repeat(engine: Engine, failed: int, k: int, reply: Message) -> bool:
     renamed = {p.call_id: f"{mid}-{n}" for n, p in enumerate(calls)}
     _extra_request(engine, k, Message(mid, "assistant", tuple(replace(p, call_id=renamed[p.call_id]) for p in calls)))
     answers = tuple(replace(p, call_id=renamed[p.call_id]) for p in results)
-    engine._append(Message(f"{mid}-results", "tool", answers), synthetic=True)
+    engine.append(Message(f"{mid}-results", "tool", answers), synthetic=True)
     return True
 
 
-def _redo(engine: Engine, f: Fact, src: int, k: int, reply: Message) -> None:
+def _redo(engine: Host, f: Fact, src: int, k: int, reply: Message) -> None:
     """Redo the work that established ``f``: for a decision or plan of the agent's, the exchange that led to it
     again (its calls and results, each of the original's size); then a reply of the agent restating the source
     message (a user's constraint included). The restatement carries the fact from here on."""
@@ -323,6 +288,7 @@ def _redo(engine: Engine, f: Fact, src: int, k: int, reply: Message) -> None:
 
 __all__ = [
     "REDO_LOOKBACK",
+    "Host",
     "Reactions",
     "draw",
     "is_task",

@@ -13,11 +13,11 @@ import copy
 from typing import Any
 
 from sim.core.conversation import Message
+from sim.core.model import ModelConfig
 from sim.core.state import Ledger
 from sim.core.tokenizers import memoised
 from sim.core.view import Edit, Item, Messages, Rule, TruncateFn, View, edited, layout
 from sim.replay import model as wire
-from sim.replay.model import ModelConfig
 
 
 def flat_pieces(m: Message) -> list[str]:

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from sim.core.conversation import Conversation, Fact, Message, Part, Tool, validate
+from sim.core.model import MESSAGE_OVERHEAD, PART_OVERHEAD, ModelConfig
 from sim.core.view import Edit, Rule, Summary, View
-from sim.replay.model import MESSAGE_OVERHEAD, PART_OVERHEAD, ModelConfig
 
 WORDS = ("alpha", "river", "stone", "cloud", "maple", "ember", "orbit", "lemon", "pixel", "delta")
 TOOL_NAMES = ("read", "bash", "grep", "edit")

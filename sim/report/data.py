@@ -158,7 +158,7 @@ def _spec(s: dict[str, Any], refused: Collection[str] = ()) -> SweepSpec | None:
 def _replay(results: Results, row: pd.Series, allow: Collection[str] = ()) -> RunLog:
     """Run ``row`` again from the sweep's spec: the same plan, conversation, policy and run config. Planning
     builds every policy of the spec, so the grids of code not allowed are left out before it."""
-    from policies.base import make_policy
+    from policies import make_policy
     from sim.core.log import to_plain
     from sim.replay.engine import run
     from sim.sweep.grid import plan

@@ -387,7 +387,7 @@ def summary_keeps(policy: str, params: Mapping[str, Any], seeds: Sequence[int]) 
     """Per fact kind, over every compaction of ``policy`` on a long coding session that wrote a summary: facts new
     to that summary's span that it kept, and those it lost (shown before the compaction, not after); facts the
     previous summary already carried are left out (they were judged when it was written). Summed over ``seeds``."""
-    from policies.base import make_policy
+    from policies import make_policy
     from sim.core.log import CompactionCreated
     from sim.replay.engine import RunConfig, run
     from sim.scenarios import generate

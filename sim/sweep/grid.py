@@ -36,10 +36,12 @@ from typing import Any
 
 import pandas as pd
 
-from sim.core.config import format_value, normalise_run, run_config
+from sim.core.config import normalise_run, run_config
 from sim.core.conversation import Conversation
 from sim.core.errors import CsimError, InvalidConfig
+from sim.core.identity import config_label, run_key
 from sim.core.log import encode_log
+from sim.core.params import parse_seeds, parse_values
 from sim.replay.engine import RunConfig, RunResult
 from sim.sweep.results import (
     COMPACTION_COLUMNS,
@@ -51,14 +53,12 @@ from sim.sweep.results import (
     SWEEP_REQUEST_COLUMNS,
     VIOLATION_COLUMNS,
     check_part,
-    config_label,
     finished_parts,
     params_json,
     part_name,
     read_manifest,
     read_table,
     results_lock,
-    run_key,
     typed,
     write_part_tables,
 )
@@ -151,52 +151,6 @@ class SweepSpec:
         return run_config(dict(self.run))
 
 
-def parse_seeds(value: Any) -> tuple[int, ...]:
-    """``"0-19"``, ``"0,3,7-9"``, an int, or a list of ints: the sorted distinct seeds."""
-    if isinstance(value, bool):
-        raise InvalidConfig(f"seeds {value!r} must be like 0-19, 0,3,5 or a list of integers")
-    if isinstance(value, int):
-        return (value,)
-    items: list[Any]
-    if isinstance(value, str):
-        items = [p.strip() for p in value.split(",") if p.strip()]
-    elif isinstance(value, (list, tuple)):
-        items = list(value)
-    else:
-        raise InvalidConfig(f"seeds {value!r} must be like 0-19, 0,3,5 or a list of integers")
-    out: set[int] = set()
-    for item in items:
-        try:
-            if isinstance(item, int) and not isinstance(item, bool):
-                out.add(item)
-            elif isinstance(item, str) and "-" in item.strip("-"):
-                lo, _, hi = item.partition("-")
-                a, b = int(lo), int(hi)
-                if b < a:
-                    raise ValueError(item)
-                out.update(range(a, b + 1))
-            else:
-                out.add(int(item))
-        except ValueError:
-            raise InvalidConfig(f"seeds {value!r}: {item!r} is not an integer or a range like 0-19") from None
-    if any(s < 0 for s in out):
-        raise InvalidConfig(f"seeds {value!r} must be non-negative")
-    return tuple(sorted(out))
-
-
-def _values(raw: Any) -> tuple[str, ...]:
-    """A parameter's values: a TOML list or scalar, or a flag's comma-separated string."""
-    if isinstance(raw, str):
-        vals = [v.strip() for v in raw.split(",")]
-    elif isinstance(raw, (list, tuple)):
-        vals = [format_value(v) for v in raw]
-    else:
-        vals = [format_value(raw)]
-    if not vals or any(v == "" for v in vals):
-        raise InvalidConfig(f"parameter values {raw!r}: an empty value (write name=a,b,c with no empty items)")
-    return tuple(dict.fromkeys(vals))
-
-
 # -- reading specs ------------------------------------------------------------------------------------------
 def load_spec(path: str | Path) -> SweepSpec:
     """Read a sweep spec (TOML); relative conversation paths are relative to the spec file."""
@@ -239,7 +193,7 @@ def spec_from_dict(data: Mapping[str, Any], base: Path, where: str = "sweep spec
         return items
 
     policies = tuple(
-        PolicyGrid(str(e["policy"]), tuple((str(k), _values(v)) for k, v in e.get("params", {}).items()))
+        PolicyGrid(str(e["policy"]), tuple((str(k), parse_values(v)) for k, v in e.get("params", {}).items()))
         for e in entries("policies", "policy", ("policy", "params"))
     )
     sources: list[Source] = []
@@ -274,7 +228,7 @@ def spec_from_dict(data: Mapping[str, Any], base: Path, where: str = "sweep spec
 def _scenario_sources(name: str, params: Mapping[str, Any]) -> list[Source]:
     """A scenario with list-valued parameters becomes one source per combination."""
     names = list(params)
-    combos = itertools.product(*(_values(params[k]) for k in names))
+    combos = itertools.product(*(parse_values(params[k]) for k in names))
     return [Source("scenario", name, tuple(zip(names, combo, strict=True))) for combo in combos]
 
 
@@ -291,7 +245,7 @@ class Setting:
 
 def settings(spec: SweepSpec) -> list[Setting]:
     """Every configuration, built (so a bad name or value fails before any run), duplicates dropped."""
-    from policies.base import make_policy
+    from policies import make_policy
 
     out: dict[str, Setting] = {}
     for grid in spec.policies:
@@ -341,7 +295,8 @@ class Task:
 
 def conversations_of(source: Source, seeds: Sequence[int]) -> Iterator[tuple[int | None, Conversation]]:
     """``(seed, conversation)`` for a scenario (one per seed), ``(None, conversation)`` for recordings."""
-    from sim.replay.runner import recorded_conversations, scenario_conversation
+    from sim.formats.importing import recorded_conversations
+    from sim.scenarios import scenario_conversation
 
     if source.kind == "scenario":
         for seed in seeds:
@@ -384,7 +339,7 @@ def code_digest(policies: tuple[str, ...] = ()) -> str:
 
     import policies as bundled
     import sim
-    from policies.base import load_policy_class
+    from policies import load_policy_class
     from sim.core.metrics import versions
 
     files: set[Path] = set(Path(bundled.__file__).parent.rglob("*.py"))
@@ -408,7 +363,7 @@ def plan(
     spec: SweepSpec, done: set[str] | frozenset[str] = frozenset()
 ) -> tuple[list[Task], dict[str, Conversation], int]:
     """Tasks for the runs not in ``done``, the conversations they share (by key), and the grid's total runs."""
-    from sim.replay.runner import conversation_checksum
+    from sim.core.identity import conversation_checksum
 
     setts = settings(spec)
     base_config = spec.run_config()
@@ -468,7 +423,7 @@ def run_task(conversation: Conversation, task: Task) -> dict[str, pd.DataFrame]:
     Top-level and pure in its inputs, so process pools and Dask workers can call it; it reuses the worker
     process's memoised tokenizer, so a text already counted for another configuration costs nothing.
     """
-    from policies.base import make_policy
+    from policies import make_policy
     from sim.core.tokenizers import get_tokenizer
     from sim.replay.engine import run
     from sim.replay.lockstep import run_many

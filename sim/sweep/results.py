@@ -35,7 +35,6 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from sim.core.config import format_value
 from sim.core.errors import InvalidConfig
 from sim.core.metrics import FACT_COLUMNS, REQUEST_COLUMNS, SUMMARY_COLUMNS
 
@@ -421,30 +420,5 @@ def stored_log(root: str | Path, run_key: str) -> tuple[dict[str, Any], list[dic
     return None
 
 
-# -- identity helpers shared with sim.sweep.grid ----------------------------------------------------------------
-def run_key(
-    policy_spec: Mapping[str, Any],
-    conversation: str,
-    checksum: str,
-    seed: int,
-    version: str,
-    run_config: Mapping[str, Any],
-) -> str:
-    """SHA-256 of what determines a run's outcome: policy spec, conversation id and content, seed, package
-    version and the whole RunConfig (so a changed window or model never reuses a stale run)."""
-    blob = json.dumps(
-        [policy_spec, conversation, checksum, seed, version, run_config],
-        sort_keys=True,
-        separators=(",", ":"),
-        default=str,
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()[:32]
-
-
 def params_json(params: Mapping[str, Any]) -> str:
     return json.dumps(dict(params), sort_keys=True, separators=(",", ":"), default=str)
-
-
-def config_label(policy: str, params: Mapping[str, Any]) -> str:
-    """``cloudflare-os trigger_ratio=0.8``: the policy and its given parameters, sorted by name."""
-    return " ".join([policy, *(f"{k}={format_value(params[k])}" for k in sorted(params))])

@@ -19,9 +19,9 @@ import pytest
 
 from policies.aider import OK, Aider, AiderConfig, Item, summary_split
 from sim.core.conversation import Conversation
+from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.core.view import Injected, Messages, Summary, layout
-from sim.replay.model import ModelConfig
 from tests.builders import Draft, asst, conv, state_of, sys, user
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "aider-chat.json"

@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 
+from policies import make_policy
 from policies.anthropic_api import SDK_SUMMARY_PROMPT, AnthropicSDKCompaction, SDKCompactionConfig
-from policies.base import Plan, make_policy
+from policies.base import Plan
 from sim.core.conversation import Conversation, Message, Part, Usage
-from sim.replay.model import ModelConfig
+from sim.core.model import ModelConfig
 from tests.builders import state_of
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "conformance" / "anthropic.json"
@@ -109,12 +110,12 @@ def described(plan: Plan | None, c: Conversation, settings: dict[str, Any]) -> d
     if plan is None:  # the runner's messages as they were: the response is appended after the check
         return {"triggered": False, "messages_after": ids[:-1]}
     custom = settings.get("summary_prompt")
-    assert plan.summary_system_prompt in (SDK_SUMMARY_PROMPT, custom)
+    assert plan.summary_request.prompt in (SDK_SUMMARY_PROMPT, custom)
     return {
         "triggered": True,
         "summary_request": [*ids[: plan.start - 1], "prompt"],
-        "prompt": "custom" if custom is not None and plan.summary_system_prompt == custom else "default",
-        "messages_after": [f"summary:{plan.summary_role}"],
+        "prompt": "custom" if custom is not None and plan.summary_request.prompt == custom else "default",
+        "messages_after": [f"summary:{plan.summary_request.role}"],
         "kept": ids[plan.start - 1 :],
     }
 

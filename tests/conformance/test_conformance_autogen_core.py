@@ -28,8 +28,8 @@ from policies.autogen import (
 )
 from policies.base import Policy
 from sim.core.conversation import Conversation
+from sim.core.model import ModelConfig
 from sim.core.view import Injected, Messages, layout
-from sim.replay.model import ModelConfig
 from tests.builders import case_conversation, state_of
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "autogen-core.json"

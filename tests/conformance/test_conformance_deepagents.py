@@ -19,8 +19,8 @@ import pytest
 
 from policies.deep_agents import HISTORY_PATH, DeepAgents, DeepAgentsConfig
 from sim.core.conversation import Conversation
+from sim.core.model import ModelConfig
 from sim.core.view import Messages, layout
-from sim.replay.model import ModelConfig
 from tests.builders import case_conversation, state_of
 
 GOLDEN_PATH = Path(__file__).parents[1] / "golden" / "conformance" / "deepagents.json"

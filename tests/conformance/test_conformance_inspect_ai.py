@@ -17,14 +17,15 @@ from typing import Any
 
 import pytest
 
-from policies.base import Plan, Policy, make_policy
+from policies import make_policy
+from policies.base import Plan, Policy
 from sim.core.conversation import Conversation, Message, Part
 from sim.core.errors import UnknownName
 from sim.core.invariants import minus, ranges
 from sim.core.log import CompactionCreated
+from sim.core.model import ModelConfig
 from sim.core.view import Injected, Messages, Summary, View, edit_parts, layout
 from sim.replay.engine import RunConfig
-from sim.replay.model import ModelConfig
 from tests.builders import run_capture, state_of
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "conformance" / "inspect-ai.json"
@@ -134,7 +135,9 @@ def ours_compact(case: dict[str, Any]) -> dict[str, Any]:
     plan: Plan | None = policy.decide(st, "overflow")
     view = st.view if plan is None else plan.view_from(st.view)
     if plan is not None and plan.summarize:
-        view = view.with_(summary=Summary(plan.summary_wrapper.replace("{summary}", "x"), role=plan.summary_role))
+        view = view.with_(
+            summary=Summary(plan.summary_request.wrapper.replace("{summary}", "x"), role=plan.summary_request.role)
+        )
     originals = {m["id"]: m for m in case["input"]["messages"]}
     out: dict[str, Any] = {"compacted": True, "view": describe(list(conv.messages), view, originals)}
     if plan is not None and plan.summarize:

@@ -28,10 +28,10 @@ from policies.langchain import (
     approx_tokens,
 )
 from sim.core.conversation import Conversation
+from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.core.tokenizers import Chars4
 from sim.core.view import Summary, View, edit_parts
-from sim.replay.model import ModelConfig
 from sim.replay.request import flat_pieces
 from tests.builders import Draft, asst, call, conv, state_of, tool, user
 
@@ -178,7 +178,7 @@ def summariser_input(state: RunState, plan: Plan, had_summary: bool) -> list[str
         for p in flat_pieces(m):
             pieces.append(p)
             owners.append(m.id)
-    budget, k = plan.summary_input_newest_tokens or 10**9, len(pieces)
+    budget, k = plan.summary_request.input_newest_tokens or 10**9, len(pieces)
     while k > 0 and budget - tok.count(pieces[k - 1]) >= 0:
         k -= 1
         budget -= tok.count(pieces[k])
@@ -203,8 +203,8 @@ def run_summarize(case: dict[str, Any], **overrides: Any) -> dict[str, Any]:
         "summarized": (["summary"] if had_summary else []) + [i for i in ids[: plan.start] if i not in pinned],
         "kept": ids[plan.start :],
         "summary": {
-            "role": "human" if plan.summary_role == "user" else plan.summary_role,
-            "text": plan.summary_wrapper.replace("{summary}", fake),
+            "role": "human" if plan.summary_request.role == "user" else plan.summary_request.role,
+            "text": plan.summary_request.wrapper.replace("{summary}", fake),
             "fake_summary": fake,
         },
         "summariser_input": summariser_input(state, plan, had_summary),

@@ -18,8 +18,8 @@ import pytest
 
 from policies.langmem import SUMMARY_WRAPPER, LangMem, LangMemConfig
 from sim.core.conversation import Conversation
+from sim.core.model import ModelConfig
 from sim.core.view import Messages, Summary, View, layout
-from sim.replay.model import ModelConfig
 from tests.builders import case_conversation, state_of
 from tests.conformance.agreement import judge
 

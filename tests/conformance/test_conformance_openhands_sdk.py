@@ -21,9 +21,9 @@ import pytest
 
 from policies.openhands import EventView, OpenHandsSummarizing, SummarizingConfig, events_in
 from sim.core.conversation import Conversation, Message
+from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.core.view import Messages, Summary, View, layout, spans_of
-from sim.replay.model import ModelConfig
 from tests.builders import Draft, asst, call, conv, state_of, sys, tool, tools, user
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "openhands-sdk.json"

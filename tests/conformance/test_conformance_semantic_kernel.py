@@ -65,7 +65,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     plan: Plan | None = policy.decide(state, "auto")
     after = plan.view_from(state.view) if plan is not None else state.view
     if plan is not None and plan.summarize:  # the engine puts the new summary in place of the old
-        after = after.with_(summary=Summary("FAKE SUMMARY", role=plan.summary_role))
+        after = after.with_(summary=Summary("FAKE SUMMARY", role=plan.summary_request.role))
     has_system = c.messages[0].role == "system"
     kept: list[str] = []
     for item in layout(after, len(c.messages), has_system):
@@ -80,7 +80,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         if plan is not None:
             shown = ["summary"] if prior else []
             for m in c.messages[state.view.start : plan.start]:
-                if m.role == "system" or (m.role == "tool" and plan.summary_drop_tool_outputs):
+                if m.role == "system" or (m.role == "tool" and plan.summary_request.drop_tool_outputs):
                     continue
                 shown.append(m.id)
         out["summariser_input"] = shown

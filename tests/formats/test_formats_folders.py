@@ -95,7 +95,7 @@ def test_csim_import_and_calibrate_read_the_folder(
 
 def test_run_and_calibrate_read_a_folder_through_the_same_code(mini_results: Path) -> None:
     from sim.cli.calibration import load_source
-    from sim.replay.runner import recorded_conversations
+    from sim.formats.importing import recorded_conversations
 
     convs, notes = recorded_conversations(mini_results, "mini-swe-agent")
     assert sorted(c.id for c in convs) == ["acme__widget-42", "acme__widget-43"]

@@ -27,10 +27,10 @@ from policies.adk import (
 from policies.base import Plan
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.core.view import Injected, Messages, Summary, View, layout
 from sim.replay.engine import RunConfig, run
-from sim.replay.model import ModelConfig
 from tests.builders import Draft, asst, compaction_records, conv, state_of, sys, tool, user
 
 C4 = RunConfig(model=ModelConfig(), tokenizer="chars4")
@@ -189,8 +189,8 @@ def test_sliding_summary_is_a_model_message_with_tool_content_cut() -> None:
     call's arguments and response reach the summariser cut to 2,000 characters (per message here)."""
     plan = sliding().decide(state_of(sliding(), chat(3)), "auto")
     assert plan is not None
-    assert plan.summarize and plan.summary_role == "assistant"
-    assert plan.summary_clip_chars == MAX_TOOL_CONTENT_CHARS
+    assert plan.summarize and plan.summary_request.role == "assistant"
+    assert plan.summary_request.clip_chars == MAX_TOOL_CONTENT_CHARS
 
 
 def test_sliding_whole_run() -> None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import pytest
 
+from policies import make_policy
 from policies.aider import OK, SUMMARY_PREFIX, Aider, AiderConfig
-from policies.base import make_policy
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.core.view import Summary
 from sim.replay.engine import Engine, RunConfig
-from sim.replay.model import ModelConfig
 from sim.replay.strategies import small_model
 from tests.builders import (
     Draft,

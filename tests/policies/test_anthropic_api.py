@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 
+from policies import load_policy_class, make_policy
 from policies.anthropic_api import (
     COMPACTION_PROMPT,
     INPUT_PLACEHOLDER,
@@ -28,13 +29,13 @@ from policies.anthropic_api import (
     CompactionConfig,
     SDKCompactionConfig,
 )
-from policies.base import Policy, load_policy_class, make_policy
+from policies.base import Policy
 from sim.core.conversation import Conversation, Message, Usage
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.core.view import View
 from sim.replay.checker import effective_params
 from sim.replay.engine import Engine, RunConfig, RunResult, run
-from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
 from tests.builders import (
     Captured,
@@ -411,9 +412,9 @@ def test_compaction_triggers_when_the_prompt_exceeds_the_trigger() -> None:
     assert small(tokens).decide(state_of(small(tokens), c, MODEL), "auto") is None
     plan = small(tokens - 1).decide(state_of(small(tokens - 1), c, MODEL), "auto")
     assert plan is not None and plan.summarize and plan.start == len(c.messages)  # everything is summarised
-    assert (plan.summary_role, plan.summary_system_prompt) == ("assistant", COMPACTION_PROMPT)
+    assert (plan.summary_request.role, plan.summary_request.prompt) == ("assistant", COMPACTION_PROMPT)
     custom = small(tokens - 1, instructions="Keep code.").decide(state_of(small(1), c, MODEL), "auto")
-    assert custom is not None and custom.summary_system_prompt == "Keep code."
+    assert custom is not None and custom.summary_request.prompt == "Keep code."
 
 
 def test_compaction_block_replaces_everything_and_the_model_answers_after_it() -> None:
@@ -514,7 +515,7 @@ def test_sdk_threshold_is_the_last_responses_input_plus_output() -> None:
     assert sdk(10_001).decide(state_of(sdk(1), convo, MODEL, context=9_500), "auto") is None
     plan = sdk(10_000).decide(state_of(sdk(1), convo, MODEL, context=9_500), "auto")  # "< threshold" does not
     assert plan is not None and plan.summarize and plan.start == len(msgs) - 1
-    assert (plan.summary_role, plan.summary_system_prompt) == ("user", SDK_SUMMARY_PROMPT)
+    assert (plan.summary_request.role, plan.summary_request.prompt) == ("user", SDK_SUMMARY_PROMPT)
     # not right after a response to the view: no usage to read
     before = Conversation("s", msgs[:-1])
     assert sdk(1).decide(state_of(sdk(1), before, MODEL, context=9_500), "auto") is None

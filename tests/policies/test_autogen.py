@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from policies import make_policy
 from policies.autogen import (
     AutoGenBuffered,
     AutoGenHeadAndTail,
@@ -21,11 +22,11 @@ from policies.autogen import (
     middle_out,
     tokens,
 )
-from policies.base import Policy, make_policy
+from policies.base import Policy
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.replay.engine import Engine, RunConfig
-from sim.replay.model import ModelConfig
 from sim.replay.strategies import small_model
 from tests.builders import (
     Draft,

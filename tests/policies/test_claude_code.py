@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.claude_code import (
     MICROCOMPACT_PLACEHOLDER,
     SUMMARY_WRAPPER,
@@ -20,9 +20,9 @@ from policies.claude_code import (
 )
 from sim.core.conversation import Message, Part
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
+from sim.core.retention import SummariserConfig
 from sim.replay.engine import RunConfig, run
-from sim.replay.model import ModelConfig
-from sim.replay.summariser import SummariserConfig
 from tests.builders import (
     asst,
     call,
@@ -76,8 +76,8 @@ def test_the_view_after_is_the_summary_then_the_five_newest_files() -> None:
     plan = ClaudeCode().decide(st, "auto")
     assert plan is not None
     assert plan.start == len(c.messages)  # nothing raw is kept: the summary stands for everything
-    assert plan.summary_role == "user" and plan.summary_wrapper == SUMMARY_WRAPPER
-    assert plan.summary_max_tokens == 20_000
+    assert plan.summary_request.role == "user" and plan.summary_request.wrapper == SUMMARY_WRAPPER
+    assert plan.summary_request.max_tokens == 20_000
     labels = [x.label for x in plan.injected or ()]
     assert labels == [f"file:src/f{i}.py" for i in (6, 5, 4, 3, 2)]  # most recent first, at most 5
     assert all(x.role == "user" and "CONTENT" in x.text for x in plan.injected or ())

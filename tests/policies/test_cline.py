@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import Policy, make_policy
+from policies import make_policy
+from policies.base import Policy
 from policies.cline import (
     FIRST_USER_REPLACEMENT,
     TRUNCATION_NOTICE,
@@ -25,9 +26,9 @@ from policies.cline import (
 )
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.core.view import Injected, Messages, View, layout
 from sim.replay.engine import Engine, RunConfig
-from sim.replay.model import ModelConfig
 from sim.replay.strategies import small_model
 from tests.builders import Draft, asst, call, change, conv, revert, state_of, sys, tool, tool_steps, user, user_turns
 
@@ -304,10 +305,10 @@ def test_sdk_summary_placement_and_prompt() -> None:
     state, plan = sdk_plan(sdk(max_input_tokens=1_000, preserve_recent_tokens=500), c)
     assert plan is not None and plan.summarize and plan.spans == () and plan.pinned == ()
     assert c.messages[plan.start].id == "a9"  # the 500-token tail reaches back past u2 to a step's reply
-    assert plan.summary_role == "user" and plan.summary_wrapper == "Context summary:\n\n{summary}"
-    assert plan.summary_max_tokens == 4_096 and plan.summary_clip_chars == 2_000
-    assert "## Goal" in plan.summary_system_prompt and "## Next" in plan.summary_system_prompt
-    assert plan.summary_system_prompt.startswith("Summarise this coding session")
+    assert plan.summary_request.role == "user" and plan.summary_request.wrapper == "Context summary:\n\n{summary}"
+    assert plan.summary_request.max_tokens == 4_096 and plan.summary_request.clip_chars == 2_000
+    assert "## Goal" in plan.summary_request.prompt and "## Next" in plan.summary_request.prompt
+    assert plan.summary_request.prompt.startswith("Summarise this coding session")
 
 
 def test_sdk_cut_keeps_the_latest_typed_prompts_turn_whole() -> None:

@@ -15,8 +15,8 @@ from typing import ClassVar
 
 from policies.cloudflare_os import CloudflareOS
 from sim.core.log import RequestSent
+from sim.core.model import ModelConfig
 from sim.replay.engine import RunConfig, run
-from sim.replay.model import ModelConfig
 from tests.builders import asst, compact_cmd, conv, run_capture, state_of, sys, tool, user
 
 MODEL = ModelConfig(context_window=10_000, output_reserve=2_000)  # input budget 8,000, trigger 6,800

@@ -19,10 +19,11 @@ import sim.replay.engine as engine_mod
 from policies.baselines import NoCompaction
 from policies.cloudflare_os import SUMMARY_PROMPT, CloudflareOS, CloudflareOSConfig
 from sim.core.log import CompactionCreated, CompactionFailed
+from sim.core.model import ModelConfig
+from sim.core.retention import SummariserConfig
 from sim.core.view import View, fold
 from sim.replay.engine import RunConfig, run
-from sim.replay.model import ModelConfig, render_message_anthropic
-from sim.replay.summariser import SummariserConfig
+from sim.replay.model import render_message_anthropic
 from tests.builders import (
     asst,
     change,
@@ -519,7 +520,7 @@ def test_summariser_prompt_asks_for_a_structured_hand_off():
     The policy words its own instruction; it must ask for the same content.
     """
     plan = decide(uniform(), 6_800)
-    prompt = plan.summary_system_prompt
+    prompt = plan.summary_request.prompt
     assert prompt == SUMMARY_PROMPT
     low = prompt.lower()
     for asked in ("goal", "state of the work", "decisions", "why", "files", "next"):

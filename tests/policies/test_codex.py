@@ -13,7 +13,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.codex import (
     INITIAL_CONTEXT,
     RETAINED_MESSAGE_TOKEN_BUDGET,
@@ -29,9 +29,9 @@ from policies.codex import (
 from sim.core.conversation import Message, Part
 from sim.core.errors import InvalidConfig
 from sim.core.log import CompactionFailed
+from sim.core.model import ModelConfig
 from sim.core.view import edited_chars
 from sim.replay.engine import Engine, RunConfig
-from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
 from tests.builders import (
     asst,
@@ -345,9 +345,9 @@ def test_summariser_input_keeps_the_newest_items_that_fit_the_window() -> None:
     p = Codex()
     st = state_of(p, conv(*c.messages[:-1]), MODEL, context=LIMIT)
     plan = p.decide(st, "auto")
-    assert plan is not None and plan.summary_input_newest_tokens is not None
+    assert plan is not None and plan.summary_request.input_newest_tokens is not None
     # The whole transcript being summarised is far larger than that cap: the oldest pieces go.
-    assert sum(m.chars for m in c.messages[2:8]) // 4 > plan.summary_input_newest_tokens
+    assert sum(m.chars for m in c.messages[2:8]) // 4 > plan.summary_request.input_newest_tokens
 
 
 # -- entry bound ------------------------------------------------------------------------------------------------
@@ -456,8 +456,8 @@ def test_remote_installs_user_messages_and_an_opaque_item() -> None:
     assert plan is not None
     ids = [st.messages[i].id for i in plan.pinned]
     assert ids == ["u1", "u2"] and st.messages[plan.start].id == "u3"
-    assert plan.summarize and plan.summary_role == "assistant" and plan.summary_wrapper == "{summary}"
-    assert SUMMARY_PREFIX not in plan.summary_system_prompt
+    assert plan.summarize and plan.summary_request.role == "assistant" and plan.summary_request.wrapper == "{summary}"
+    assert SUMMARY_PREFIX not in plan.summary_request.prompt
     res, captured, _ = run_capture(pol, pre_turn_chat(), C4)
     assert res.violations == [] and res.summary["finish_reason"] == "completed"
     (rec,) = compaction_records(res)

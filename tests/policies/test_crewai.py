@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.crewai import SUMMARY_TEMPLATE, CrewAI, CrewAIConfig, deferred_reference
 from sim.core.conversation import Conversation, Part
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.replay.engine import Engine, RunConfig
-from sim.replay.model import ModelConfig
 from tests.builders import Draft, asst, call, change, compaction_records, conv, revert, state_of, sys, tool, user
 
 
@@ -72,9 +72,9 @@ def test_everything_but_the_system_prompt_is_summarised() -> None:
     c = chat(*steps(12))
     plan = CrewAI().decide(state_of(CrewAI(), c, window_for(850)), "auto")
     assert plan is not None and plan.start == len(c.messages) and plan.summarize
-    assert plan.summary_role == "user" and plan.summary_wrapper == SUMMARY_TEMPLATE
-    assert plan.summary_wrapper.startswith("<summary>\n{summary}\n</summary>\n\nContinue the task")
-    assert plan.summary_input_newest_tokens == CrewAI().chunk_budget(state_of(CrewAI(), c, window_for(850)))
+    assert plan.summary_request.role == "user" and plan.summary_request.wrapper == SUMMARY_TEMPLATE
+    assert plan.summary_request.wrapper.startswith("<summary>\n{summary}\n</summary>\n\nContinue the task")
+    assert plan.summary_request.input_newest_tokens == CrewAI().chunk_budget(state_of(CrewAI(), c, window_for(850)))
 
 
 def test_a_lone_user_message_is_left_alone() -> None:

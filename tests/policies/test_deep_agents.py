@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.deep_agents import (
     HISTORY_PATH,
     TRUNCATED_ARGS,
@@ -20,8 +20,8 @@ from policies.deep_agents import (
 from policies.langchain import fraction_tokens
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.replay.engine import Engine, RunConfig
-from sim.replay.model import ModelConfig
 from tests.builders import Draft, asst, call, change, compaction_records, conv, revert, state_of, sys, tool, user
 
 MODEL = ModelConfig(context_window=10_000, output_reserve=1_000)  # input budget 9,000: trigger 7,650, keep 900
@@ -77,14 +77,14 @@ def test_keeps_the_newest_tenth_and_names_the_history_file() -> None:
     policy = DeepAgents()
     state = state_of(policy, c, MODEL)
     plan = policy.decide(state, "auto")
-    assert plan is not None and plan.summarize and plan.summary_role == "user"
+    assert plan is not None and plan.summarize and plan.summary_request.role == "user"
     assert c.messages[plan.start].role == "assistant"
     kept = policy.count(state) - policy.count(state_of(policy, conv(*c.messages[: plan.start]), MODEL))
     assert kept <= fraction_tokens(state, 0.1) + 10
     path = HISTORY_PATH.format(session=DeepAgents.session(state))
-    assert path.startswith("/conversation_history/session_") and path in plan.summary_wrapper
-    assert plan.summary_wrapper.startswith("You are in the middle of a conversation that has been summarized.")
-    assert "<summary>\n{summary}\n</summary>" in plan.summary_wrapper
+    assert path.startswith("/conversation_history/session_") and path in plan.summary_request.wrapper
+    assert plan.summary_request.wrapper.startswith("You are in the middle of a conversation that has been summarized.")
+    assert "<summary>\n{summary}\n</summary>" in plan.summary_request.wrapper
     assert plan.pinned == (c.index()["task"],)
 
 

@@ -25,8 +25,8 @@ from policies.effect_agent import (
     message_tokens,
 )
 from sim.core.conversation import Message, Part
+from sim.core.retention import SummariserConfig
 from sim.replay.engine import RunConfig, run
-from sim.replay.summariser import SummariserConfig
 from tests.builders import asst, compaction_records, conv, fact, log_messages, state_of, sys, tool, user
 
 C4 = RunConfig(tokenizer="chars4")

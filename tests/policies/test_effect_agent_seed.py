@@ -35,11 +35,12 @@ from sim.core.budgets import Budgets
 from sim.core.conversation import Tool
 from sim.core.cost import Pricer
 from sim.core.log import BudgetWarned, CompactionCreated, MessageAppended, RunFinished, encode_event
+from sim.core.model import DEFAULT_MODEL, MESSAGE_OVERHEAD, ModelConfig
+from sim.core.retention import SummariserConfig
 from sim.core.view import View, edited, fold, standard_rule
 from sim.replay.engine import RunConfig, run
-from sim.replay.model import DEFAULT_MODEL, MESSAGE_OVERHEAD, ModelConfig, render_message_anthropic
+from sim.replay.model import render_message_anthropic
 from sim.replay.strategies import conversations, small_model
-from sim.replay.summariser import SummariserConfig
 from tests.builders import (
     asst,
     compaction_records,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.gemini_cli import (
     ACKNOWLEDGEMENT,
     MASK_MARKER,
@@ -23,8 +23,8 @@ from policies.gemini_cli import (
 )
 from sim.core.conversation import Part
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.replay.engine import Engine, RunConfig, run
-from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
 from tests.builders import (
     asst,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.goose import (
     CONVERSATION_CONTINUATION_TEXT,
     MANUAL_COMPACT_CONTINUATION_TEXT,

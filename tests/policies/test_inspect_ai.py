@@ -14,7 +14,7 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.inspect_ai import (
     CONTINUE_TEXT,
     SUMMARY_WRAPPER,
@@ -34,9 +34,9 @@ from policies.inspect_ai import (
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
 from sim.core.log import CompactionCreated, CompactionFailed, MessageAppended
+from sim.core.model import ModelConfig
 from sim.core.view import Injected, Messages, Summary, View, edit_parts, layout
 from sim.replay.engine import Engine, RunConfig, run
-from sim.replay.model import ModelConfig
 from sim.replay.strategies import conversations, small_model
 from tests.builders import (
     Draft,
@@ -424,9 +424,9 @@ def test_summariser_input_is_fitted_like_inspects() -> None:
     small = ModelConfig(context_window=8_000, output_reserve=1_000)
     p = InspectSummary()
     plan = p.decide(state_of(p, c, small), "overflow")
-    assert plan is not None and plan.summary_clip_chars is not None and plan.summary_clip_chars < 12_000
+    assert plan is not None and plan.summary_request.clip_chars is not None and plan.summary_request.clip_chars < 12_000
     roomy = p.decide(state_of(p, c, ModelConfig(context_window=40_000, output_reserve=1_000)), "overflow")
-    assert roomy is not None and roomy.summary_clip_chars is None
+    assert roomy is not None and roomy.summary_request.clip_chars is None
     res = run(
         p, chat(*steps(3, size=12_000), *steps(2, first=4), asst("ok")), RunConfig(model=small, tokenizer="chars4")
     )
@@ -442,7 +442,7 @@ def test_auto_is_native_on_anthropic() -> None:
     p = InspectAuto(InspectAutoConfig(threshold=state_of(InspectAuto(), c).view_size()[0] - 1))
     st = state_of(p, c, MODEL)
     plan = p.decide(st, "auto")
-    assert plan is not None and plan.summarize and plan.summary_role == "assistant" and plan.pinned == ()
+    assert plan is not None and plan.summarize and plan.summary_request.role == "assistant" and plan.pinned == ()
     view = plan.view_from(st.view).with_(summary=Summary("s", role="assistant"))
     assert shown(c, view) == ["m0", "SUMMARY(assistant)", f"{CONTINUE_TEXT}(user)"]
 
@@ -451,7 +451,7 @@ def test_auto_after_an_overflow_summarises() -> None:
     """A native request for a view that does not fit is itself too long: an error, and ``auto.py`` falls back."""
     p = InspectAuto()
     plan = p.decide(state_of(p, chat(*steps(4)), MODEL), "overflow")
-    assert plan is not None and plan.mode == "summary" and plan.summary_role == "user"
+    assert plan is not None and plan.mode == "summary" and plan.summary_request.role == "user"
     tight = ModelConfig(context_window=2_400, output_reserve=800)  # threshold 2,160 above the budget of 1,600
     st = state_of(p, chat(*steps(6)), tight)
     assert context_tokens(st) > 2_160
@@ -466,7 +466,7 @@ def test_auto_falls_back_to_the_summary(model: ModelConfig) -> None:
     c = chat(*steps(4))
     p = InspectAuto(InspectAutoConfig(threshold=state_of(InspectAuto(), c).view_size()[0] - 1, native=not native))
     plan = p.decide(state_of(p, c, model), "auto")
-    assert plan is not None and plan.summary_role == "user" and plan.summary_wrapper == SUMMARY_WRAPPER
+    assert plan is not None and plan.summary_request.role == "user" and plan.summary_request.wrapper == SUMMARY_WRAPPER
     assert plan.pinned == (1,)
 
 

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.base import Plan, make_policy
+from policies import make_policy
+from policies.base import Plan
 from policies.langchain import (
     CLEARED,
     SUMMARY_WRAPPER,
@@ -29,10 +30,10 @@ from policies.langchain import (
 )
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.core.view import View, edit_parts
 from sim.replay.engine import RunConfig, run
-from sim.replay.model import ModelConfig
 from tests.builders import Draft, asst, call, conv, run_capture, state_of, sys, text_of, tool, user
 
 OPENAI = ModelConfig(provider="openai")
@@ -144,9 +145,9 @@ def test_keeps_the_newest_20_messages_and_puts_the_summary_first() -> None:
     kept = [m.id for m in st_.messages[plan.start :]]
     assert len(kept) == 20 and kept[0] == "a5" and kept[-1] == "t14"
     assert plan.pinned == (1,) and plan.summary_slot == 0
-    assert (plan.summary_role, plan.summary_wrapper) == ("user", SUMMARY_WRAPPER)
+    assert (plan.summary_request.role, plan.summary_request.wrapper) == ("user", SUMMARY_WRAPPER)
     assert SUMMARY_WRAPPER.startswith("Here is a summary of the conversation to date:\n\n")
-    assert plan.summary_input_newest_tokens == TRIM_TOKENS_TO_SUMMARIZE
+    assert plan.summary_request.input_newest_tokens == TRIM_TOKENS_TO_SUMMARIZE
 
 
 def test_a_cut_on_a_tool_message_moves_back_to_its_call() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.langmem import (
     EXTEND_PROMPT,
     INITIAL_PROMPT,
@@ -21,9 +21,9 @@ from policies.langmem import (
 )
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.core.view import Messages, Summary, View, layout
 from sim.replay.engine import Engine, RunConfig
-from sim.replay.model import ModelConfig
 from tests.builders import Draft, asst, call, change, compaction_records, conv, revert, state_of, sys, tool, tools, user
 
 MODEL = ModelConfig(context_window=10_000, output_reserve=1_000)
@@ -143,12 +143,16 @@ def test_the_view_after_a_summary() -> None:
     c = chat(*turns(4), user("And module 9?", id="next"))
     policy = lm(max_tokens=2_000, max_tokens_before_summary=size(c, "u0", "a0"))
     plan = policy.decide(state_of(policy, c, MODEL), "auto")
-    assert plan is not None and plan.summary_wrapper == SUMMARY_WRAPPER and plan.summary_system_prompt == INITIAL_PROMPT
-    assert plan.summary_role == "user" and plan.summary_input_newest_tokens == 2_000
+    assert (
+        plan is not None
+        and plan.summary_request.wrapper == SUMMARY_WRAPPER
+        and plan.summary_request.prompt == INITIAL_PROMPT
+    )
+    assert plan.summary_request.role == "user" and plan.summary_request.input_newest_tokens == 2_000
     earlier = View(start=3, summary=Summary(SUMMARY_WRAPPER.format(summary="s" * 40), through=3))
     plan = policy.decide(state_of(policy, c, MODEL, view=earlier), "auto")
-    assert plan is not None and plan.summary_system_prompt == EXTEND_PROMPT
-    assert plan.summary_input_newest_tokens == 2_000 - (-(-len(earlier.summary.text) // 4) + 3)  # type: ignore[union-attr]
+    assert plan is not None and plan.summary_request.prompt == EXTEND_PROMPT
+    assert plan.summary_request.input_newest_tokens == 2_000 - (-(-len(earlier.summary.text) // 4) + 3)  # type: ignore[union-attr]
 
 
 def test_a_running_summary_counts_only_the_unsummarised() -> None:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.letta import Letta, LettaConfig
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.core.view import Summary, View
 from sim.replay.engine import Engine, RunConfig
-from sim.replay.model import ModelConfig
 from sim.replay.strategies import small_model
 from tests.builders import Draft, asst, call, change, conv, revert, state_of, sys, tool, tool_steps, user, user_turns
 
@@ -85,8 +85,8 @@ def test_first_try_evicts_forty_percent_to_an_assistant_message() -> None:
     state = state_of(Letta(), c, model)
     plan = Letta().decide(state, "overflow")
     assert plan is not None and plan.mode == "sliding_window" and c.messages[plan.start].id == "a5"
-    assert plan.summarize and plan.summary_role == "user" and "system_alert" in plan.summary_wrapper
-    assert plan.summary_max_tokens == 12_500
+    assert plan.summarize and plan.summary_request.role == "user" and "system_alert" in plan.summary_request.wrapper
+    assert plan.summary_request.max_tokens == 12_500
 
 
 def test_the_fraction_grows_until_the_goal() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.llamaindex import (
     SUMMARY_PROMPT,
     LlamaIndexSummaryBuffer,
@@ -20,9 +20,9 @@ from policies.llamaindex import (
 )
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.core.view import Messages, Summary, View, layout
 from sim.replay.engine import Engine, RunConfig
-from sim.replay.model import ModelConfig
 from tests.builders import Draft, asst, call, change, compaction_records, conv, revert, state_of, sys, tool, user
 
 MODEL = ModelConfig(context_window=4_000, output_reserve=500)  # token limit 3,000 by default
@@ -139,8 +139,8 @@ def test_the_view_after_a_summary() -> None:
     policy = limited(limit)
     plan = policy.decide(state_of(policy, c, MODEL), "auto")
     assert plan is not None and plan.summarize and plan.start == c.index()["u4"]
-    assert plan.summary_system_prompt == SUMMARY_PROMPT and plan.summary_wrapper == "{summary}"
-    assert plan.summary_role == "user"  # LlamaIndex: a system message (see the module's differences)
+    assert plan.summary_request.prompt == SUMMARY_PROMPT and plan.summary_request.wrapper == "{summary}"
+    assert plan.summary_request.role == "user"  # LlamaIndex: a system message (see the module's differences)
     assert plan.spans == () and plan.edits is None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.openai_responses import (
     COMPACTION_THRESHOLD,
     AgentsSessionConfig,
@@ -21,8 +21,8 @@ from policies.openai_responses import (
 )
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.replay.engine import RunConfig, run
-from sim.replay.model import ModelConfig
 from tests.builders import Draft, asst, change, compact_cmd, compaction_records, conv, revert, state_of, sys, tool, user
 
 MODEL = ModelConfig(provider="openai", context_window=8_000, output_reserve=1_000)
@@ -98,7 +98,7 @@ def test_session_window_keeps_user_messages_then_the_item() -> None:
     c = turns(2)
     st = state_of(pol, c)
     plan = pol.decide(st, "auto")
-    assert plan is not None and plan.summarize and plan.summary_role == "assistant"
+    assert plan is not None and plan.summarize and plan.summary_request.role == "assistant"
     assert [c.messages[i].id for i in plan.pinned] == ["u0", "u1"]
     assert c.messages[plan.start].id == "next"
     res = run(pol, conv(*c.messages, asst("On it.", id="reply")), C4)
@@ -166,7 +166,7 @@ def test_server_compacts_the_whole_input_into_the_item() -> None:
     st = state_of(pol, c)
     plan = pol.decide(st, "auto")
     assert plan is not None and plan.start == len(c.messages) and plan.pinned == ()
-    assert plan.summary_role == "assistant"
+    assert plan.summary_request.role == "assistant"
     assert pol.decide(st, "manual") is None and pol.decide(st, "overflow") is None
 
 

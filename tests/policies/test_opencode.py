@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import Policy, make_policy
+from policies import make_policy
+from policies.base import Policy
 from policies.opencode import (
     CONTINUE_TEXT,
     OVERFLOW_NOTE,
@@ -22,9 +23,9 @@ from policies.opencode import (
 )
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.core.view import Summary
 from sim.replay.engine import Engine, RunConfig
-from sim.replay.model import ModelConfig
 from sim.replay.strategies import small_model
 from tests.builders import (
     Draft,

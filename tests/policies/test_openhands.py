@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from policies.base import Plan, make_policy
+from policies import make_policy
+from policies.base import Plan
 from policies.openhands import (
     BROWSER_OMITTED,
     DEFAULT_AGENT_PRESET,
@@ -106,7 +107,7 @@ def test_events_over_max_size_forget_the_middle_and_place_the_summary_after_the_
     c = conv(sys("s"), user("task"), *pairs(1, 5, "x" * 400))
     st, plan = decide(summarizing(max_size="10"), c)
     assert plan is not None and plan.summarize
-    assert (plan.start, plan.pinned, plan.summary_slot, plan.summary_role) == (10, (1,), None, "user")
+    assert (plan.start, plan.pinned, plan.summary_slot, plan.summary_request.role) == (10, (1,), None, "user")
 
 
 def test_events_at_max_size_do_not_condense() -> None:
@@ -341,7 +342,7 @@ def test_default_pipeline_masks_browser_output_under_max_size() -> None:
 def test_default_pipeline_summarises_over_120_events_keeping_4_and_55() -> None:
     c = conv(sys("s"), user("task"), *pairs(1, 60, "z" * 40))  # 122 events
     st, plan = decide(OpenHandsDefault(), c)
-    assert plan is not None and plan.summarize and plan.summary_clip_chars == 10_000
+    assert plan is not None and plan.summarize and plan.summary_request.clip_chars == 10_000
     ev = EventView(st)
     assert ev.total == 122
     assert plan.pinned == (1, 2, 3)  # system + task + the first pair = the first 4 events

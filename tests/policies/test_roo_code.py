@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.roo_code import CONDENSE_PROMPT, RooCode, RooCodeConfig
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
@@ -52,7 +52,7 @@ def after(policy: RooCode, c: Conversation, used: int, trigger: str = "auto", vi
     state, plan = plan_for(policy, c, used, trigger, view)
     assert plan is not None
     v = plan.view_from(state.view)
-    return shown(c, v.with_(summary=Summary("s", role=plan.summary_role)) if plan.summarize else v)
+    return shown(c, v.with_(summary=Summary("s", role=plan.summary_request.role)) if plan.summarize else v)
 
 
 # -- configuration and thresholds -----------------------------------------------------------------------------------
@@ -97,7 +97,9 @@ def test_keeps_the_first_message_and_the_last_three() -> None:
     them; the 6-section prompt. The last 3 here are a6, t6 and done."""
     c = chat(*tool_steps(6), asst("done", id="done"))
     state, plan = plan_for(roo(auto_condense_context_percent=5), c, WINDOW // 10)
-    assert plan is not None and plan.summary_role == "assistant" and plan.summary_system_prompt == CONDENSE_PROMPT
+    assert (
+        plan is not None and plan.summary_request.role == "assistant" and plan.summary_request.prompt == CONDENSE_PROMPT
+    )
     assert "Pending Tasks and Next Steps" in CONDENSE_PROMPT
     v = plan.view_from(state.view).with_(summary=Summary("s", role="assistant"))
     assert shown(c, v) == ["task", "SUMMARY(assistant)", "a6", "t6", "done"]

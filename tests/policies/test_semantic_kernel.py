@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.semantic_kernel import (
     SemanticKernelSummarization,
     SemanticKernelSummarizationConfig,
@@ -157,8 +157,8 @@ def test_summarization_summarises_before_the_safe_index() -> None:
     c = chat(*turns(6))
     state = state_of(sks(), c)
     plan = sks(6, 2).decide(state, "auto")
-    assert plan is not None and plan.summarize and plan.summary_role == "assistant"
-    assert c.messages[plan.start].id == "u3" and plan.summary_drop_tool_outputs
+    assert plan is not None and plan.summarize and plan.summary_request.role == "assistant"
+    assert c.messages[plan.start].id == "u3" and plan.summary_request.drop_tool_outputs
     assert sks(6, 7).decide(state, "auto") is None  # 13 <= 6 + 7
 
 
@@ -180,4 +180,4 @@ def test_summarization_with_only_function_content_before_the_cut_does_nothing() 
     state = state_of(sks(), c)
     assert sks(6).decide(state, "auto") is None
     plan = sks(6, include_function_content_in_summary=True).decide(state, "auto")
-    assert plan is not None and c.messages[plan.start].id == "r0" and not plan.summary_drop_tool_outputs
+    assert plan is not None and c.messages[plan.start].id == "r0" and not plan.summary_request.drop_tool_outputs

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.smolagents import MAX_LENGTH_TRUNCATE_CONTENT, NOTE, Smolagents, SmolagentsConfig, truncate_content
 from sim.core.conversation import Part
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.replay.engine import Engine, RunConfig
-from sim.replay.model import ModelConfig
 from sim.replay.strategies import small_model
 from tests.builders import asst, call, compaction_records, conv, log_messages, state_of, sys, tool, user
 

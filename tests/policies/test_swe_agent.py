@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.base import make_policy
+from policies import make_policy
 from policies.swe_agent import (
     CHECKPOINT_WRAPPER,
     MAX_OBSERVATION_LENGTH,
@@ -29,10 +29,10 @@ from policies.swe_agent import (
 )
 from sim.core.conversation import Conversation, Part
 from sim.core.errors import InvalidConfig
+from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.core.view import View, edit_parts
 from sim.replay.engine import RunConfig, run
-from sim.replay.model import ModelConfig
 from tests.builders import (
     Draft,
     asst,
@@ -211,8 +211,11 @@ def test_summarises_the_oldest_21_turns_once_31_are_unsummarised() -> None:
     plan = pol.decide(st_, "auto")
     assert plan is not None and plan.summarize
     assert st_.messages[plan.start].id == "a21" and plan.pinned == (1,)
-    assert (plan.summary_role, plan.summary_wrapper) == ("assistant", "Checkpoint for the last 21 turns:\n{summary}")
-    assert CHECKPOINT_WRAPPER.format(turns=21) == plan.summary_wrapper
+    assert (plan.summary_request.role, plan.summary_request.wrapper) == (
+        "assistant",
+        "Checkpoint for the last 21 turns:\n{summary}",
+    )
+    assert CHECKPOINT_WRAPPER.format(turns=21) == plan.summary_request.wrapper
 
 
 def test_in_a_run_checkpoints_accumulate_and_the_context_oscillates() -> None:
@@ -245,7 +248,7 @@ def test_a_later_user_message_is_never_summarised_away() -> None:
     st_ = state_of(pol, conv(*late))
     plan = pol.decide(st_, "auto")
     assert plan is not None and st_.messages[plan.start].id == "late"
-    assert plan.summary_wrapper.startswith("Checkpoint for the last 6 turns:")
+    assert plan.summary_request.wrapper.startswith("Checkpoint for the last 6 turns:")
 
 
 def test_deviation_revert_resolution() -> None:
@@ -277,7 +280,7 @@ def test_hybrid_masks_between_summaries_and_summarises_43_turns() -> None:
     st_ = state_of(pol, swe_run(53, final=False))
     plan = pol.decide(st_, "auto")
     assert plan is not None and plan.summarize and st_.messages[plan.start].id == "a43"
-    assert plan.summary_wrapper.startswith("Checkpoint for the last 43 turns:") and plan.edits == ()
+    assert plan.summary_request.wrapper.startswith("Checkpoint for the last 43 turns:") and plan.edits == ()
 
 
 def test_hybrid_run_with_small_settings() -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import Policy, make_policy
+from policies import make_policy
+from policies.base import Policy
 from policies.vercel_ai import VercelPruneMessages, VercelPruneMessagesConfig, window_start
 from sim.core.conversation import Conversation, Message, Part
 from sim.core.errors import InvalidConfig

@@ -347,7 +347,7 @@ def test_int_accepted_for_float_parameter() -> None:
 
 
 def test_cli_string_parameters_are_coerced() -> None:
-    from sim.replay.runner import scenario_conversation
+    from sim.scenarios import scenario_conversation
 
     conv = scenario_conversation("coding-agent", 1, {"turns": "12", "compact_at": "-1"})
     assert sum(m.role == "assistant" for m in conv.messages) == 12

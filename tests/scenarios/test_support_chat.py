@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from sim.core.errors import EncodingUnavailable
+from sim.core.model import ModelConfig
 from sim.core.tokenizers import get_tokenizer
-from sim.replay.model import ModelConfig
 from sim.scenarios import _load, generate
 
 TRIGGER_RATIO = 0.85  # cloudflare-os and sliding-window's default trigger

@@ -18,7 +18,7 @@ truncation envelopes, the status line). :attr:`Anchors.estimated` says how many 
 Streamed duplicates are one message already (the importer merges records of one response id); a reply whose
 response id reappears after a user message (``api_id_repeated``) repeats an earlier usage and anchors nothing.
 Requests without usage are gaps: the difference across the gap covers every message in it. After a recorded
-compaction (a later segment, :func:`sim.calibration.fit.segments`) the prompt starts over from the summary, so
+compaction (a later segment, :func:`sim.core.counting.segments`) the prompt starts over from the summary, so
 each segment is anchored on its own. The overhead is the first segment's; each later segment's own (its first
 request's prompt minus the estimate of the messages before it) is in :attr:`Anchors.segment_overheads`, for a
 replay of that segment alone (``csim fidelity``), and :meth:`Anchors.estimated_first` is what the first request
@@ -32,11 +32,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from sim.calibration.fit import Calibration, Coefficients, reattached, segments
-from sim.calibration.kinds import KINDS, Kind, message_kinds
-from sim.core.conversation import Conversation, Message
-from sim.core.view import call_id_tokens
-from sim.replay.model import MESSAGE_OVERHEAD
+from sim.core.conversation import Message
+from sim.core.counting import Coefficients
+from sim.core.kinds import Kind
+from sim.core.model import MESSAGE_OVERHEAD
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,7 @@ class Anchors:
 
     def scale(self, raw_tokens: int, kind: Kind | None = None) -> int:
         """The provider's count of a piece of text (no message of its own) the engine counts as ``raw_tokens``,
-        at the ratio of its ``kind`` when given (:mod:`sim.calibration.kinds`)."""
+        at the ratio of its ``kind`` when given (:mod:`sim.core.kinds`)."""
         ratio = self.coefficients.scale if kind is None else self.coefficients.ratio(kind)
         return max(0, math.floor(ratio * raw_tokens + 0.5))
 
@@ -167,32 +166,3 @@ def _share(total: int, weights: Sequence[int]) -> list[int] | None:
 
 #: Without a calibration, what the simulator writes is counted as the engine counts it.
 IDENTITY = Coefficients(0.0, 0.0, 1.0)
-
-
-def anchors_for(conv: Conversation, calibration: Calibration | None, tokenizer: str | None = None) -> Anchors:
-    """:func:`anchor` for a recording, the engine counting its messages with the calibration's tokenizer (or
-    ``tokenizer``); without a calibration the rest is counted, not estimated."""
-    from policies.base import make_policy
-    from sim.core.config import RunConfig
-    from sim.replay.engine import Engine
-
-    tok = tokenizer or (calibration.tokenizer if calibration is not None else "cl100k_base")
-    engine = Engine(make_policy("none"), conv, RunConfig(tokenizer=tok, accounting="counted"))
-    parts = [seg.messages for seg in segments(conv)]
-    coefficients = calibration.coefficients if calibration is not None else IDENTITY
-    anchors = anchor(parts, engine._raw_tokens, coefficients, conv.id, lambda m: call_id_tokens(m, engine.tok.count))
-    # what the client re-attached after each recorded compaction, estimated from the history before it
-    source, count, start = str(conv.meta.get("source", "")), engine.tok.count, 0
-    ratios = [coefficients.ratio(kind) for kind in KINDS]
-    back = []
-    for k, seg in enumerate(parts):
-        came_back = reattached(conv.messages[:start], source) if k else ()
-        back.append(
-            sum(
-                math.floor(sum(r * n for r, n in zip(ratios, message_kinds(m, count), strict=True)) + 0.5)
-                + math.floor(coefficients.per_message + 0.5)
-                for m in came_back
-            )
-        )
-        start += len(seg)
-    return replace(anchors, reattached=tuple(back))

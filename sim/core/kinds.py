@@ -2,8 +2,8 @@
 
 Claude's tokenizer spends more tokens than cl100k_base on code than on prose (fitted on the shared Claude Code
 main sessions: 1.20 provider tokens per engine token of code, 0.98 of prose, 0.86 of JSON), so one ratio over a
-whole prompt is right only for that prompt's mix. The calibration (:mod:`sim.calibration.fit`) fits one ratio
-per kind where that predicts better than one ratio, and what the simulator writes (a summary, a placeholder, a
+whole prompt is right only for that prompt's mix. The calibration (:mod:`sim.calibration.fit`) fits one ratio per
+kind where that predicts better than one ratio, and what the simulator writes (a summary, a placeholder, a
 truncated tool result) is estimated with the ratio of its own kind.
 
 The kind of a text is decided by looking at it, cheaply and deterministically:
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from sim.core.conversation import Message
-from sim.replay.model import MESSAGE_OVERHEAD, PART_OVERHEAD
+from sim.core.model import MESSAGE_OVERHEAD, PART_OVERHEAD
 
 Kind = Literal["prose", "code", "json"]
 KINDS: tuple[Kind, ...] = ("prose", "code", "json")

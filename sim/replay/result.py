@@ -1,0 +1,144 @@
+"""What one run produced: its tables (built from the log, which is the record) and its one-row summary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim.core.invariants import Violation
+from sim.core.log import RunLog, compaction_rows, request_rows
+from sim.replay.billing import Billing
+from sim.replay.reactions import Reactions
+from sim.replay.retention import Retention
+
+
+@dataclass
+class RunResult:
+    """What one run produced: request rows, compactions, violations, the log, and the summary."""
+
+    run_id: str
+    policy: str
+    params: dict[str, Any]
+    params_hash: str
+    conversation_id: str
+    seed: int
+    rows: list[dict[str, Any]]
+    compactions: list[dict[str, Any]]
+    violations: list[Violation]
+    log: RunLog
+    summary: dict[str, Any]
+    #: One row per (fact, request that needed it): kind, age in messages since its source, visible or not.
+    fact_rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """Who ran what: the run id, the policy's name, settings and their hash, the conversation and the seed."""
+
+    run_id: str
+    policy: str
+    params: dict[str, Any]
+    params_hash: str
+    conversation: str
+    seed: int
+
+
+def run_result(
+    ident: RunIdentity,
+    log: RunLog,
+    *,
+    reason: str,
+    exhausted: str | None,
+    billing: Billing,
+    cached: bool,
+    retention: Retention,
+    unreached: dict[str, int],
+    reactions: Reactions,
+    task_success: float,
+    overflows: int,
+    violations: list[Violation],
+    messages: int,
+) -> RunResult:
+    """The result of a finished run: its rows from the log, the compactions with their costs, and the summary
+    (``unreached``: needs a stopped run never judged, counted as lost; see :meth:`Retention.unreached`)."""
+    rows, compactions = request_rows(log), compaction_rows(log)  # the log is the record
+    parts = billing.cost_parts(rows)  # uncached input, cache reads, cache writes, output (USD)
+    compactions = billing.compaction_costs(log, compactions, cached)
+    agent = [r for r in rows if r["request_kind"] != "summariser" and not r["error"]]
+    needed = retention.needed + sum(unreached.values())
+    by_kind = {k: [v[0], v[1]] for k, v in retention.by_kind.items()}
+    for kind, n in unreached.items():
+        by_kind.setdefault(kind, [0, 0])[0] += n
+    billed_input = sum(r["context_tokens"] for r in rows if r["billed"])
+    summary = {
+        "run_id": ident.run_id,
+        "policy": ident.policy,
+        "params": ident.params,
+        "params_hash": ident.params_hash,
+        "conversation": ident.conversation,
+        "seed": ident.seed,
+        "requests": len(rows),
+        "agent_requests": len(agent),
+        "peak_context_tokens": max((r["context_tokens"] for r in agent), default=0),
+        "cumulative_input_tokens": billed_input,
+        "cumulative_output_tokens": sum(r["output_tokens"] for r in rows),
+        "total_cost_usd": round(sum(r["cost_usd"] for r in rows), 10),
+        "cache_read_tokens": sum(r["cache_read_tokens"] for r in rows),
+        "cache_write_tokens": sum(r["cache_write_5m_tokens"] + r["cache_write_1h_tokens"] for r in rows),
+        "cache_hit_share": _share(sum(r["cache_read_tokens"] for r in rows), billed_input),
+        "summariser_cost_usd": round(sum(r["cost_usd"] for r in rows if r["request_kind"] == "summariser"), 10),
+        "unpriced_models": ", ".join(sorted(billing.unpriced)),
+        "cost_input_usd": round(parts[0], 10),
+        "cost_cache_read_usd": round(parts[1], 10),
+        "cost_cache_write_usd": round(parts[2], 10),
+        "cost_output_usd": round(parts[3], 10),
+        "compaction_cost_usd": round(sum(c["cost_usd"] for c in compactions), 10),
+        "compactions": compactions,
+        "compaction_count": len(compactions),
+        "overflows": overflows,
+        "facts_needed": needed,
+        "facts_visible": retention.visible,
+        "facts_unreached": sum(unreached.values()),
+        "retention_recall": retention.visible / needed if needed else None,
+        "retention_by_kind": {
+            k: {"needed": v[0], "visible": v[1], "recall": v[1] / v[0] if v[0] else None}
+            for k, v in sorted(by_kind.items())
+        },
+        "task_success": task_success,
+        **reactions.summary(),
+        "finish_reason": reason,
+        "exhausted": exhausted,
+        "violation_count": len(violations),
+        "violations_by_invariant": count(v.invariant for v in violations),
+        "messages_in_log": messages,
+    }
+    return RunResult(
+        ident.run_id,
+        ident.policy,
+        ident.params,
+        ident.params_hash,
+        ident.conversation,
+        ident.seed,
+        rows,
+        compactions,
+        violations,
+        log,
+        summary,
+        retention.rows,
+    )
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def count(items: Iterable[str]) -> dict[str, int]:
+    """How often each item occurs, by item in sorted order."""
+    out: dict[str, int] = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return dict(sorted(out.items()))
+
+
+__all__ = ["RunIdentity", "RunResult", "count", "run_result"]

@@ -1,0 +1,174 @@
+"""Retention: which of the facts a conversation establishes each request's view still shows, where they are needed.
+
+A fact (:class:`sim.core.conversation.Fact`) has a source message and the messages that need it. When a needing
+message enters the log, the fact is due: the next agent request judges it visible or lost (:meth:`Retention.judge`)
+and records one row (``facts.parquet``). A fact is visible when the view's summary or an injected message carries
+it (by id, or, for an injected message, its text, as a re-attached file does), or when the view shows its source
+message, or a copy of it the reactive agent made (:class:`sim.replay.reactive.Reactions`), with a part that still
+holds the fact's text (not replaced, dropped or truncated away). A fact bounded away as its source entered the log
+(a truncated tool result) is lost from the start.
+
+What a compaction loses (:meth:`Retention.lost`) is tested only on the facts whose visibility it can have changed,
+so a compaction costs the size of what it touched, not of the conversation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sim.core.conversation import Conversation, Fact, Message
+from sim.core.invariants import edited_ranges, minus, ranges
+from sim.core.state import Ledger
+from sim.core.tokenizers import Memo, memoised
+from sim.core.view import TruncateFn, View, edit_parts, rule_for
+from sim.replay.reactions import Reactions
+
+FactIndex = tuple[dict[str, list[Fact]], dict[str, list[Fact]], dict[str, Fact]]
+
+
+def fact_index(conv: Conversation) -> FactIndex:
+    """Facts by the message that needs them, by source message, and by id. Built once per conversation and
+    worker (:func:`memoised`): a sweep runs many configurations over one conversation object, and a run that
+    stops early should not pay for indexing all of it each time."""
+    by_need: dict[str, list[Fact]] = {}
+    by_source: dict[str, list[Fact]] = {}
+    for f in conv.facts:
+        for n in f.needed_at:
+            by_need.setdefault(n, []).append(f)
+        by_source.setdefault(f.source, []).append(f)
+    return by_need, by_source, {f.id: f for f in conv.facts}
+
+
+class Retention:
+    """One run's facts: which are due, which were lost on entry, and what each request showed of them."""
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        memo: Memo,
+        ledger: Ledger,
+        reactions: Reactions,
+        has_system: bool,
+        truncate: TruncateFn,
+    ) -> None:
+        self.by_need, self.by_source, self.by_id = memoised(memo, conversation, "facts", fact_index)
+        self.facts = conversation.facts
+        self.ledger, self.reactions, self.has_system, self.truncate = ledger, reactions, has_system, truncate
+        self.lost_on_entry: set[str] = set()
+        #: Facts needed by messages appended since the last agent request, judged at the next one.
+        self.due: list[Fact] = []
+        self.needed = self.visible = 0
+        #: Per fact kind: [needed, visible].
+        self.by_kind: dict[str, list[int]] = {}
+        #: One row per (fact, request that needed it): kind, age in messages since its source, visible or not.
+        self.rows: list[dict[str, Any]] = []
+
+    def copy(self, ledger: Ledger, reactions: Reactions) -> Retention:
+        """This record over a copied run's ``ledger`` and ``reactions``."""
+        other = Retention.__new__(Retention)
+        other.__dict__.update(self.__dict__)
+        other.ledger, other.reactions = ledger, reactions
+        other.lost_on_entry, other.due, other.rows = set(self.lost_on_entry), list(self.due), list(self.rows)
+        other.by_kind = {k: list(v) for k, v in self.by_kind.items()}
+        return other
+
+    def entered(self, m: Message) -> None:
+        """``m`` was appended: its facts bounded away on entry are lost, and those it needs are due."""
+        for f in self.by_source.get(m.id, ()):
+            if not any(f.text in p.text for p in m.parts):
+                self.lost_on_entry.add(f.id)  # bounded away on entry (or never present)
+        self.due.extend(self.by_need.get(m.id, ()))
+
+    def judge(self, view: View, turn: int) -> tuple[int, int]:
+        """Judge every due fact against ``view``, the prompt of the agent request being sent at ``turn``: one row
+        each; returns how many were needed and how many visible."""
+        due, self.due = self.due, []
+        visible = 0
+        n = len(self.ledger.messages)
+        for f in due:
+            ok = self.visible_in(f, view)
+            visible += ok
+            k = self.by_kind.setdefault(f.kind, [0, 0])
+            k[0] += 1
+            k[1] += ok
+            self.rows.append(
+                {
+                    "turn": turn,
+                    "fact": f.id,
+                    "kind": f.kind,
+                    "visible": bool(ok),
+                    "age_messages": n - self.ledger.index.get(f.source, 0),
+                }
+            )
+        self.needed += len(due)
+        self.visible += visible
+        return len(due), visible
+
+    def visible_in(self, f: Fact, view: View) -> bool:
+        """Whether ``view`` shows fact ``f`` (see the module docstring)."""
+        if view.summary is not None and f.id in view.summary.facts:
+            return True
+        if view.injected and any(f.id in x.facts or (f.text and f.text in x.text) for x in view.injected):
+            return True
+        src = self.ledger.index.get(f.source)
+        if src is None or f.id in self.lost_on_entry:
+            return False
+        if src == 0 and self.has_system:
+            return True
+        if self._carries(f, src, view):
+            return True
+        copies = self.reactions.copies.get(f.source)  # a reactive run's re-acquired or restated copies
+        return copies is not None and any(self._carries(f, self.ledger.index[c], view) for c in copies)
+
+    def _carries(self, f: Fact, src: int, view: View) -> bool:
+        """Whether ``view`` shows message ``src`` with a part that still holds ``f``'s text."""
+        if not view.shows(src):
+            return False
+        rules = view.rules_at(src)
+        if not rules:
+            return True
+        m = self.ledger.messages[src]
+        for old, new in zip(m.parts, edit_parts(m, rules, self.truncate), strict=True):
+            if f.text not in old.text or new is None:
+                continue
+            if new is old or (rule_for(old, rules).action == "truncate" and f.text in new.text):  # type: ignore[union-attr]
+                return True
+        return False
+
+    def lost(self, before: View, after: View) -> str:
+        """Ids of the facts established so far that ``before`` showed and ``after`` does not (comma-joined).
+
+        Only facts whose visibility can have changed are tested: those from messages the compaction may
+        have dropped, cleared or unpinned, and those the old summary carried."""
+        msgs = self.ledger.messages
+        n = len(msgs)
+        touched = [*minus(ranges(before, n), ranges(after, n)), *edited_ranges(before, after, n)]
+        copy_of = self.reactions.copy_of
+        candidates = {
+            f.id: f
+            for a, b in touched
+            for i in range(a, b)
+            for f in self.by_source.get(copy_of.get(msgs[i].id, msgs[i].id), ())
+        }
+        for fid in (*(before.summary.facts if before.summary else ()), *(x for i in before.injected for x in i.facts)):
+            if fid in self.by_id:
+                candidates[fid] = self.by_id[fid]
+        return ",".join(
+            sorted(fid for fid, f in candidates.items() if self.visible_in(f, before) and not self.visible_in(f, after))
+        )
+
+    def unreached(self, script: list[Message]) -> dict[str, int]:
+        """Per fact kind, the needs of the script the run never judged because it stopped first (an overflow, an
+        exhausted budget): a need counts where a complete replay judges it, at a message with a reply at or after
+        it. A stopped run did not do the rest of its task, so retention counts these as lost."""
+        last_reply = max((i for i, m in enumerate(script) if m.role == "assistant"), default=-1)
+        out: dict[str, int] = {}
+        for m in script[: last_reply + 1]:
+            for f in self.by_need.get(m.id, ()):
+                out[f.kind] = out.get(f.kind, 0) + 1
+        for kind, (needed, _) in self.by_kind.items():
+            out[kind] = out.get(kind, 0) - needed
+        return {k: v for k, v in sorted(out.items()) if v > 0}
+
+
+__all__ = ["FactIndex", "Retention", "fact_index"]
