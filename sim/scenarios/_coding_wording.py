@@ -2,7 +2,7 @@
 user's requests and rules, the agent's decisions and "next:" notes, and the test failures.
 
 Kept apart from the session code (:mod:`sim.scenarios._coding_session`) because it is data, and reads
-best as one list. Order matters: entries are picked by index with the scenario's generator.
+best on its own. Order matters: entries are picked by index with the scenario's generator.
 """
 
 from __future__ import annotations
