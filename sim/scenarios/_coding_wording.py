@@ -1,5 +1,5 @@
 """The wording of the ``coding-agent`` scenario: repositories, packages and names, and the templates of the
-user's requests and rules, the agent's decisions and "next:" notes, and the test failures.
+user's requests and rules, the agent's decisions and "next:" notes, the test failures and the protected paths.
 
 Kept apart from the session code (:mod:`sim.scenarios._coding_session`) because it is data, and reads
 best on its own. Order matters: entries are picked by index with the scenario's generator.

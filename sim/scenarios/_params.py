@@ -1,8 +1,8 @@
 """Scenario parameters: their allowed ranges, the check every generator call goes through, and the
 conversation id that tells parameter settings apart.
 
-Apart from :mod:`sim.scenarios._rng` because this is the boundary where a caller's values are checked
-(every range names the parameter and what it allows), not the drawing that follows.
+Apart from the drawing in :mod:`sim.scenarios._rng` because this is where a caller's values are checked,
+before anything is drawn: a bad value raises InvalidConfig naming the parameter and what it allows.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The random stream a scenario draws from, and the small draws made from it (choices, coin flips, sizes).
+"""The random stream a scenario draws from, and the draws made from it (choices, coin flips, orders, sizes).
 
 The generators must give the same conversation for the same seed and parameters in any process, so
 nothing here touches global random state, the ``random`` module or ``hash()`` of a string (salted per
@@ -12,11 +12,13 @@ import hashlib
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from sim.core.errors import InvalidConfig
+
+T = TypeVar("T")
 
 
 def stable_key(name: str) -> int:
@@ -102,6 +104,15 @@ def pick(rng: Rng, items: Sequence[Any]) -> Any:
 def chance(rng: Rng, p: float) -> bool:
     """True with probability ``p`` (always draws, so the stream does not depend on ``p`` being 0)."""
     return rng.random() < p
+
+
+def shuffled(rng: Rng, items: list[T]) -> list[T]:
+    """A copy of ``items`` in an order drawn with ``rng`` (Fisher-Yates)."""
+    out = list(items)
+    for i in range(len(out) - 1, 0, -1):
+        j = rng.randint(i + 1)
+        out[i], out[j] = out[j], out[i]
+    return out
 
 
 # -- sizes ------------------------------------------------------------------------------------------
