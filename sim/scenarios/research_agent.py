@@ -1,8 +1,5 @@
 """``research-agent``: a long search-and-read loop that ends in a written report.
 
-One module because it is one script: the research session's phases, their wording and their facts belong
-together.
-
 This is the shape that makes compaction hardest on retention: a hundred and more turns of large
 results (search listings, whole fetched pages, now and then a huge one), where the few sentences that
 matter (a number, a quote, a source's address) are buried in thousands of tokens, and are all needed
@@ -14,6 +11,8 @@ that it picks up a few turns later.
 Turns are assistant messages. Most call one tool (web_search, fetch_page or take_note), some fetch
 two or three pages at once; the last several draft the report's sections as notes, and the final one
 is the report itself.
+
+The topics and the wording the session draws from are in :mod:`sim.scenarios._research_wording`.
 """
 
 from __future__ import annotations
@@ -39,6 +38,17 @@ from sim.scenarios._common import (
     text,
     tool,
     validated,
+)
+from sim.scenarios._research_wording import (
+    LATER_REQUESTS,
+    NEXT_NOTES,
+    QUOTES,
+    REGIONS,
+    SITES,
+    SURNAMES,
+    TITLE_STARTS,
+    TOPICS,
+    Topic,
 )
 
 NAME = "research-agent"
@@ -72,130 +82,6 @@ TOOLS = (
 )
 
 
-@dataclass(frozen=True)
-class _Topic:
-    title: str
-    question: str
-    metrics: tuple[str, ...]
-    unit: str
-    speakers: tuple[str, ...]
-
-
-TOPICS = (
-    _Topic(
-        "heat pumps in cold climates",
-        "how well do air-source heat pumps perform below -15 °C, and at what cost",
-        ("the seasonal coefficient of performance", "the installed cost per home", "the share of backup heating"),
-        "",
-        ("a field engineer at the utility", "the trial's lead researcher", "a housing association manager"),
-    ),
-    _Topic(
-        "four-day work week trials",
-        "what the large trials found about productivity, retention and wellbeing",
-        ("the change in revenue", "the drop in sick days", "the share of firms that kept the policy"),
-        "%",
-        ("the programme director", "an HR lead at a participating firm", "a labour economist"),
-    ),
-    _Topic(
-        "battery recycling",
-        "how much lithium, nickel and cobalt current plants recover, and at what cost",
-        ("the lithium recovery rate", "the processing cost per tonne", "the nickel recovery rate"),
-        "",
-        ("the plant's chief engineer", "a materials scientist", "an industry analyst"),
-    ),
-    _Topic(
-        "microplastics in drinking water",
-        "how much is found in treated tap water and what removes it",
-        (
-            "the median particle count per litre",
-            "the removal rate of sand filtration",
-            "the share of samples above the limit",
-        ),
-        "",
-        ("the study's first author", "a water utility chemist", "a regulator's spokesperson"),
-    ),
-    _Topic(
-        "remote work and city centres",
-        "how hybrid work changed office occupancy and city-centre spending",
-        ("the average office occupancy", "the change in weekday footfall", "the vacancy rate"),
-        "%",
-        ("a commercial property analyst", "the city's chief economist", "a retail association director"),
-    ),
-)
-
-SITES = (
-    "energy.gov",
-    "iea.org",
-    "nature.com",
-    "sciencedirect.com",
-    "ons.gov.uk",
-    "oecd.org",
-    "nrel.gov",
-    "fraunhofer.de",
-    "arxiv.org",
-    "bbc.co.uk",
-    "ft.com",
-    "ec.europa.eu",
-    "statcan.gc.ca",
-    "vendorinsights.com",
-    "greentechmedia.com",
-    "theguardian.com",
-    "mdpi.com",
-    "brookings.edu",
-)
-REGIONS = (
-    "Norway",
-    "Ontario",
-    "Bavaria",
-    "Hokkaido",
-    "Scotland",
-    "Quebec",
-    "Minnesota",
-    "Lombardy",
-    "Tasmania",
-    "Finland",
-    "Colorado",
-    "Saxony",
-    "Iceland",
-    "Manitoba",
-)
-SURNAMES = (
-    "Halvorsen",
-    "Okafor",
-    "Lindqvist",
-    "Moreau",
-    "Tanaka",
-    "Castellanos",
-    "Brennan",
-    "Kowalski",
-    "Achterberg",
-    "Nakamura",
-    "Oduya",
-    "Petrakis",
-    "Salvesen",
-    "Whitfield",
-)
-QUOTES = (
-    "We expected a drop in the coldest weeks, and it was smaller than anyone modelled",
-    "The numbers held up once we corrected for the weather, which surprised the sceptics",
-    "Cost is the barrier now, not the technology",
-    "Most of the gain came in the first six months and then it plateaued",
-    "Nobody should read a single winter as the final word",
-    "The variance between sites was bigger than the average effect",
-)
-LATER_REQUESTS = (
-    ("Please also cover the costs, not just performance.", "include at least one government or agency source"),
-    ("Could you add a short section on what is still uncertain?", "keep the report under 1,500 words"),
-    ("I'd like a comparison across regions if the data allows.", "do not use vendor marketing material as evidence"),
-)
-TITLE_STARTS = ("Field results on", "A review of", "What we learned from", "New data on", "The state of")
-NEXT_NOTES = (
-    "next: look for the follow-up study from {region} to see if {metric} held",
-    "next: check whether {site} published newer figures than {year}",
-    "next: find an independent source for {metric} in {region}",
-)
-
-
 @dataclass
 class _Source:
     url: str
@@ -225,7 +111,7 @@ class _Session:
     def __init__(self, rng: Rng, median: int, huge_prob: float, huge_tokens: int) -> None:
         self.rng = rng
         self.b = ScenarioBuilder(rng)
-        self.topic: _Topic = pick(rng, TOPICS)
+        self.topic: Topic = pick(rng, TOPICS)
         self.r = _Research()
         self.turn = 0
         self.median, self.huge_prob, self.huge_tokens = median, huge_prob, huge_tokens
