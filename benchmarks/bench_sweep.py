@@ -2,7 +2,7 @@
 
 What keeps the ratio low: a worker counts each distinct text once, whatever the configuration, and
 the configurations of a conversation replay in lockstep while their policies agree
-(``sim.replay.engine.run_many``), so the nine extra configurations cost only what they do differently: their
+(``sim.replay.lockstep.run_many``), so the nine extra configurations cost only what they do differently: their
 compactions, the texts only they create (summaries, bounded results, status lines), and their rows.
 
 Each measurement plans the sweep (generating the conversations) and runs every task in this process,
@@ -33,8 +33,10 @@ import time
 from cachegrind import instructions
 
 from sim.core import tokenizers
+from sim.core.config import normalise_run
 from sim.core.params import parse_seeds
-from sim.sweep.grid import PolicyGrid, Source, SweepSpec, normalise_run, plan, run_task
+from sim.sweep.grid import plan, run_task
+from sim.sweep.spec import PolicyGrid, Source, SweepSpec
 
 TEN = [
     PolicyGrid("none"),

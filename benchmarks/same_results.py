@@ -69,7 +69,8 @@ def main() -> int:
             same = (a[col] == b[col]) | (a[col].isna() & b[col].isna())
             if not bool(same.all()):
                 i = int((~same).to_numpy().argmax())
-                print(f"{name}: column {col!r} differs first at run {a.loc[i, 'config']!r} on {a.loc[i, 'conversation']!r}")
+                where = f"run {a.loc[i, 'config']!r} on {a.loc[i, 'conversation']!r}"
+                print(f"{name}: column {col!r} differs first at {where}")
                 print(f"  old: {a.loc[i, col]!r}\n  new: {b.loc[i, col]!r}")
                 return 1
         print(f"{name}: {len(a)} rows, all {len(a.columns)} columns equal")

@@ -202,7 +202,7 @@ class Policy(Generic[C]):
         return part
 
     def bound_key(self) -> Hashable:
-        """Policies with equal keys bound every tool result alike (``sim.replay.engine.run_many`` replays such
+        """Policies with equal keys bound every tool result alike (``sim.replay.lockstep.run_many`` replays such
         policies together). None when results are kept as they are; a policy that overrides
         :meth:`bound_tool_result` may return what its bounding depends on; by default its whole spec."""
         if type(self).bound_tool_result is Policy.bound_tool_result:
@@ -223,7 +223,7 @@ class Policy(Generic[C]):
         ``manual`` after ``/compact``, ``overflow`` after the provider rejected the prompt as too long.
 
         Pure: the answer depends on the state and the config only, and asking changes nothing. A sweep
-        relies on it (``sim.replay.engine.run_many`` asks every configuration at every step and may ask twice);
+        relies on it (``sim.replay.lockstep.run_many`` asks every configuration at every step and may ask twice);
         a policy that kept its own mutable state would get different results there than alone."""
         return None
 

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from policies.base import Policy
-    from sim.sweep.grid import SweepSpec
     from sim.sweep.results import Results
+    from sim.sweep.spec import SweepSpec
 
 
 def _policy_ref(policy: str | type[Policy[Any]]) -> str:
@@ -70,7 +70,7 @@ def spec(
 ) -> SweepSpec:
     """A sweep spec from arguments, checked as a spec file is: ``policies`` maps a name to its parameters (a
     list of values is a grid axis); ``scenarios`` likewise; ``conversations`` are recorded files."""
-    from sim.sweep.grid import spec_from_dict
+    from sim.sweep.spec import spec_from_dict
 
     grid = [(_policy_ref(policies), {})] if isinstance(policies, (str, type)) else _named(policies)
     files = [conversations] if isinstance(conversations, (str, Path)) else list(conversations or [])
@@ -168,8 +168,9 @@ def sweep(
     arguments, and load its results. ``keep_logs``: each run's log is kept too (as ``csim sweep
     --keep-logs``), for :func:`log` and the report's run page."""
     from sim.core.errors import InvalidConfig
-    from sim.sweep.grid import load_spec, run_sweep
+    from sim.sweep.driver import run_sweep
     from sim.sweep.results import load_results
+    from sim.sweep.spec import load_spec
 
     if (spec_file is None) == (policies is None):
         raise InvalidConfig("sim.api.sweep: give a spec file or policies= (and the rest of the grid), not both")

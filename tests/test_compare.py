@@ -11,10 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sim.cli.main import main
+from sim.core.config import normalise_run
 from sim.core.errors import UnknownName
 from sim.sweep.compare import bootstrap_mean, compare, pareto_front
-from sim.sweep.grid import PolicyGrid, Source, SweepSpec, normalise_run, run_sweep
+from sim.sweep.driver import run_sweep
 from sim.sweep.results import RUN_COLUMNS, Results, load_results, typed
+from sim.sweep.spec import PolicyGrid, Source, SweepSpec
 
 
 def fake_results(rows: list[dict[str, object]]) -> Results:

@@ -16,9 +16,11 @@ import pandas as pd
 import pytest
 
 from sim.cli.main import main
+from sim.core.config import normalise_run
 from sim.core.errors import InvalidConfig
-from sim.sweep.grid import PolicyGrid, Source, SweepSpec, normalise_run, run_sweep
+from sim.sweep.driver import run_sweep
 from sim.sweep.results import TABLES, finished_parts, load_results
+from sim.sweep.spec import PolicyGrid, Source, SweepSpec
 
 SPEC = SweepSpec(
     (PolicyGrid("none", ()), PolicyGrid("sliding-window", (("trigger_ratio", ("0.7",)),))),
@@ -142,12 +144,12 @@ def test_leftovers_of_a_killed_sweep_are_cleared(copy: Path) -> None:
 def test_a_full_disk_during_a_sweep_is_one_line_and_leaves_no_partial_part(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import sim.core.metrics
+    import sim.sweep.results
 
     def to_full_disk(frame: pd.DataFrame, path: Path) -> None:
         frame.to_parquet("/dev/full", index=False, engine="pyarrow")  # ENOSPC, as pyarrow reports it
 
-    monkeypatch.setattr(sim.core.metrics, "write_parquet", to_full_disk)
+    monkeypatch.setattr(sim.sweep.results, "write_parquet", to_full_disk)  # how a part is written
     out = tmp_path / "r"
     args = ["sweep", "--policy", "none", "--scenario", "coding-agent", "-S", "turns=4", "--window", "12000"]
     assert main([*args, "--workers", "1", "--quiet", "--out", str(out)]) == 2

@@ -10,10 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sim.core.config import normalise_run
 from sim.core.errors import InvalidConfig, UnknownName
+from sim.sweep.driver import run_sweep
 from sim.sweep.executors import ExecutorSpec, run_all
-from sim.sweep.grid import PolicyGrid, Source, SweepSpec, normalise_run, run_sweep
 from sim.sweep.results import TABLES, load_results
+from sim.sweep.spec import PolicyGrid, Source, SweepSpec
 
 SPEC = SweepSpec(
     (PolicyGrid("none"), PolicyGrid("cloudflare-os", (("trigger_ratio", ("0.5", "0.8")),))),

@@ -13,11 +13,13 @@ import pytest
 
 from sim import api
 from sim.cli.main import main
+from sim.core.config import normalise_run
 from sim.core.errors import InvalidConfig
 from sim.report import data as rd
 from sim.sweep.compare import compare
-from sim.sweep.grid import PolicyGrid, Source, SweepSpec, normalise_run, run_sweep
+from sim.sweep.driver import run_sweep
 from sim.sweep.results import load_results
+from sim.sweep.spec import PolicyGrid, Source, SweepSpec
 
 MODULE = "csim_test_userpolicy"
 USER_POLICY = f'''

@@ -11,10 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sim.cli.main import main
+from sim.core.config import normalise_run
 from sim.core.errors import InvalidConfig
 from sim.core.identity import config_label
-from sim.sweep.grid import PolicyGrid, Source, SweepSpec, normalise_run, run_sweep
+from sim.sweep.driver import run_sweep
 from sim.sweep.results import TABLES, load_results, part_name, stored_log
+from sim.sweep.spec import PolicyGrid, Source, SweepSpec
 
 ARGS = [
     "--policy",

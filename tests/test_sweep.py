@@ -12,22 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sim.cli.main import main
+from sim.core.config import normalise_run
 from sim.core.errors import CsimError, InvalidConfig, UnknownName
 from sim.core.params import parse_seeds
 from sim.sweep import grid as sweep
-from sim.sweep.grid import (
-    PolicyGrid,
-    Progress,
-    Source,
-    SweepSpec,
-    load_spec,
-    normalise_run,
-    plan,
-    run_sweep,
-    run_task,
-    settings,
-)
+from sim.sweep.driver import Progress, run_sweep
+from sim.sweep.grid import plan, run_task, settings
 from sim.sweep.results import load_results
+from sim.sweep.spec import PolicyGrid, Source, SweepSpec, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 NATIVE = ROOT / "tests" / "golden" / "formats" / "native.jsonl"
@@ -182,13 +174,13 @@ def test_a_recording_runs_once_per_seed_with_the_same_conversation() -> None:
 
 
 def test_datasets_are_read_through_sim_datasets(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sim.formats.datasets
+    import sim.sweep.grid
     from sim.formats.importing import recorded_conversations
 
     convs, _ = recorded_conversations(NATIVE, "native")
     calls = []
     monkeypatch.setattr(
-        sim.formats.datasets,
+        sim.sweep.grid,
         "dataset_conversations",
         lambda name, lenient=False: calls.append((name, lenient)) or convs,
     )

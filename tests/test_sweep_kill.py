@@ -14,8 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sim.sweep.grid import load_spec, plan, run_sweep
+from sim.sweep.driver import run_sweep
+from sim.sweep.grid import plan
 from sim.sweep.results import TABLES, finished_parts, load_results
+from sim.sweep.spec import load_spec
 
 SPEC = """
 [sweep]

@@ -6,7 +6,7 @@ first request after a recorded compaction is reported with its overhead estimate
 leaves is estimated); ``calibrated`` estimates every request from the engine's count with the calibration.
 
 A recorded session (Claude Code transcripts hold per-reply usage and their real compactions) is
-replayed through the engine under the ``none`` policy with a :class:`~sim.calibration.fit.Calibration` in
+replayed through the engine under the ``none`` policy with a :class:`~sim.core.counting.Calibration` in
 the run config, so each agent request's ``context_tokens`` is the calibrated count the engine itself
 reports. Two comparisons come out:
 
@@ -29,7 +29,7 @@ priced from each side's usage.
 ``across`` says what happens at a recorded compaction:
 
 - ``continue`` (default): the session is cut at each ``compact_boundary`` into segments (see
-  :func:`sim.calibration.fit.segments`); each later segment starts with the recorded summary message the
+  :func:`sim.core.counting.segments`); each later segment starts with the recorded summary message the
   importer keeps (``meta["compact_summary"]``, ``meta["compact_boundary"]``) and is replayed on its
   own, because after a compaction the provider's prompt is the summary and what follows, not the old
   history. The engine's ``none`` policy would otherwise keep the whole history in view. A segment that

@@ -13,6 +13,7 @@ from typing import Any
 from sim.core.counting import Calibration, Coefficients, HeldOut
 from sim.core.errors import InvalidConfig
 from sim.core.kinds import KINDS
+from sim.formats.datasets import get_dataset, sha256_of
 
 
 def save(calibrations: Sequence[Calibration], path: str | Path) -> Path:
@@ -86,8 +87,6 @@ def load_for_source(
     any for a synthetic scenario."""
     source_format: str | None = None
     if kind == "dataset":
-        from sim.formats.datasets import get_dataset
-
         source_format = get_dataset(name).format
     elif kind == "conversation" and fmt != "auto":
         source_format = fmt
@@ -96,8 +95,6 @@ def load_for_source(
 
 def checksum_of(paths: Iterable[Path]) -> str:
     """SHA-256 over the files' own SHA-256 digests, in sorted path order."""
-    from sim.formats.datasets import sha256_of
-
     h = hashlib.sha256()
     for p in sorted(paths):
         h.update(f"{p.name}:{sha256_of(p)}\n".encode())

@@ -46,7 +46,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from sim import api
     from sim.core.params import parse_kv
-    from sim.sweep.grid import run_sweep
+    from sim.sweep.driver import run_sweep
     from sim.sweep.results import load_results
 
     if sum(map(bool, (args.scenario, args.conversation, args.dataset))) != 1:

@@ -150,9 +150,8 @@ def register(sub: Any) -> None:
 def spec_from_args(args: argparse.Namespace) -> Any:
     """The SweepSpec from a spec file or from the grid flags (not both)."""
     from sim.cli.options import option_values
-    from sim.core.config import normalise_run, run_option_defaults
-    from sim.core.params import parse_kv, parse_seeds, parse_values
-    from sim.sweep.grid import PolicyGrid, Source, SweepSpec, _scenario_sources, load_spec
+    from sim.core.config import run_option_defaults
+    from sim.sweep.spec import load_spec, spec_from_flags
 
     if args.seed is not None:
         raise InvalidConfig("a sweep takes --seeds (e.g. --seeds 0-19), not --seed")
@@ -177,32 +176,21 @@ def spec_from_args(args: argparse.Namespace) -> Any:
                 "alongside a spec (put them in the spec's tables; see datasets/FORMAT-sweep.md)"
             )
         return load_spec(args.spec)
-    policies = tuple(
-        PolicyGrid(name, tuple((k, parse_values(v)) for k, v in parse_kv(items, "-P").items()))
-        for name, items in args.grid_policies or []
-    )
-    sources: list[Source] = []
-    for name, items in args.grid_scenarios or []:
-        sources.extend(_scenario_sources(name, parse_kv(items, "-S")))
-    sources.extend(Source("dataset", d) for d in args.dataset)
-    sources.extend(
-        Source("conversation", str(Path(c).expanduser().resolve()), format=args.format, lenient=args.lenient)
-        for c in args.conversation
-    )
-    if "summariser" in given_run:
-        given_run["summariser"] = parse_kv(given_run["summariser"], "-R")
-    if given_run.get("calibration"):
-        given_run["calibration"] = str(Path(given_run["calibration"]).expanduser().resolve())
-    return SweepSpec(
-        policies,
-        tuple(sources),
-        parse_seeds(args.seeds if args.seeds is not None else "0"),
-        normalise_run(given_run, "flags"),
+    return spec_from_flags(
+        args.grid_policies or [],
+        scenarios=args.grid_scenarios or [],
+        datasets=args.dataset,
+        conversations=args.conversation,
+        format=args.format,
+        lenient=args.lenient,
+        seeds=args.seeds,
+        run=given_run,
     )
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from sim.sweep.grid import run_sweep, settings
+    from sim.sweep.driver import run_sweep
+    from sim.sweep.grid import settings
 
     spec = spec_from_args(args)
     n_configs = len(settings(spec))

@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from sim.core.errors import EncodingUnavailable
 from sim.core.registry import Registry
+from sim.core.view import truncate_chars4
 
 
 class Tokenizer(Protocol):
@@ -45,8 +46,6 @@ class Chars4:
         return math.ceil(len(text) / 4)
 
     def truncate(self, text: str, max_tokens: int, head_share: float, marker: str) -> str:
-        from sim.core.view import truncate_chars4
-
         return truncate_chars4(text, max_tokens, head_share, marker)
 
 

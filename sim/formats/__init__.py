@@ -16,6 +16,7 @@ from pathlib import Path
 from sim.core.conversation import Conversation
 from sim.core.errors import FormatError
 from sim.core.registry import Registry
+from sim.formats._surrogates import SURROGATE_HINT, SURROGATE_PROBLEM, has_surrogate, surrogate_at
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,6 @@ def read(path: str | Path, fmt: str, *, lenient: bool = False) -> ImportResult:
 def _no_lone_surrogates(result: ImportResult, path: str) -> None:
     """Every reader mends or refuses lone surrogates where it parses JSON (naming the line); a string that
     still holds one would fail later, when it is hashed or written as UTF-8, so it stops the import here."""
-    from sim.formats._surrogates import SURROGATE_HINT, SURROGATE_PROBLEM, has_surrogate, surrogate_at
-
     for conv in result.conversations:
         where = surrogate_at(conv)
         if where is not None and has_surrogate(path):  # undecodable bytes of the name, which ids are made from

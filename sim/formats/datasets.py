@@ -24,6 +24,7 @@ from pathlib import Path
 
 from sim.core.conversation import Conversation
 from sim.core.errors import CsimError, InvalidConfig, UnknownName
+from sim.formats import FORMATS, _load, read
 
 MANIFEST = Path(__file__).resolve().parents[2] / "datasets" / "manifest.toml"
 
@@ -196,8 +197,6 @@ def dataset_conversations(
     name: str, cache: str | Path | None = None, lenient: bool = False, manifest: str | Path = MANIFEST
 ) -> list[Conversation]:
     """Every conversation of a fetched dataset, read file by file with the file's format, in manifest order."""
-    from sim.formats import read
-
     convs: list[Conversation] = []
     for f, path in dataset_files(name, cache, manifest):
         convs.extend(read(path, f.format, lenient=lenient).conversations)
@@ -206,8 +205,6 @@ def dataset_conversations(
 
 def format_registered(fmt: str) -> bool:
     """Whether an importer for ``fmt`` is registered (``csim datasets list`` shows it)."""
-    from sim.formats import FORMATS, _load
-
     _load()
     return fmt in FORMATS
 

@@ -35,7 +35,6 @@ import numpy as np
 from policies.base import AskPoint, Plan, Policy
 from sim.core.budgets import BudgetTracker
 from sim.core.cache import TTL, CachePlacement, CacheUsage, NoCache, cache_model
-from sim.core.clock import message_times
 from sim.core.config import RunConfig
 from sim.core.conversation import Conversation, Fact, Message, Part
 from sim.core.errors import InvalidRequest, InvariantViolation, PromptTooLong
@@ -53,11 +52,12 @@ from sim.core.log import (
 from sim.core.model import fits_window
 from sim.core.state import Ledger, RunState
 from sim.core.tokenizers import CountingTokenizer, Memo, get_tokenizer, memoised
-from sim.core.view import Summary, View, edit_parts, fold
+from sim.core.view import Summary, View, edit_parts
 from sim.replay import model as wire
 from sim.replay.anchoring import run_anchors
 from sim.replay.billing import Billing
 from sim.replay.caching import RequestCache
+from sim.replay.integrity import deep_problems, log_problem
 from sim.replay.loops import LoopWatch
 from sim.replay.measure import Counted, measure_for
 from sim.replay.reactions import Reactions
@@ -67,6 +67,7 @@ from sim.replay.result import RunIdentity, RunResult, run_result
 from sim.replay.retention import Retention
 from sim.replay.summariser import summarise
 from sim.replay.summary_input import summariser_input
+from sim.replay.timing import RunClock
 
 
 class Phase(IntEnum):
@@ -148,11 +149,6 @@ class Engine:
             conversation, self.tok.derived, self.ledger, self.reactions, self.has_system, self.tok.truncate
         )
         self._sent = -1  # the last script reply whose request was sent (task success counts what came after)
-        self._times: tuple[float, ...] = ()  # when each script message is complete (sim.core.clock)
-        self._now = 0.0  # when the current request starts
-        # The script message at whose completion a compaction happens (None: when the current request starts): what
-        # a forked summariser request is billed at (_compaction_time).
-        self._clock_at: int | None = None
         # Bounding tool results on entry is skipped for policies that keep them as they are.
         self._bounds = policy.bound_key() is not None
         # Lockstep (sim.replay.lockstep.run_many): the policies replaying together, the hook that syncs them, and
@@ -163,6 +159,7 @@ class Engine:
         # The script being replayed (grows when step() is given messages), the next message to take, and how
         # a stepped run ended.
         self._script: list[Message] = list(conversation.messages)
+        self.clock = RunClock(conversation, self._script, config.seed, self.tok.derived, self.measure.content_tokens)
         self._next = 0
         self._outcome: tuple[str, str | None] | None = None
         self._compaction_attempts = 0
@@ -368,7 +365,7 @@ class Engine:
         billed = outcome.failed != "summariser call failed"
         usage, at = None, None
         if fork and billed:  # a call that failed never reached the cache
-            at = self._compaction_time()
+            at = self.clock.compaction_time()
             usage = self._cache_usage(before, False, request.prompt, input_tokens, now=at, fork=True)
         self._record_request(
             "summariser",
@@ -438,7 +435,7 @@ class Engine:
                 usage.read if billed else 0,
                 usage.write_5m if billed else 0,
                 usage.write_1h if billed else 0,
-                self._now if at is None else at,
+                self.clock.now if at is None else at,
                 self.billing.model_name,
             )
         )
@@ -494,35 +491,6 @@ class Engine:
         point: AskPoint = "response" if phase == RESPONSE else "request"
         return self.policy.decide(self.state, "auto") if self.policy.asked_at(self.state, point) else None
 
-    def _start_request(self, k: int) -> None:
-        """The request answered by script message ``k`` starts when message ``k - 1`` is complete."""
-        self._ensure_times(k)
-        self._now = self._times[k - 1] if k > 0 else 0.0
-        self.tracker.elapsed_seconds = self._now  # the status line's elapsed and the duration budget
-
-    def _compaction_time(self) -> float:
-        """When the compaction being made happens, in seconds: once the script message ``_clock_at`` is
-        complete (before a request: when it starts; ``/compact``, after a reply: once that is complete), else
-        (during a request: on overflow, among the reactive agent's requests) when the current request starts."""
-        i = self._clock_at
-        if i is None:
-            return self._now
-        if i < 0:
-            return 0.0
-        self._ensure_times(i)
-        return self._times[i]
-
-    def _ensure_times(self, k: int) -> None:
-        """Make sure the times reach script message ``k`` (computed once per worker and seed, lazily)."""
-        if k >= len(self._times):
-            if len(self._script) == len(self.conv.messages):  # the conversation's times, once per worker and seed
-                self._times = memoised(self.tok.derived, self.conv, ("times", self.config.seed), self._script_times)
-            else:  # stepped past the conversation: its times are a prefix of these
-                self._times = self._script_times(self.conv)
-
-    def _script_times(self, _: object) -> tuple[float, ...]:
-        return message_times(self._script, self.config.seed, self.measure.content_tokens)
-
     def _agent_request(self, reply: Message, grace: bool = False, synthetic: bool = False) -> None:
         """Send the request that ``reply`` answers (compacting and retrying on overflow as the policy says);
         ``reply`` is logged as synthetic for a grace turn or when ``synthetic`` (the reactive agent's)."""
@@ -545,7 +513,8 @@ class Engine:
                 self._record_request("agent", tokens, 0, in_view, error=f"invalid-request: {exc}", violations=found)
                 raise _Finished("provider-error") from None
             if self.config.deep_checks:
-                self._deep_check(found)
+                problems = deep_problems(self.log, self.ledger, st, self.requests, self.model.provider)
+                found.extend(Violation(name, st.turn, "agent", detail) for name, detail in problems)
             self._record_violations(found)
             try:
                 wire.check_window(tokens, self.model)
@@ -599,7 +568,7 @@ class Engine:
         nothing rewrote the log."""
         head = self.measure.head_tokens(grace)
         tail = self._instruction(status or "") if fork else self.measure.status_tokens(status)
-        when = self._now if now is None else now
+        when = self.clock.now if now is None else now
         kind = "instruction" if fork else "status"
         usage = self.cache.usage(view, head, grace, status, tail, when, self.billing.model_name, kind)
         if usage.total == tokens:
@@ -616,38 +585,9 @@ class Engine:
         for v in found:
             self._violate(v.invariant, v.request_kind, v.detail)
 
-    def _deep_check(self, found: list[Violation]) -> None:
-        problem = self.log_problem()
-        if problem:
-            found.append(Violation("log-append-only", self.state.turn, "agent", problem))
-        if fold(self.log, self.state.checkpoints[0]) != self.state.view:
-            found.append(
-                Violation(
-                    "log-append-only",
-                    self.state.turn,
-                    "agent",
-                    "the view folded from the log differs from the engine's view",
-                )
-            )
-        full = self.requests.render(self.state.view)
-        try:
-            (wire.validate_anthropic if self.model.provider == "anthropic" else wire.validate_openai)(full)
-        except InvalidRequest as exc:
-            found.append(Violation("tool-pairing", self.state.turn, "agent", f"full re-validation: {exc}"))
-
     def log_problem(self) -> str | None:
-        """What is wrong with the log, if anything: its digest chain broken, or a message replaced after it was
-        appended (the ``log-append-only`` invariant)."""
-        problem = self.log.verify()
-        if problem:
-            return problem
-        appended = [e for e in self.log if isinstance(e, MessageAppended)]
-        if len(appended) != len(self.ledger.messages):
-            return f"{len(self.ledger.messages)} messages in the log's list but {len(appended)} were appended"
-        for e in appended:
-            if self.ledger.messages[e.index] is not e.message:
-                return f"message {e.index} ({e.message.id!r}) was replaced after it was appended"
-        return None
+        """What is wrong with the log, if anything (the ``log-append-only`` invariant)."""
+        return log_problem(self.log, self.ledger)
 
     def _exhaustion(self, reply: Message, upcoming: list[Message]) -> None:
         dim = self.tracker.exhausted()
@@ -724,20 +664,20 @@ class Engine:
                         continue
                     phase = MANUAL
                 if phase in (MESSAGE, AFTER_ROLLBACK):
-                    self._clock_at = k - 1  # before the request that message k answers, which starts then
+                    self.clock.at = k - 1  # before the request that message k answers, which starts then
                     self._auto_compact(k, phase == AFTER_ROLLBACK)
                     phase = SEND
                 if phase == SEND:
                     self._sync(k, SEND)
-                    self._start_request(k)
-                    self._clock_at = None
+                    self.tracker.elapsed_seconds = self.clock.start_request(k)  # the status line's, the budget's
+                    self.clock.at = None
                     if self._reactive and react(self, k, m, self.config.agent):
                         self._auto_compact(k, False)  # the agent's messages came after the policy was asked
                     self._agent_request(m)
                     self._sent = k
                     phase = BUDGET
                 if phase == MANUAL:
-                    self._clock_at = k  # once the command is complete
+                    self.clock.at = k  # once the command is complete
                     plan = self._decide(k, MANUAL)
                     if plan is not None:
                         self._compact(plan, "manual")
@@ -746,7 +686,7 @@ class Engine:
                     self._sync(k, BUDGET)
                     self._exhaustion(m, list(msgs[k + 1 : k + 40]))
                 if after_response:
-                    self._clock_at = k  # once the reply is complete
+                    self.clock.at = k  # once the reply is complete
                     plan = self._decide(k, RESPONSE)
                     if plan is not None:
                         self._compact(plan, "auto")
@@ -822,6 +762,7 @@ class Engine:
         e.reactions = self.reactions.copy()
         e.retention = self.retention.copy(e.ledger, e.reactions)
         e.loops = replace(self.loops)
+        e.clock = self.clock.copy(e._script)
         return e
 
 

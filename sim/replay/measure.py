@@ -264,7 +264,9 @@ class Anchored(Counted):
     def text_tokens(self, text: str) -> int:
         hit = self._estimates.get(text)
         if hit is None:  # the ratio of its kind (sim.core.kinds); asked for on every request that sends it
-            hit = self._estimates[text] = self._anchors.estimate_text(self.count(text), kind_of(text)) - MESSAGE_OVERHEAD
+            hit = self._estimates[text] = (
+                self._anchors.estimate_text(self.count(text), kind_of(text)) - MESSAGE_OVERHEAD
+            )
         return hit
 
     def status_tokens(self, status: str | None) -> int:

@@ -18,15 +18,17 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
+from policies import make_policy
 from sim.core.errors import CsimError, InvalidConfig
-from sim.sweep.results import Results
-
-if TYPE_CHECKING:
-    from sim.sweep.grid import SweepSpec
+from sim.core.log import to_plain
+from sim.replay.engine import run
+from sim.sweep.grid import plan, settings
+from sim.sweep.results import Results, kept_log_keys, stored_log
+from sim.sweep.spec import spec_from_normalised
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,6 @@ def run_log(results: Results, path: str | Path, run_key: str, allow: Collection[
     """The log of one run: the one its part kept (``csim run``, or ``csim sweep`` asked to keep logs), or,
     when the sweep kept none, the run replayed from the sweep's manifest. A replay imports no code the
     results name: only bundled policies, and ``module:Class`` references listed in ``allow``."""
-    from sim.sweep.results import stored_log
 
     row = run_row(results, run_key)
     kept = stored_log(path, run_key)
@@ -108,15 +109,13 @@ def user_code(results: Results, allow: Collection[str] = ()) -> list[str]:
 def replayable(results: Results, path: str | Path, allow: Collection[str] = ()) -> list[str]:
     """Keys of the runs whose log can be shown without importing code the results name: runs whose log was
     kept, and runs of the configurations of bundled (or allowed) policies."""
-    from sim.sweep.grid import settings
-    from sim.sweep.results import kept_log_keys
 
     refused = user_code(results, allow)
     keys: list[str] = results.runs["run_key"].tolist()
     if not refused:
         return keys
     s = results.manifest.get("spec")
-    spec = _spec(s, refused) if isinstance(s, dict) else None
+    spec = spec_from_normalised(s, refused) if isinstance(s, dict) else None
     try:
         safe = {st.label for st in settings(spec)} if spec is not None else set()
     except CsimError:  # a bundled name this csim lacks: none of those runs can be replayed either
@@ -125,43 +124,9 @@ def replayable(results: Results, path: str | Path, allow: Collection[str] = ()) 
     return [k for k, c in zip(keys, results.runs["config"].tolist(), strict=True) if c in safe or k in kept]
 
 
-def _spec(s: dict[str, Any], refused: Collection[str] = ()) -> SweepSpec | None:
-    """The SweepSpec of a manifest's spec, less the grids of the ``refused`` policy references (None when
-    no grid is left)."""
-    from sim.sweep.grid import PolicyGrid, Source, SweepSpec
-
-    grids = tuple(
-        PolicyGrid(g["policy"], tuple((k, tuple(v)) for k, v in g.get("params", {}).items()))
-        for g in s["policies"]
-        if str(g.get("policy")) not in refused
-    )
-    if not grids:
-        return None
-    return SweepSpec(
-        policies=grids,
-        sources=tuple(
-            Source(
-                src["kind"],
-                src["name"],
-                tuple(src.get("params", {}).items()),
-                src.get("format", "auto"),
-                bool(src.get("lenient", False)),
-            )
-            for src in s["sources"]
-        ),
-        seeds=tuple(s["seeds"]),
-        run=tuple(sorted(s.get("run", {}).items())),
-        name=s.get("name", ""),
-    )
-
-
 def _replay(results: Results, row: pd.Series, allow: Collection[str] = ()) -> RunLog:
     """Run ``row`` again from the sweep's spec: the same plan, conversation, policy and run config. Planning
     builds every policy of the spec, so the grids of code not allowed are left out before it."""
-    from policies import make_policy
-    from sim.core.log import to_plain
-    from sim.replay.engine import run
-    from sim.sweep.grid import plan
 
     s = results.manifest.get("spec")
     if not isinstance(s, dict):
@@ -169,7 +134,7 @@ def _replay(results: Results, row: pd.Series, allow: Collection[str] = ()) -> Ru
     refused = user_code(results, allow)
     if str(row["policy"]) in refused:
         raise InvalidConfig(_refusal(row, refused))
-    spec = _spec(s, refused)
+    spec = spec_from_normalised(s, refused)
     if spec is None:
         raise InvalidConfig(_refusal(row, refused))
     tasks, shared, _ = plan(spec)

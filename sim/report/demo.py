@@ -12,8 +12,9 @@ from typing import Any
 from sim.core.errors import InvalidConfig
 from sim.report.notebooks import write_report
 from sim.sweep.compare import compare, write_summary
-from sim.sweep.grid import run_sweep, spec_from_dict
+from sim.sweep.driver import run_sweep
 from sim.sweep.results import load_results
+from sim.sweep.spec import spec_from_dict
 
 #: The demo's grid: the baselines, both seeds and one policy of each major agent family at its defaults
 #: (effect-agent needs a limit to compact at all: 0.75 of the 200K window, the seed's sizing guidance of

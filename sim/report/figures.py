@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from sim.sweep.compare import compare
 from sim.sweep.results import Results  # noqa: E402
 
 plt.rcParams.update(
@@ -101,8 +102,6 @@ def note(text: str) -> Html:
 # -- the compare table ------------------------------------------------------------------------------------
 def summary(results: Results) -> pd.DataFrame:
     """Per configuration over all runs: :func:`sim.sweep.compare.compare` (bootstrap CIs, Pareto flag)."""
-    from sim.sweep.compare import compare
-
     return compare(results)
 
 

@@ -30,6 +30,13 @@ from typing import Any
 
 import pandas as pd
 
+from policies import make_policy
+from sim import api
+from sim.core.errors import UnknownName
+from sim.core.log import CompactionCreated
+from sim.replay.engine import RunConfig, run
+from sim.scenarios import generate
+
 #: The seeds every finding runs (a synthetic scenario makes one conversation per seed).
 SEEDS = (0, 1, 2)
 SWE = {"turns": 120, "explore_max": 16}
@@ -339,9 +346,6 @@ def run_findings(
     seeds: Sequence[int] = SEEDS, only: Sequence[str] = (), progress: Callable[[str], None] | None = None
 ) -> list[Finding]:
     """Every finding (or those named in ``only``, by key), in order, on ``seeds``."""
-    from sim import api
-    from sim.core.errors import UnknownName
-
     for key in only:
         if key not in KEYS:
             raise UnknownName("finding", key, list(KEYS))
@@ -387,11 +391,6 @@ def summary_keeps(policy: str, params: Mapping[str, Any], seeds: Sequence[int]) 
     """Per fact kind, over every compaction of ``policy`` on a long coding session that wrote a summary: facts new
     to that summary's span that it kept, and those it lost (shown before the compaction, not after); facts the
     previous summary already carried are left out (they were judged when it was written). Summed over ``seeds``."""
-    from policies import make_policy
-    from sim.core.log import CompactionCreated
-    from sim.replay.engine import RunConfig, run
-    from sim.scenarios import generate
-
     out: dict[str, list[int]] = {}
     for seed in seeds:
         conv = generate("coding-agent", seed, turns=250)

@@ -24,6 +24,8 @@ from typing import Any
 import nbformat
 
 from sim.core.errors import CsimError, InvalidConfig
+from sim.report.data import choose_run, replayable, run_row, user_code
+from sim.sweep.results import load_results as load
 
 NOTEBOOKS = ("compare", "run")
 TITLES = {"compare": "Policy comparison", "run": "One run in depth"}
@@ -142,9 +144,6 @@ def write_report(
         InvalidConfig: the results cannot be read or ``run_key`` is not in them.
         NotebookFailed: a notebook raised; names the notebook and the cell.
     """
-    from sim.report.data import choose_run, replayable, run_row, user_code
-    from sim.sweep.results import load_results as load
-
     src = Path(results_path).resolve()
     data = load(src)  # fail here, with the loader's message, rather than inside a kernel
     if data.runs.empty:

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from sim.core.errors import InvalidConfig, UnknownName
+from sim.core.metrics import write_parquet
 from sim.sweep.results import SUMMARY, Results
 
 #: Metric column of the runs table -> short name used in the summary's column names.
@@ -143,8 +144,6 @@ def pareto_front(cost: np.ndarray, retention: np.ndarray) -> list[int]:
 
 
 def write_summary(table: pd.DataFrame, root: Path) -> tuple[Path, Path]:
-    from sim.core.metrics import write_parquet
-
     parquet, csv = root / SUMMARY, root / "summary.csv"
     write_parquet(table, parquet)
     table.to_csv(csv, index=False)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sim.core.errors import InvalidConfig
+from sim.core.errors import InvalidConfig, UnknownName
 
 EXECUTORS = ("local", "dask", "dask-local")
 S = TypeVar("S")
@@ -39,8 +39,6 @@ class ExecutorSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in EXECUTORS:
-            from sim.core.errors import UnknownName
-
             raise UnknownName("executor", self.kind, EXECUTORS)
         if self.workers is not None and self.workers < 1:
             raise InvalidConfig(f"--workers {self.workers} must be at least 1")

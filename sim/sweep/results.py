@@ -36,7 +36,8 @@ from typing import Any, Literal
 import pandas as pd
 
 from sim.core.errors import InvalidConfig
-from sim.core.metrics import FACT_COLUMNS, REQUEST_COLUMNS, SUMMARY_COLUMNS
+from sim.core.log import decode_log
+from sim.core.metrics import FACT_COLUMNS, REQUEST_COLUMNS, SUMMARY_COLUMNS, write_parquet
 
 #: Identity columns of a run, before the summary numbers.
 RUN_ID_COLUMNS: dict[str, str] = {
@@ -50,48 +51,10 @@ RUN_ID_COLUMNS: dict[str, str] = {
     "conversation_checksum": "string",
     "seed": "int64",
 }
-_SUMMARY_DTYPES: dict[str, str] = {
-    "run_id": "string",
-    "params_hash": "string",
-    "finish_reason": "string",
-    "exhausted": "string",
-    "agent_requests": "int64",
-    "peak_context_tokens": "int64",
-    "cumulative_input_tokens": "int64",
-    "cumulative_output_tokens": "int64",
-    "total_cost_usd": "float64",
-    "cache_read_tokens": "int64",
-    "cache_write_tokens": "int64",
-    "cache_hit_share": "float64",
-    "summariser_cost_usd": "float64",
-    "unpriced_models": "string",
-    "cost_input_usd": "float64",
-    "cost_cache_read_usd": "float64",
-    "cost_cache_write_usd": "float64",
-    "cost_output_usd": "float64",
-    "compaction_cost_usd": "float64",
-    "compaction_count": "int64",
-    "overflows": "int64",
-    "facts_needed": "int64",
-    "facts_visible": "int64",
-    "facts_unreached": "int64",
-    "retention_recall": "float64",
-    "task_success": "float64",
-    "reacquisitions": "int64",
-    "repeated_work": "int64",
-    "errors": "int64",
-    "errors_repaired": "int64",
-    "errors_unrepaired": "int64",
-    "facts_unused": "int64",
-    "stalls": "int64",
-    "extra_requests": "int64",
-    "extra_cost_usd": "float64",
-    "violation_count": "int64",
-}
 #: One row per run: identity, then the sim.core.metrics summary columns not already named.
 RUN_COLUMNS: dict[str, str] = {
     **RUN_ID_COLUMNS,
-    **{c: _SUMMARY_DTYPES[c] for c in SUMMARY_COLUMNS if c not in RUN_ID_COLUMNS},
+    **{c: dtype for c, dtype in SUMMARY_COLUMNS.items() if c not in RUN_ID_COLUMNS},
 }
 SWEEP_REQUEST_COLUMNS: dict[str, str] = {"run_key": "string", "config": "string", **REQUEST_COLUMNS}
 SWEEP_FACT_COLUMNS: dict[str, str] = {"run_key": "string", "config": "string", **FACT_COLUMNS}
@@ -251,8 +214,6 @@ def _summary(root: Path) -> pd.DataFrame | None:
 # -- the parts' own manifests ------------------------------------------------------------------------------------
 def write_part_tables(folder: Path, frames: Mapping[str, pd.DataFrame]) -> None:
     """Write ``frames`` as ``<table>.parquet`` files into ``folder``, then ``part.json`` listing each one."""
-    from sim.core.metrics import write_parquet
-
     listing: dict[str, dict[str, Any]] = {}
     for table, frame in frames.items():
         path = folder / f"{table}.parquet"
@@ -406,8 +367,6 @@ def kept_log_keys(root: str | Path) -> set[str]:
 def stored_log(root: str | Path, run_key: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
     """The log of run ``run_key`` as a sweep kept it (``logs.parquet`` in its part; ``csim run`` keeps them),
     as :func:`sim.core.log.decode_log` reads it: a header and the events; None when the sweep kept no logs."""
-    from sim.core.log import decode_log
-
     for d in finished_parts(Path(root)):
         path = d / f"{LOGS}.parquet"
         if not path.is_file():

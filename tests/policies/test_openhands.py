@@ -19,13 +19,10 @@ from policies.openhands import (
     SDK_TRUNCATE_NOTICE,
     V0_TRUNCATED,
     EventView,
-    OpenHandsBrowserOutput,
-    OpenHandsDefault,
-    OpenHandsMasking,
     OpenHandsSummarizing,
-    OpenHandsWindow,
     events_in,
 )
+from policies.openhands_v0 import OpenHandsBrowserOutput, OpenHandsDefault, OpenHandsMasking, OpenHandsWindow
 from sim.core.conversation import Conversation, Part
 from sim.core.errors import InvalidConfig
 from sim.core.log import CompactionCreated

@@ -1,0 +1,53 @@
+"""The ``log-append-only`` invariant, and the deep checks ``deep_checks`` runs at every request.
+
+The log is the record of a run: every message appended once and never replaced, every event chained by digest
+(:meth:`sim.core.log.RunLog.verify`). A policy that edits the log behind the engine's back breaks the chain or
+replaces a message; the engine checks the whole log once when a run ends, and with ``deep_checks`` at every request
+also that the view folded from the log is the engine's and that the whole request re-validates from scratch.
+"""
+
+from __future__ import annotations
+
+from sim.core.errors import InvalidRequest
+from sim.core.log import MessageAppended, RunLog
+from sim.core.model import Provider
+from sim.core.state import Ledger, RunState
+from sim.core.view import fold
+from sim.replay import model as wire
+from sim.replay.request import RequestBuilder
+
+
+def log_problem(log: RunLog, ledger: Ledger) -> str | None:
+    """What is wrong with the log, if anything: its digest chain broken, or a message replaced after it was
+    appended."""
+    problem = log.verify()
+    if problem:
+        return problem
+    appended = [e for e in log if isinstance(e, MessageAppended)]
+    if len(appended) != len(ledger.messages):
+        return f"{len(ledger.messages)} messages in the log's list but {len(appended)} were appended"
+    for e in appended:
+        if ledger.messages[e.index] is not e.message:
+            return f"message {e.index} ({e.message.id!r}) was replaced after it was appended"
+    return None
+
+
+def deep_problems(
+    log: RunLog, ledger: Ledger, state: RunState, requests: RequestBuilder, provider: Provider
+) -> list[tuple[str, str]]:
+    """``(invariant, detail)`` for each deep check the current request fails (see the module docstring)."""
+    out = []
+    problem = log_problem(log, ledger)
+    if problem:
+        out.append(("log-append-only", problem))
+    if fold(log, state.checkpoints[0]) != state.view:
+        out.append(("log-append-only", "the view folded from the log differs from the engine's view"))
+    full = requests.render(state.view)
+    try:
+        (wire.validate_anthropic if provider == "anthropic" else wire.validate_openai)(full)
+    except InvalidRequest as exc:
+        out.append(("tool-pairing", f"full re-validation: {exc}"))
+    return out
+
+
+__all__ = ["deep_problems", "log_problem"]
