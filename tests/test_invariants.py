@@ -96,3 +96,26 @@ def test_protected_span_judges_what_a_compaction_newly_hides_not_what_it_brings_
     assert check_compaction(st, View(start=4), View(start=0, edits=clear)) == []
     found = check_compaction(st, View(start=0), View(start=0, edits=clear))
     assert [name for name, _ in found] == ["protected-span"] and "message 3" in found[0][1]
+
+
+def test_an_earlier_event_tampered_with_is_caught_by_the_whole_check_a_run_ends_with() -> None:
+    """Deep checks verify the log's digest chain incrementally (what was appended since the last request), so a
+    check costs what was appended; an event rewritten before that point is still caught by the full verification
+    every run ends with (``log-append-only``)."""
+    from sim.core.log import MessageAppended
+    from sim.replay.integrity import log_problem
+
+    eng = Engine(NoCompaction(), conv(*_script(40), asst("done")), RunConfig(deep_checks=True))
+    for _ in range(4):
+        eng.step()
+    assert log_problem(eng.log, eng.ledger, incremental=True) is None and eng.log.verified == len(eng.log)
+    first = eng.log[1]
+    assert isinstance(first, MessageAppended)
+    forged = dataclasses.replace(first.message, parts=(Part("text", "rewritten"),))
+    object.__setattr__(first, "message", forged)  # a rewrite behind the engine's back, before the last check
+    assert log_problem(eng.log, eng.ledger, incremental=True) is None  # what was verified is not verified again
+    assert "changed after it was appended" in (log_problem(eng.log, eng.ledger) or "")
+    while eng.step():
+        pass
+    result = eng.finish()
+    assert [v.invariant for v in result.violations] == ["log-append-only"]

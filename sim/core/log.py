@@ -169,12 +169,17 @@ class RunLog:
         self._events: list[Event] = []
         self._chain: list[int] = []
         self._rows: dict[str, list[dict[str, Any]]] = {"request": [], "compaction": []}
+        #: Events verified so far by ``verify(incremental=True)``; messages appended (MessageAppended events).
+        self.verified = 0
+        self.messages_appended = 0
 
     def append(self, event: Event, message_hash: int | None = None) -> None:
         """Add ``event``; ``message_hash`` is ``hash(event.message)`` when the caller already has it."""
         prev = self._chain[-1] if self._chain else 0
         self._events.append(event)
         self._chain.append(_digest(prev, event, message_hash))
+        if isinstance(event, MessageAppended):
+            self.messages_appended += 1
         if isinstance(event, (RequestSent, CompactionCreated)):
             self._rows[event.kind].append(event.row())
 
@@ -183,6 +188,7 @@ class RunLog:
         other = RunLog()
         other._events, other._chain = list(self._events), list(self._chain)
         other._rows = {k: list(v) for k, v in self._rows.items()}
+        other.verified, other.messages_appended = self.verified, self.messages_appended
         return other
 
     def __len__(self) -> int:
@@ -194,16 +200,24 @@ class RunLog:
     def __getitem__(self, i: int) -> Event:
         return self._events[i]
 
-    def verify(self) -> str | None:
-        """Recompute the digest chain; a description of the first rewritten event, or None."""
+    def verify(self, incremental: bool = False) -> str | None:
+        """Recompute the digest chain; a description of the first rewritten event, or None.
+
+        ``incremental``: only the events appended since the last incremental verification that passed, chained
+        on to the digest stored before them, so checking at every request costs what was appended, not the
+        whole log; an event rewritten before that point is caught by the full verification a run ends with."""
         if len(self._events) != len(self._chain):
             return f"log has {len(self._events)} events but {len(self._chain)} were appended"
-        prev = 0
-        for i, ev in enumerate(self._events):
+        start = min(self.verified, len(self._events)) if incremental else 0
+        prev = self._chain[start - 1] if start else 0
+        for i in range(start, len(self._events)):
+            ev = self._events[i]
             d = _digest(prev, ev)
             if d != self._chain[i]:
                 return f"event {i} ({ev.kind}) changed after it was appended"
             prev = d
+        if incremental:
+            self.verified = len(self._events)
         return None
 
 

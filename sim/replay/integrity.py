@@ -17,17 +17,19 @@ from sim.replay import model as wire
 from sim.replay.request import RequestBuilder
 
 
-def log_problem(log: RunLog, ledger: Ledger) -> str | None:
+def log_problem(log: RunLog, ledger: Ledger, incremental: bool = False) -> str | None:
     """What is wrong with the log, if anything: its digest chain broken, or a message replaced after it was
-    appended."""
-    problem = log.verify()
+    appended. ``incremental``: only what was appended since the last incremental check (at each request of a
+    deep-checked run); the check a run ends with is whole."""
+    start = log.verified if incremental else 0
+    problem = log.verify(incremental)
     if problem:
         return problem
-    appended = [e for e in log if isinstance(e, MessageAppended)]
-    if len(appended) != len(ledger.messages):
-        return f"{len(ledger.messages)} messages in the log's list but {len(appended)} were appended"
-    for e in appended:
-        if ledger.messages[e.index] is not e.message:
+    if log.messages_appended != len(ledger.messages):
+        return f"{len(ledger.messages)} messages in the log's list but {log.messages_appended} were appended"
+    for i in range(start, len(log)):
+        e = log[i]
+        if isinstance(e, MessageAppended) and ledger.messages[e.index] is not e.message:
             return f"message {e.index} ({e.message.id!r}) was replaced after it was appended"
     return None
 
@@ -37,7 +39,7 @@ def deep_problems(
 ) -> list[tuple[str, str]]:
     """``(invariant, detail)`` for each deep check the current request fails (see the module docstring)."""
     out = []
-    problem = log_problem(log, ledger)
+    problem = log_problem(log, ledger, incremental=True)
     if problem:
         out.append(("log-append-only", problem))
     if fold(log, state.checkpoints[0]) != state.view:
