@@ -1,14 +1,13 @@
 """Importer of token-level traces of agent sessions (``--format kv-trace``): sizes and timing, no text.
 
 The KV-cache benchmark suite ``callanjfox/kv-cache-tester`` publishes traces of real Claude Code sessions (its
-``docs/trace_replay_tester.md`` describes them; ``../shared/recorded/FORMATS.md`` says what the sample holds). A
-trace is one JSON object per session: ``id``, ``models``, ``block_size``, ``tool_tokens`` and ``system_tokens``
-(the sizes of the tool definitions and of the system prompt), and ``requests``. A request has ``t`` (when it was
-sent, seconds since the session began), ``type`` (``n``/``s``: without or with streaming), ``model``, ``in`` and
-``out`` (the provider's count of its prompt and of its reply), ``hash_ids`` (one id per ``block_size`` tokens of
-the prompt: equal ids, equal content up to there), ``input_types``/``output_types`` (the kinds of content new in
-the prompt and held by the reply), ``stop``, ``api_time`` (how long it took) and ``think_time`` (the client's
-delay before it). An entry of ``type: subagent`` is a nested session of the same shape.
+``docs/trace_replay_tester.md`` describes them; ``../shared/recorded/FORMATS.md`` the sample). A trace is a JSON
+object: ``id``, ``models``, ``block_size``, ``tool_tokens`` and ``system_tokens`` (the sizes of the tool definitions
+and the system prompt), and ``requests``, each with ``t`` (when it was sent, seconds since the session began),
+``type`` (``n``/``s``: without or with streaming), ``model``, ``in`` and ``out`` (the provider's count of its prompt
+and its reply), ``hash_ids`` (an id per ``block_size`` tokens of the prompt: equal ids, equal content up to there),
+``input_types``/``output_types`` (the kinds of content new in the prompt and in the reply), ``stop``, ``api_time``
+(how long it took) and ``think_time`` (the client's delay before it); ``type: subagent`` is a nested session.
 
 There is no text, so every message's content is a **placeholder** (:func:`placeholder`): a deterministic text,
 labelled with the message's id, that counts exactly the tokens the trace gives it with the default tokenizer
@@ -34,18 +33,17 @@ to work on, which ``meta["sizes_only"]`` says. The sizes:
   the script keeps its history there, so a replay stays above the recording after one;
 - a subagent is a conversation of its own, ``<parent id>/<agent_id>``, after its parent's, with ``meta["parent"]``;
   the parent's tool message answering the call that started it lists it in ``meta["subagents"]``;
-- a request's new messages are stamped (``meta["timestamp"]``) at its ``t``, its reply at ``t + api_time``, on a
-  clock from the Unix epoch (a trace has no wall-clock time; :func:`sim.core.clock.recorded_times` counts from the
-  first stamp); a subagent's clock starts at its entry's ``t``.
-
-A document that does not parse is an error naming the request where it breaks off; lenient mode keeps the
-requests before it and lists the break as skipped.
+- a request's new messages are stamped (``meta["timestamp"]``) at its ``t``, its reply at ``t + api_time`` (or the
+  next request's ``t``, if sooner: ``meta["reply_ends_clipped"]`` counts them), on a clock from the Unix epoch (a
+  trace has no wall-clock time; :func:`sim.core.clock.recorded_times` counts from the first stamp); a subagent's
+  clock starts at its entry's ``t``. A document that does not parse is an error naming the request where it breaks
+  off; lenient mode keeps the requests before it and lists the break as skipped.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -63,7 +61,6 @@ _HINT = "a request is {t, type, in, out, hash_ids, ...}; a subagent {type: 'suba
 #: What a placeholder repeats: one cl100k_base token after a space or a ``]``, and four characters, so a
 #: chars/4 estimate of a placeholder is its token count too.
 FILLER = " pad"
-#: The tokenizer placeholders are exact for: the project's default.
 TOKENIZER = "cl100k_base"
 #: A compaction's prompt is at least this much smaller than the one before it. In the sample, the falls of ``in``
 #: whose chain broke within the system and tool blocks (and the slack) go to 0.17-0.83 of the prompt before, or to
@@ -74,8 +71,7 @@ MIN_DROP = 0.15
 PREFIX_SLACK_TOKENS = 8192
 #: A count (``in``, ``out``, the system and tool sizes) above this is refused: no model's window comes near it.
 MAX_TOKENS = 10_000_000
-#: The placeholder tokens one file may make, so that no numbers in it can exhaust memory: 34 times the largest
-#: file of the sample (1.49M, trace_0003 with its nine segments and two subagents).
+#: The placeholder tokens one file may make (no numbers in it can exhaust memory): 34 times the sample's most (1.49M).
 MAX_FILE_TOKENS = 50_000_000
 #: A time (``t``, ``api_time``, ...) above this many seconds (31 years) is refused.
 MAX_SECONDS = 1e9
@@ -84,7 +80,7 @@ _REPLY_KINDS = ("thinking", "text", "tool_use")
 _SUBAGENT_KEYS = ("subagent_type", "status", "duration_ms", "total_tokens", "tool_use_count")
 
 
-# --- placeholders ------------------------------------------------------------------------------------------
+# --- placeholders, and the records they are sized from ---------------------------------------------------
 
 
 def _tokens(text: str) -> int | None:
@@ -125,9 +121,6 @@ def _split(total: int, ways: int) -> list[int]:
     """``total`` (at least 0) in ``ways`` whole shares as even as can be, the larger ones first."""
     q, r = divmod(max(0, total), ways)
     return [q + (1 if k < r else 0) for k in range(ways)]
-
-
-# --- records -----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -246,7 +239,8 @@ class _Session:
     compactions: list[dict[str, Any]] = field(default_factory=list)
     drops: list[dict[str, Any]] = field(default_factory=list)
     clock: float = 0.0
-    held: int = 0
+    clipped: int = 0  # replies whose t + api_time passed the next request's t: stamped at that t instead
+    held: int = 0  # requests whose t is before the previous one's: held at the previous time
 
     def add(self, req: _Request) -> None:
         """Append what ``req`` added to the prompt, then its reply."""
@@ -257,6 +251,11 @@ class _Session:
             first = req.tokens_in - self.system_tokens - self.tool_tokens
             self._text(f"r{req.index}.user", "user", first, req, input_types=list(req.input_types))
         else:
+            self.held += req.t < prev.t
+            if req.t < self.clock:  # the reply cannot have ended after the next request began
+                last = self.messages[-1]
+                self.clock, self.clipped = max(prev.t, req.t), self.clipped + 1
+                self.messages[-1] = replace(last, meta={**last.meta, "timestamp": self._iso(self.clock)})
             if prev.hash_ids is not None and req.hash_ids is not None:
                 shared = _shared_blocks(prev.hash_ids, req.hash_ids) * self.block_size
             fell = req.tokens_in <= (1 - MIN_DROP) * prev.tokens_in
@@ -267,12 +266,13 @@ class _Session:
         self._reply(req, shared)
         self.prev = req
 
+    def _iso(self, at: float) -> str:
+        return (_EPOCH + timedelta(seconds=self.origin + at)).isoformat(timespec="microseconds")
+
     def _push(self, mid: str, role: Role, parts: tuple[Part, ...], at: float, usage: Usage | None, **meta: Any) -> None:
-        """Append a message stamped at ``at`` seconds (held at the previous stamp if it would go back)."""
-        if at < self.clock:
-            self.held, at = self.held + 1, self.clock
-        self.clock = at
-        meta["timestamp"] = (_EPOCH + timedelta(seconds=self.origin + at)).isoformat(timespec="microseconds")
+        """Append a message stamped at ``at`` seconds, or at the previous stamp if that is later."""
+        self.clock = max(self.clock, at)
+        meta["timestamp"] = self._iso(self.clock)
         self.messages.append(Message(mid, role, parts, usage=usage, meta=meta))
 
     def _text(self, mid: str, role: Role, tokens: int, req: _Request, kind: str = "text", **meta: Any) -> None:
@@ -471,8 +471,7 @@ class _Reader:
         info.update(prompt_drops=s.drops, subagents=s.subagents, **meta)
         if any("claude" in m.lower() for m in models):
             info["provider"] = "anthropic"
-        if s.held:
-            info["timestamps_held"] = s.held
+        info.update({k: v for k, v in (("reply_ends_clipped", s.clipped), ("timestamps_held", s.held)) if v})
         try:
             self.out.append(Conversation(cid, tuple(s.messages), (), s.tools(), info))
         except InvalidConfig as exc:  # not expected (the calls pair by construction); reported, not lost
