@@ -69,6 +69,7 @@ FORMAT_MODULES: tuple[str, ...] = (
     "sim.formats.openhands_eval",
     "sim.formats.openhands_llm",
     "sim.formats.tau_bench",
+    "sim.formats.kv_trace",
 )
 
 

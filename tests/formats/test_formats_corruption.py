@@ -45,6 +45,7 @@ SAMPLES: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "openhands-eval": ("openhands_eval.jsonl", None),
     "openhands-llm": ("openhands_llm.json", ("messages",)),
     "tau-bench": ("tau_bench.json", ()),
+    "kv-trace": ("kv_trace.json", ("requests",)),
 }
 #: Records whose damage is document-level by design: native's first line is the file's header.
 DOCUMENT_RECORDS = {"native": {0}}

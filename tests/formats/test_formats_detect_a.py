@@ -1,8 +1,8 @@
-"""``--format auto`` for the SWE-agent, mini-swe-agent, OpenHands (events, evaluation output, LLM logs) and
-tau-bench importers.
+"""``--format auto`` for the SWE-agent, mini-swe-agent, OpenHands (events, evaluation output, LLM logs),
+tau-bench and kv-trace (token-level traces) importers.
 
 Every sample of these formats (the real ones in ``../shared/recorded`` and the golden inputs) must be
-recognised by its own sniffer and by no other of these six; every other sample (Claude Code, VCR
+recognised by its own sniffer and by no other of these seven; every other sample (Claude Code, VCR
 cassettes, plain message lists, native files) by none of them; and no other registered sniffer
 (``openai-chat`` in particular, since these files hold OpenAI ``messages`` lists) may claim them.
 """
@@ -16,7 +16,7 @@ import pytest
 from sim.formats import SNIFF_BYTES, SNIFFERS, _load, detect
 from tests.formats.conftest import GOLDEN, recorded_root
 
-MINE = ("swe-agent", "mini-swe-agent", "openhands-events", "openhands-eval", "openhands-llm", "tau-bench")
+MINE = ("swe-agent", "mini-swe-agent", "openhands-events", "openhands-eval", "openhands-llm", "tau-bench", "kv-trace")
 GOLDEN_INPUTS = {
     "swe_agent.traj": "swe-agent",
     "swe_agent_fc.traj": "swe-agent",
@@ -26,6 +26,7 @@ GOLDEN_INPUTS = {
     "openhands_eval.jsonl": "openhands-eval",
     "openhands_llm.json": "openhands-llm",
     "tau_bench.json": "tau-bench",
+    "kv_trace.json": "kv-trace",
 }
 
 
@@ -39,6 +40,8 @@ def _recorded_expected(rel: Path) -> str | None:
         return "openhands-llm"
     if parts[0] == "tau-bench" and rel.suffix == ".json":
         return "tau-bench"
+    if parts[0] == "kv-cache-traces" and rel.suffix == ".json":
+        return "kv-trace"
     return None
 
 
@@ -97,6 +100,8 @@ def test_recorded_samples_are_covered() -> None:
         ("t.json", b'[\n  {\n    "task_id": 0,\n    "reward": 1.0,\n    "info": {},\n    "traj": [', "tau-bench"),
         ("t.json", b'[{"role": "user", "content": "traj"}]', None),
         ("e.jsonl", b'{"format":"csim-conversation","meta":{"trajectory_format":"mini-swe-agent-1"}}\n', None),
+        ("trace.json", b'{"block_size":64,"tool_tokens":1,"system_tokens":2,"requests":[{"t":0.0,"in', "kv-trace"),
+        ("mooncake.jsonl", b'{"timestamp": 0, "input_length": 655, "output_length": 52, "hash_ids": [46, 47]}\n', None),
     ],
 )
 def test_sniffers_on_heads(name: str, head: bytes, expected: str | None) -> None:
