@@ -12,14 +12,15 @@ from typing import Any
 
 import pytest
 
-from sim.calibration.anchor import anchors_for
-from sim.calibration.fit import replay_counts, segments
+from sim.calibration.fit import replay_counts
 from sim.cli.main import main
 from sim.core.conversation import Conversation, Usage, validate
+from sim.core.counting import segments
 from sim.core.errors import FormatError
 from sim.core.tokenizers import get_tokenizer
 from sim.formats import ImportResult, read
 from sim.formats.kv_trace import MAX_TOKENS, MIN_DROP, _arguments, placeholder
+from sim.replay.anchoring import anchors_for
 from sim.sweep.results import load_results
 from tests.formats.conftest import recorded_root
 from tests.formats.test_formats_recorded import _round_trip
