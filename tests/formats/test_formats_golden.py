@@ -31,6 +31,7 @@ CASES = [
     ("openai_responses.json", "openai-responses"),
     ("codex_rollout.jsonl", "codex-rollout"),
     ("vcr_cassette.yaml", "vcr-cassette"),
+    ("kv_trace.json", "kv-trace"),
 ]
 
 
