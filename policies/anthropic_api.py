@@ -416,15 +416,14 @@ class AnthropicCompaction(Policy[CompactionConfig]):
       block. Both ways the request costs the compaction iteration and the message iteration, as the page's
       ``usage.iterations`` shows; the summariser call is charged here for the first.
 
-    Known deviations: ``live-turn``: the block replaces the user's latest message along with the rest (with
-    the pause, unless the client puts it back); ``atomic-units``: compaction mid tool loop leaves the loop's
-    later replies after the block, and where thinking opened the loop they now follow it without that
-    thinking (in the API the model starts afresh after the block; a replay of scripted replies cannot).
+    Known deviation ``live-turn``: the block replaces the user's latest message along with the rest (with the
+    pause, unless the client puts it back). Compaction mid tool loop is accepted: the model answers afresh after the
+    block (its thinking included), which the replay's next scripted reply stands for.
     Summary content is the mock summariser's (catalogue §G3: the server's summaries are opaque).
     """
 
     Config = CompactionConfig
-    known_deviations = frozenset({"live-turn", "atomic-units"})
+    known_deviations = frozenset({"live-turn"})
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger != "auto":  # the API compacts only past its trigger; a prompt over the window is rejected
@@ -510,16 +509,16 @@ class AnthropicSDKCompaction(Policy[SDKCompactionConfig]):
       request, so the reply stays in the view after the summary, standing in for the model's answer to the
       summary (its calls' scripted results follow it). The real run makes one request more than this one.
 
-    Known deviations: ``live-turn`` (the user's latest message is summarised with the rest) and
-    ``atomic-units`` (a reply in the middle of a thinking tool loop is kept without the thinking that opened
-    the loop; the SDK's re-asked model would start afresh). A compaction that would not shrink the view is
-    skipped. Not modelled: the async runner's variant (its summary request is built from the unstripped
-    params, catalogue §B2d) and the double-buffer variant (``_beta_double_buffer_compaction.py``).
+    Known deviation ``live-turn``: the user's latest message is summarised with the rest. Mid thinking tool loop
+    the reply kept after the summary stands for the re-asked model's answer, which starts afresh (thinking
+    included): the engine counts it as opening a turn. A compaction that would not shrink the view is skipped.
+    Not modelled: the async runner's variant (its summary request is built from the unstripped params, catalogue
+    §B2d) and the double-buffer variant (``_beta_double_buffer_compaction.py``).
     """
 
     Config = SDKCompactionConfig
     when = frozenset({"response"})
-    known_deviations = frozenset({"live-turn", "atomic-units"})
+    known_deviations = frozenset({"live-turn"})
 
     def asked_at(self, state: RunState, point: AskPoint = "request") -> bool:
         """After every response; before a request only when a revert needs a rollback (the harness's contract)."""

@@ -123,10 +123,10 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
     A ``/compact`` that finds nothing to compact leaves the view as it is, so its text stays in the prompt
     until the next compaction hides it (Workshop never sends it): hiding it alone would be a view change,
     which the harness records as a compaction. A command inside an unresolved pending turn stays visible
-    too, since nothing of a protected turn may change. A cut inside a thinking tool loop moves to the loop's start:
-    Workshop's ``canCut`` is the first model message of each chat record, one record per model step, so it
-    may cut between two steps of one loop; the harness keeps thinking with the tool uses it led to
-    (``atomic-units``), so the loop is one record here.
+    too, since nothing of a protected turn may change. Workshop's ``canCut`` is the first model message of each
+    chat record, one record per model step, so it may cut between two steps of one tool loop; ours cuts there too
+    (an assistant message and its results are one unit). A cut inside the live loop that drops the step whose
+    thinking opened it, when the later steps carry none, is a request Anthropic rejects (``atomic-units``).
 
     Not modelled: eliding the messages of a reverted range from replay (Workshop marks them
     reverted; here they stay in the view, so a revert of an early change pins the cut at that change);

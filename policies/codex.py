@@ -180,9 +180,9 @@ class Codex(Policy[CodexConfig]):
     trigger: in Codex's own proportions (20K of user messages under a trigger of 245K) neither happens, and in a
     small window they would compact every turn without progress. An empty summary fails the compaction (Codex
     would install "(no summary available)"). Pending turns are kept verbatim as the tail (an approval blocks Codex's
-    turn, so nothing compacts it); the initial context then goes before the summary. A live tool loop that opened
-    with thinking is kept verbatim after the summary (Anthropic keeps thinking with the tool use it led to, the
-    ``atomic-units`` invariant; Codex, on the Responses API, drops reasoning items with the rest). The summariser
+    turn, so nothing compacts it); the initial context then goes before the summary. Mid-turn, the live tool loop
+    goes into the summary with the rest, reasoning included, as Codex drops reasoning items (the next reply opens a
+    turn afresh after the summary, which Anthropic accepts with thinking on). The summariser
     reads what leaves the view, not the kept user messages too (an engine limit), and calls the model once.
     Not modelled: ghost snapshots, the model-switch item. Remote compaction is ``codex-remote``.
 
@@ -247,8 +247,6 @@ class Codex(Policy[CodexConfig]):
         n = len(state)
         last = state.messages[-1]
         tail = n - 1 if phase == "pre-turn" and is_real_user_message(last) else n
-        if phase == "mid-turn" and _thinking_loop_open(state):
-            tail = state.unit_start(n - 1)
         pf = state.protected_from
         if pf is not None:
             tail = min(tail, pf)
@@ -347,15 +345,6 @@ def _tokens(state: RunState, text: str) -> int:
     n = len(state)
     bare = View(start=n)
     return state.view_size(bare.with_(injected=(Injected(text),)))[0] - state.view_size(bare)[0] - MESSAGE_OVERHEAD
-
-
-def _thinking_loop_open(state: RunState) -> bool:
-    """Whether the live tool loop began with thinking, so the next reply still belongs to its atomic unit (Anthropic
-    keeps thinking with the tool use it led to): dropping the loop mid-turn would split that unit."""
-    n = len(state)
-    return state.messages[-1].role == "tool" and any(
-        p.kind == "thinking" for p in state.messages[state.unit_start(n - 1)].parts
-    )
 
 
 # -- remote compaction -----------------------------------------------------------------------------------------

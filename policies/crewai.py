@@ -131,8 +131,9 @@ class CrewAI(Policy[CrewAIConfig]):
     would summarise is left out of the summary here (lost), and their calls are not charged. The previous summary is
     summarised again with the rest, as CrewAI's is (a user message among the others). The count leaves out what the
     provider's native counter would add (tool schemas, framing). Nothing of an unresolved pending turn is
-    summarised, and the start of a thinking tool loop still open stays (the harness's contracts); a summary that
-    would not shrink the view is skipped. The deferred file's reader tool and the tool's arguments in the reference
+    summarised (the harness's contract); a live tool loop is summarised with the rest, as CrewAI does (the summary
+    then ends the request, and the next reply opens a turn afresh); a summary that would not shrink the view is
+    skipped. The deferred file's reader tool and the tool's arguments in the reference
     are not modelled (the reference names the tool only).
     """
 

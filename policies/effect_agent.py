@@ -261,9 +261,6 @@ class EffectAgent(Policy[EffectAgentConfig]):
     Deliberate differences, each shown by a test (``tests/policies/test_effect_agent.py``; the pending turn in
     ``tests/test_properties.py``):
 
-    * A cut inside a thinking tool loop moves to the loop's start. The real ``chooseSummarizeCut`` only steps off
-      tool messages, so it may cut at an assistant message inside the loop; the harness keeps a thinking block
-      with the tool uses it led to (the ``atomic-units`` invariant), so ours keeps the whole loop.
     * A prune that frees nothing is skipped: results no longer than the placeholder stay as they are. The real
       ``choosePruneBound`` moves the bound whenever an older tool message does not fit, and clearing results
       shorter than the placeholder grows the prompt (``compaction-shrinks``).

@@ -84,16 +84,10 @@ def cut_ceiling(state: RunState) -> int:
 
 
 def end_cut(state: RunState) -> int:
-    """The highest cut that stays valid as the log grows, for a policy that compacts everything (the live
-    turn included): the log's end, or, mid tool loop, the start of a loop whose opening reply carried
-    thinking (Anthropic keeps thinking with the tool uses it led to, so the loop's next reply joins its
-    atomic unit and a cut inside it would split the unit)."""
-    n = len(state)
-    if n and state.messages[-1].role == "tool":
-        u = state.unit_start(n - 1)
-        if any(p.kind == "thinking" for p in state.messages[u].parts):
-            return u
-    return n
+    """The highest cut, for a policy that compacts everything (the live turn included): the log's end. Mid tool
+    loop that leaves the loop's calls and results to the summary, and the next reply opens a turn afresh after it
+    (with thinking on, the model thinks again: the mock provider accepts such a reply as the turn's opening)."""
+    return len(state)
 
 
 def safe_cut(state: RunState, cut: int) -> int | None:
@@ -135,8 +129,8 @@ def newest_results_bound(state: RunState, keep: int, rule: Rule) -> int | None:
     protected turn).
 
     Counted by result, as LangChain counts ToolMessages and SWE-agent observations, so the bound may fall
-    between the results of one parallel batch or inside a thinking tool loop (:func:`keep_newest_bound` rounds
-    down to the start of the unit instead): safe for an edit of results only, whose ids stay. Walks back over
+    between the results of one parallel batch (:func:`keep_newest_bound` rounds down to the start of the unit
+    instead): safe for an edit of results only, whose ids stay. Walks back over
     the newest ``keep`` results only."""
     n = len(state)
     i, seen = n, 0

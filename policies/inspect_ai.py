@@ -341,9 +341,9 @@ class InspectSummary(_InspectPolicy[InspectSummaryConfig]):
 
     Config = InspectSummaryConfig
     # No tail: the live turn's user message is summarised whenever it is not the task itself; a change is
-    # summarised while a later revert of it is shown; and a summary made inside a thinking tool loop leaves
-    # the loop's later steps in the view without its start.
-    known_deviations = frozenset({"live-turn", "revert-resolution", "atomic-units"})
+    # summarised while a later revert of it is shown. (A summary made inside a thinking tool loop ends the request
+    # with the summary, a user message: the model's next reply opens a turn afresh, which Anthropic accepts.)
+    known_deviations = frozenset({"live-turn", "revert-resolution"})
 
     def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
         return _summary_plan(state)
@@ -366,9 +366,9 @@ class InspectAuto(_InspectPolicy[InspectAutoConfig]):
     """
 
     Config = InspectAutoConfig
-    # Native keeps no user message at all, the summary only the task; reverts and thinking loops as for the
-    # summary.
-    known_deviations = frozenset({"live-turn", "revert-resolution", "atomic-units"})
+    # Native keeps no user message at all, the summary only the task; reverts as for the summary (both end the
+    # request with a user message, so a compaction inside a thinking tool loop is accepted).
+    known_deviations = frozenset({"live-turn", "revert-resolution"})
 
     def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
         native = self.config.native and state.model.provider == "anthropic"
@@ -505,8 +505,9 @@ class InspectTrim(_InspectPolicy[InspectTrimConfig]):
     """
 
     Config = InspectTrimConfig
-    # A count of messages knows no turns: the cut can take the live turn's user message, it falls inside
-    # a thinking tool loop (only orphaned results are filtered), and it drops changes whose reverts stay.
+    # A count of messages knows no turns: the cut can take the live turn's user message; inside the live tool loop
+    # it can drop the reply whose thinking opened the loop (only orphaned results are filtered), and without
+    # interleaved thinking the kept replies carry none, which Anthropic rejects; it drops changes whose reverts stay.
     known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
 
     def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:

@@ -175,17 +175,17 @@ class OpenAIResponsesCompaction(Policy[ResponsesCompactionConfig]):
       whole view becomes an assistant-role summary (the previous item folded in) and the model answers from it.
     * The summary is opaque: modelled with the run's retention model (module docstring).
 
-    Known deviations: ``live-turn`` (the user's latest message goes into the item with the rest), ``atomic-units``
-    (compaction mid tool loop leaves the loop's later replies after the item, without the thinking that opened the
-    loop; the server model starts afresh from the item, a replay cannot) and ``revert-resolution`` (a revert that
-    arrives after the change it undoes went into the item: the server knows nothing of reverts).
+    Known deviations: ``live-turn`` (the user's latest message goes into the item with the rest) and
+    ``revert-resolution`` (a revert that arrives after the change it undoes went into the item: the server knows
+    nothing of reverts). Compaction mid tool loop is accepted: the model answers afresh from the item, which the
+    next scripted reply stands for.
 
     Differences: a compaction that would not make the view smaller is skipped; nothing of a pending turn is
     compacted, and a revert kept after a pending turn keeps its change.
     """
 
     Config = ResponsesCompactionConfig
-    known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
+    known_deviations = frozenset({"live-turn", "revert-resolution"})
 
     def over_trigger(self, state: RunState) -> bool:
         return state.view_size()[0] >= self.config.compact_threshold

@@ -158,10 +158,12 @@ class Opencode(Policy[OpencodeConfig]):
     (or is empty) and the user message that opened it is summarised; the model then reads the summary and the
     synthetic "Continue…" message as the newest user turn. ``revert-resolution``: opencode has no notion of reverts;
     the tail is chosen by turns and tokens alone, so a kept revert may lose the change it reverts to the summary.
+    ``atomic-units``: a tail that starts inside the live tool loop keeps its later steps without the reply whose
+    thinking opened it; without interleaved thinking Anthropic rejects that request.
     """
 
     Config = OpencodeConfig
-    known_deviations = frozenset({"live-turn", "revert-resolution"})
+    known_deviations = frozenset({"live-turn", "revert-resolution", "atomic-units"})
 
     @property
     def retry_on_overflow(self) -> int:

@@ -30,9 +30,9 @@ with k tool calls is k action events (its text rides on the first as the thought
 results is k observation events; a ``/compact`` command is a ``CondensationRequest``, which is not in the view
 (no event). The summary is one event. A view may be cut only where OpenHands' manipulation indices allow:
 between units, never inside a batch or between a call and its result (``BatchAtomicity``,
-``ToolCallMatching``), never inside a thinking tool loop (``ToolLoopAtomicity``); ours are the engine's atomic
-units (``RunState.can_cut``), which are the same except that our thinking loop also takes a text-only
-assistant message that follows it.
+``ToolCallMatching``, the engine's atomic units, ``RunState.can_cut``), and never inside a thinking tool loop
+(``ToolLoopAtomicity``: the steps after a reply with thinking, up to the next user message;
+:func:`loop_cuts`), which the engine does not require (Anthropic needs only the live turn's opening thinking).
 """
 
 from __future__ import annotations
@@ -124,6 +124,43 @@ class _Item:
     observation: bool  # an observation (a tool message, or V0's summary observation)
 
 
+def _thinking_loop_before(state: RunState, a: int) -> bool:
+    """Whether messages ``[..a)`` end inside a thinking tool loop (see :func:`loop_cuts`; walks back over the loop
+    only): the newest reply before ``a`` that starts one, reached through replies and results alone."""
+    msgs, k = state.messages, a - 1
+    while k >= 0 and msgs[k].role == "tool":
+        while k >= 0 and msgs[k].role == "tool":
+            k -= 1
+        if k < 0 or msgs[k].role != "assistant":
+            return False
+        if any(p.kind == "thinking" for p in msgs[k].parts):
+            return True  # it starts a thinking loop, or continues one: either way the loop is a thinking loop
+        if k == 0 or msgs[k - 1].role != "tool":
+            return False
+        k -= 1
+    return False
+
+
+def loop_cuts(state: RunState, a: int, b: int) -> list[bool]:
+    """For each message of ``[a, b)``, whether OpenHands' manipulation indices let a cut fall right before it: at
+    a unit boundary (``RunState.can_cut``) and not inside a thinking tool loop (``ToolLoopAtomicity``: a reply with
+    thinking starts one, and every reply after it that follows a tool result belongs to it, up to the next user
+    message). One pass over the range."""
+    msgs, out = state.messages, []
+    thinking = _thinking_loop_before(state, a)
+    for i in range(a, b):
+        m = msgs[i]
+        inside = False
+        if m.role == "assistant":
+            inside = bool(i) and msgs[i - 1].role == "tool" and thinking
+            if not inside:
+                thinking = any(p.kind == "thinking" for p in m.parts)
+        elif m.role != "tool":
+            thinking = False
+        out.append(state.can_cut(i) and not inside)
+    return out
+
+
 class EventView:
     """The current view as OpenHands counts it: items in render order and the events before each.
 
@@ -133,9 +170,9 @@ class EventView:
         items: list[_Item] = []
         for it in layout(state.view, len(state), state.has_system):
             if isinstance(it, Messages):
-                for i in range(it.a, it.b):
+                for i, cut in zip(range(it.a, it.b), loop_cuts(state, it.a, it.b), strict=True):
                     m = state.messages[i]
-                    items.append(_Item(i, events_in(m), state.can_cut(i), m.role == "tool"))
+                    items.append(_Item(i, events_in(m), cut, m.role == "tool"))
             else:
                 items.append(_Item(-1, 1, True, True))
         self.items = items
@@ -187,16 +224,10 @@ def harness_start(state: RunState, start: int) -> int:
     not step while an action waits for confirmation, so nothing condenses it). Reverts are not kept with the
     change they revert: OpenHands has no notion of them (``revert-resolution`` is a known deviation)."""
     pf = state.protected_from
-    start = max(state.view.start, unit_floor(state, start if pf is None else min(start, pf)))
-    n = len(state)
-    if start == n and n and state.messages[n - 1].role == "tool":
-        # A forgetting range that reaches the end of the view inside a thinking tool loop still open: the SDK
-        # forgets it, and ToolLoopAtomicity's enforcement then drops the loop's later steps from the view; the
-        # simulator cannot drop messages not yet appended, so the open loop is kept instead.
-        loop = state.unit_start(n - 1)
-        if any(p.kind == "thinking" for p in state.messages[loop].parts):
-            start = loop
-    return start
+    # A forgetting range that reaches the end of the view inside a thinking tool loop still open is forgotten, as
+    # the SDK forgets it; ToolLoopAtomicity's enforcement then drops the loop's later steps from the view as they
+    # come, where the simulator keeps them after the summary (a difference).
+    return max(state.view.start, unit_floor(state, start if pf is None else min(start, pf)))
 
 
 def live_user(state: RunState, start: int, kept: tuple[int, ...]) -> tuple[int, ...]:

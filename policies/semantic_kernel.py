@@ -114,8 +114,8 @@ class SemanticKernelTruncation(Policy[SemanticKernelTruncationConfig]):
       the user message that started it and then nothing more until the loop ends.
 
     Known deviations: the cut passes the user message of a tool loop longer than the target (``live-turn``);
-    it may fall on the reply that closes a thinking tool loop, which SK does not hold together with the loop
-    (``atomic-units``); SK has no reverts (``revert-resolution``).
+    SK has no reverts (``revert-resolution``). (The cut may fall on the reply that closes a thinking tool loop,
+    which Anthropic accepts: the loop is over; a live loop is kept from its first call.)
 
     Differences: a cut never passes the start of an unresolved pending turn (the harness's contract); reductions
     happen before model calls, where ``auto_reduce`` reduces after every message added (a call's results and the
@@ -123,7 +123,7 @@ class SemanticKernelTruncation(Policy[SemanticKernelTruncationConfig]):
     """
 
     Config = SemanticKernelTruncationConfig
-    known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
+    known_deviations = frozenset({"live-turn", "revert-resolution"})
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg = self.config
@@ -194,7 +194,7 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
       very front of the history, and the system message is in front of them, so the previous summary is always
       summarised again with the new span (one summary, regenerated).
 
-    Known deviations: as the truncation reducer's (``live-turn``, ``atomic-units``, ``revert-resolution``).
+    Known deviations: as the truncation reducer's (``live-turn``, ``revert-resolution``).
 
     Differences: the summariser is shown the calls (not the results) when function content is left out (SK shows
     it neither); with no system prompt, SK's ``use_single_summary=False`` keeps every summary side by side, which
@@ -203,7 +203,7 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
     """
 
     Config = SemanticKernelSummarizationConfig
-    known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
+    known_deviations = frozenset({"live-turn", "revert-resolution"})
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg = self.config

@@ -204,16 +204,23 @@ class PinsHalfAUnit(Policy):
 
 
 class CutsInsideThinkingLoop(Policy):
-    """Starts the view at the second assistant message of a thinking tool loop (the whole loop is one unit,
-    the thinking block's signature covers it): every call keeps its result, so only the unit check sees it."""
+    """Starts the view, behind the last user message (pinned), at a later step of the live tool loop whose opening
+    reply thought, a step that carries no thinking of its own: the request's final turn then opens without its
+    thinking block, which Anthropic rejects. Every call keeps its result, so only the thinking rule sees it."""
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-        msgs, view, lu = state.messages, state.view, state.last_user_index
-        for i in range(view.start + 1, min(lu, len(state)) if lu >= 0 else 0):
-            if msgs[i].role == "assistant" and not state.can_cut(i) and (lu < 0 or i < lu):
+        msgs, lu, n = state.messages, state.last_user_index, len(state)
+        if lu < 0 or lu + 1 >= n or msgs[-1].role != "tool" or state.view.start > lu:
+            return None
+        opening = msgs[lu + 1]
+        if opening.role != "assistant" or not opening.parts or opening.parts[0].kind != "thinking":
+            return None
+        for i in range(lu + 2, n):
+            m = msgs[i]
+            if m.role == "assistant" and not any(p.kind == "thinking" for p in m.parts) and state.can_cut(i):
                 if state.protected_from is not None or keep_reverts(state, i) < i:
                     return None
-                return Plan(start=i, mode="drop")
+                return Plan(start=i, pinned=(lu,), mode="drop")
         return None
 
 

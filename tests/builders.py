@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from policies.base import Policy
+from policies.base import Plan, Policy
 from sim.core.conversation import Conversation, Fact, Message, Part, Tool
 from sim.core.log import CompactionCreated, MessageAppended
 from sim.core.model import ModelConfig
@@ -229,6 +229,32 @@ def conv(
 
 
 # -- looking inside a run ---------------------------------------------------------------------------
+def thinking_loop(n: int, *, first: int = 1, size: int = 200, interleaved: bool = False) -> list[Draft]:
+    """A tool loop of ``n`` steps (ids ``a<k>``/``t<k>``) whose first reply opens with thinking; with
+    ``interleaved`` every reply does (Claude 4's interleaved thinking), else only the first (Claude 3.7's)."""
+    out: list[Draft] = []
+    for k in range(first, first + n):
+        thinking = f"think {k}" if interleaved or k == first else None
+        out.append(asst(f"step {k}", [call(f"c{k}")], thinking=thinking, id=f"a{k}"))
+        out.append(tool(f"c{k}", f"out {k} " + "r" * size, id=f"t{k}"))
+    return out
+
+
+def thinking_rejection(
+    policy: Policy, conversation: Conversation, plan: Plan, model: ModelConfig | None = None
+) -> str | None:
+    """Why Anthropic would reject the next request after ``plan`` (from ``policy`` over the whole
+    ``conversation``) for its thinking, as the mock provider judges it (``RequestBuilder.thinking_problem``), or
+    None. A summarising plan's summary is stood in for by one of its role."""
+    eng = Engine(policy, conversation, RunConfig(model=model or ModelConfig(), tokenizer="chars4"))
+    for m in conversation.messages:
+        eng.append(m)
+    view = plan.view_from(eng.state.view)
+    if plan.summarize:
+        view = view.with_(summary=Summary("summary", role=plan.summary_request.role))
+    return eng.requests.thinking_problem(view)
+
+
 def state_of(
     policy: Policy,
     conversation: Conversation,

@@ -259,8 +259,25 @@ def _revert_after_a_summary(steps: int = 40) -> Conversation:
     return Conversation("revert-after-summary", tuple(msgs))
 
 
+def _live_thinking_loop(steps: int = 30, size: int = 1_200) -> Conversation:
+    """One user task answered by a long tool loop whose first reply alone thinks (no interleaved thinking): a cut
+    inside it that drops that reply leaves the later ones opening the request's final turn without thinking."""
+    msgs: list[Message] = [_s(), _u(1, "task")]
+    for k in range(steps):
+        a = _a(2 + 2 * k, "step", (f"c{k}",))
+        if k == 0:
+            a = Message(a.id, "assistant", (Part("thinking", "plan the work " * 20), *a.parts))
+        msgs += [a, _t(3 + 2 * k, f"c{k}", size)]
+    return Conversation("live-thinking-loop", (*msgs, _a(2 + 2 * steps, "done")))
+
+
 # Hand-built fallbacks, for deviations the policy's 60 generated examples happen not to show.
 HAND_BUILT = {
+    ("cline", "atomic-units"): _live_thinking_loop,
+    ("inspect-trim", "atomic-units"): _live_thinking_loop,
+    ("langchain-summarization", "atomic-units"): _live_thinking_loop,
+    ("cline-legacy", "atomic-units"): _live_thinking_loop,
+    ("letta", "atomic-units"): _live_thinking_loop,
     ("langchain-clear-tool-uses", "live-turn"): lambda: _clears_the_newest_batch(9000, 40),
     ("inspect-edit", "live-turn"): lambda: _clears_the_newest_batch(13000, 400),  # over 0.9 of the window
     ("cloudflare-os", "live-turn"): _cloudflare_live_turn,

@@ -220,6 +220,18 @@ class CacheUsage:
     def total(self) -> int:
         return self.uncached + self.read + self.write_5m + self.write_1h
 
+    def fitted(self, tokens: int) -> CacheUsage:
+        """This bill for a prompt of ``tokens``: the cached parts as they are (capped at the prompt), the uncached
+        end taking the difference. A run's cache blocks are its own counts and agree with the request's, except
+        with a calibration (its whole-request rounding and ``after_compaction`` term) and under a policy that
+        rewrote the log behind the engine's back (``log-append-only`` reports that)."""
+        if self.total == tokens:
+            return self
+        cached = min(self.read + self.write_5m + self.write_1h, tokens)
+        read = min(self.read, cached)
+        w1 = min(self.write_1h, cached - read)
+        return CacheUsage(tokens - cached, read, cached - read - w1, w1)
+
     def __add__(self, other: CacheUsage) -> CacheUsage:
         return CacheUsage(
             self.uncached + other.uncached,

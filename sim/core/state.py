@@ -83,7 +83,11 @@ class Ledger:
     #: The first message's text as it was appended (the system prompt's, when there is one): what every
     #: request must start with, byte for byte, whatever happens to the list of messages afterwards.
     first_text: str | None = None
-    _loop_has_thinking: bool = False
+    #: Assistant messages that opened an assistant turn: the request they answered ended with a user message of
+    #: words (no tool results), so the model began a turn afresh (with thinking, where thinking is on).
+    openers: set[int] = field(default_factory=set)
+    #: Whether an assistant message with thinking was appended: the client runs with thinking on.
+    thinking: bool = False
 
     def append(self, m: Message, chars: int, tokens: int, calls: int | None = None) -> int:
         i = len(self.messages)
@@ -103,6 +107,8 @@ class Ledger:
                 self.change_at.setdefault(p.ref, i)
             elif p.kind == "revert" and p.ref in self.change_at:
                 self.reverts.append((i, self.change_at[p.ref]))
+        if m.role == "assistant" and not self.thinking:
+            self.thinking = any(p.kind == "thinking" for p in m.parts)
         for rid in m.resolves:
             self.pending.pop(rid, None)
         if m.pending:
@@ -146,27 +152,21 @@ class Ledger:
             reverts=list(self.reverts),
             change_at=dict(self.change_at),
             pending=dict(self.pending),
+            openers=set(self.openers),
             edited={k: v.copy() for k, v in self.edited.items()},
         )
 
     def _unit_start_for(self, i: int, m: Message) -> int:
         """Atomic units: a cut may fall only before a unit start.
 
-        An assistant message and the tool messages answering it are one unit (a parallel batch and
-        all its results included). When that assistant message carries thinking, the whole tool
-        loop up to the next user message is one unit, as Anthropic requires thinking blocks to stay
-        with the tool use they led to.
+        An assistant message and the tool messages answering it are one unit (a parallel batch and all its
+        results included). Thinking does not join the rounds of a tool loop into one unit: Anthropic requires
+        the thinking that opens the *final* assistant turn of a request to be sent, unmodified, while that turn
+        is in progress, and lets thinking of earlier turns go (the extended-thinking docs, "Preserving thinking
+        blocks"). That rule is the mock provider's to enforce, on the request (:meth:`RunState.turn_opening`).
         """
-        prev = self.messages[i - 1] if i else None
-        if m.role == "tool" and prev is not None:
+        if m.role == "tool" and i:
             return self.unit_start[i - 1]
-        if m.role == "assistant":
-            continues_loop = prev is not None and prev.role == "tool" and self._loop_has_thinking
-            if continues_loop:
-                return self.unit_start[i - 1]
-            self._loop_has_thinking = any(p.kind == "thinking" for p in m.parts)
-            return i
-        self._loop_has_thinking = False
         return i
 
 

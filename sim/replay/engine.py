@@ -206,9 +206,18 @@ class Engine:
         self._agent_request(reply, synthetic=True)
         self._exhaustion(reply, [])
         if "response" in self.policy.when:
-            plan = self._decide(k, RESPONSE)
-            if plan is not None:
-                self._compact(plan, "auto")
+            self._after_response(k)
+
+    def _after_response(self, k: int) -> None:
+        """The automatic compaction of a policy asked right after a reply. A summary placed right before that reply
+        makes it stand for the model's answer to the summary (the client asks again from the summary, as the
+        Anthropic SDK's ``compaction_control`` does; a replay has one scripted reply): it opens a turn afresh."""
+        plan = self._decide(k, RESPONSE)
+        if plan is None or not self._compact(plan, "auto"):
+            return
+        view, n = self.state.view, len(self.ledger.messages)
+        if plan.summarize and view.start == n - 1 and view.summary_slot is None and not view.injected:
+            self.ledger.openers.add(n - 1)
 
     def _violate(self, invariant: str, request_kind: str, detail: str) -> None:
         v = Violation(invariant, self.state.turn, request_kind, detail)
@@ -497,6 +506,7 @@ class Engine:
         st = self.state
         self.billing.use_model(reply)
         attempts = 1 + max(0, self.policy.retry_on_overflow)
+        anthropic = self.model.provider == "anthropic"
         while True:
             view = st.view
             status, tokens, in_view = self._request_size(view, grace)
@@ -504,13 +514,20 @@ class Engine:
             sys_problem = self.requests.system_problem(view)
             if sys_problem:
                 found.append(Violation("system-first", st.turn, "agent", sys_problem))
+            rejected = None
             try:
                 self.requests.validate(view, status)
             except InvalidRequest as exc:
                 self.requests.reset()
-                found.append(Violation("tool-pairing", st.turn, "agent", str(exc)))
+                rejected = ("tool-pairing", str(exc))
+            thinking = self.requests.thinking_problem(view) if anthropic else None
+            if rejected is None and thinking is not None:
+                rejected = ("atomic-units", thinking)
+            if rejected is not None:
+                found.append(Violation(rejected[0], st.turn, "agent", rejected[1]))
                 self._record_violations(found)
-                self._record_request("agent", tokens, 0, in_view, error=f"invalid-request: {exc}", violations=found)
+                error = f"invalid-request: {rejected[1]}"
+                self._record_request("agent", tokens, 0, in_view, error=error, violations=found)
                 raise _Finished("provider-error") from None
             if self.config.deep_checks:
                 problems = deep_problems(self.log, self.ledger, st, self.requests, self.model.provider)
@@ -554,6 +571,8 @@ class Engine:
                 self._violate("compaction-loop", "agent", detail)
         st.last_output_tokens = out
         st.turn += 1
+        if anthropic and self.requests.final_turn(view).fresh:  # the reply opens an assistant turn afresh
+            self.ledger.openers.add(len(self.ledger.messages))
         self.append(reply, synthetic=grace or synthetic)
         for dim, used, limit in self.tracker.new_warnings():
             self.log.append(BudgetWarned(st.turn, dim, used, limit))
@@ -568,18 +587,8 @@ class Engine:
         nothing rewrote the log."""
         head = self.measure.head_tokens(grace)
         tail = self._instruction(status or "") if fork else self.measure.status_tokens(status)
-        when = self.clock.now if now is None else now
-        kind = "instruction" if fork else "status"
-        usage = self.cache.usage(view, head, grace, status, tail, when, self.billing.model_name, kind)
-        if usage.total == tokens:
-            return usage
-        # The blocks are the engine's own counts and agree with the request's, except with a calibration (its
-        # whole-request rounding and after_compaction term) and under a policy that rewrote the log behind the
-        # engine's back (log-append-only reports that): the uncached end takes the difference.
-        cached = min(usage.read + usage.write_5m + usage.write_1h, tokens)
-        read = min(usage.read, cached)
-        w1 = min(usage.write_1h, cached - read)
-        return CacheUsage(tokens - cached, read, cached - read - w1, w1)
+        when, kind = self.clock.now if now is None else now, "instruction" if fork else "status"
+        return self.cache.usage(view, head, grace, status, tail, when, self.billing.model_name, kind).fitted(tokens)
 
     def _record_violations(self, found: list[Violation]) -> None:
         for v in found:
@@ -687,9 +696,7 @@ class Engine:
                     self._exhaustion(m, list(msgs[k + 1 : k + 40]))
                 if after_response:
                     self.clock.at = k  # once the reply is complete
-                    plan = self._decide(k, RESPONSE)
-                    if plan is not None:
-                        self._compact(plan, "auto")
+                    self._after_response(k)
         except _Finished as fin:
             return fin.reason, fin.exhausted
         except InvariantViolation:

@@ -10,13 +10,14 @@ recent messages (inspect's CompactionEdit moving its bounds) re-validates what c
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 from sim.core.conversation import Message
 from sim.core.model import ModelConfig
 from sim.core.state import Ledger
 from sim.core.tokenizers import memoised
-from sim.core.view import Edit, Item, Messages, Rule, TruncateFn, View, edited, layout
+from sim.core.view import Edit, Item, Messages, Rule, TruncateFn, View, edited, layout, rule_for
 from sim.replay import model as wire
 
 
@@ -112,6 +113,25 @@ def common_units(old: list[Item], new: list[Item]) -> int:
     return k
 
 
+def _starts_with_thinking(m: Message) -> bool:
+    """Whether ``m``'s first part that says something (not blank text) is thinking."""
+    first = next((p for p in m.parts if p.kind != "text" or p.text.strip()), None)
+    return first is not None and first.kind == "thinking"
+
+
+@dataclass(frozen=True)
+class FinalTurn:
+    """How a request ends: ``mid_turn``, inside an assistant turn (its trailing user message carries tool
+    results); ``opening``, the log index of the turn's first assistant message (None: none in it); ``after_item``,
+    an assistant-role message the simulator wrote (a summary) sits right before that one; ``fresh``, the request
+    ends with a user message of words or with what the simulator wrote, so the reply to it opens a turn afresh."""
+
+    mid_turn: bool
+    opening: int | None
+    after_item: bool
+    fresh: bool
+
+
 class RequestBuilder:
     """Renders views of one run's log (through :func:`sim.core.view.layout`) and validates them as the configured
     provider would."""
@@ -137,6 +157,7 @@ class RequestBuilder:
         self._checkpoints: list[wire.AnthropicValidator | wire.OpenAIValidator] = []
         self._fed = 0  # layout units fed to ``_val``
         self._sys_checked: tuple[View, str | None] | None = None
+        self._turn: tuple[tuple[View, int, bool], FinalTurn] | None = None
 
     def _new_validator(self) -> wire.AnthropicValidator | wire.OpenAIValidator:
         return wire.AnthropicValidator() if self.model.provider == "anthropic" else wire.OpenAIValidator()
@@ -249,6 +270,83 @@ class RequestBuilder:
                 self._feed_unit([self._text_message(item.role, item.text)])
             skip = 0
         self._val_view = view
+
+    def final_turn(self, view: View) -> FinalTurn:
+        """The shape of the request for ``view`` at its end (:class:`FinalTurn`). A turn runs from a user message
+        of words (a user message, or a user-role summary or injected message) to the next one; tool results do not
+        end it (Anthropic's tool loop is one assistant turn). Walking back from the end costs the length of the
+        final turn, once per view and user message (memoised)."""
+        n = len(self.ledger.messages)
+        key = (view, self.ledger.last_user, bool(n) and self.ledger.messages[-1].role == "tool")
+        if self._turn is not None and self._turn[0][0] is view and self._turn[0][1:] == key[1:]:
+            return self._turn[1]
+        msgs = self.ledger.messages
+        items = layout(view, n, self.has_system)
+        fresh = bool(items) and not isinstance(items[-1], Messages)  # ends with what the simulator wrote
+        mid_turn, trailing, opening, after_item = False, True, None, False
+        for item in reversed(items):
+            if isinstance(item, Messages):
+                for i in range(item.b - 1, item.a - 1, -1):
+                    role = msgs[i].role
+                    if role == "tool":
+                        mid_turn = mid_turn or trailing
+                        continue
+                    if role in ("user", "system"):
+                        fresh = fresh or (trailing and role == "user")
+                        return self._remember(key, FinalTurn(mid_turn, opening, after_item, fresh))
+                    trailing, opening, after_item = False, i, False
+            elif item.role == "user":
+                if not trailing:
+                    return self._remember(key, FinalTurn(mid_turn, opening, after_item, fresh))
+            else:  # an assistant-role summary or injected message: it merges with an assistant message after it
+                trailing = False
+                after_item = after_item or opening is not None
+        return self._remember(key, FinalTurn(mid_turn, opening, after_item, fresh))
+
+    def _remember(self, key: tuple[View, int, bool], turn: FinalTurn) -> FinalTurn:
+        self._turn = (key, turn)
+        return turn
+
+    def thinking_problem(self, view: View) -> str | None:
+        """Why Anthropic would reject the request for ``view`` for its thinking, or None: with thinking on, while
+        an assistant turn is in progress the turn's opening assistant message must start with its thinking block,
+        unmodified ("When thinking is enabled, a final assistant message must start with a thinking block"; the
+        extended-thinking docs, "Preserving thinking blocks"). A reply that opened a turn afresh (``Ledger.openers``:
+        its request ended with a user message of words, or with what the simulator wrote, a summary the model
+        answers from) stands for what the model wrote then, thinking included; a scripted reply that was a later
+        step of a loop did not open one, and a request that opens its final turn with it (a cut inside the live
+        tool loop) is rejected, as the API rejects it, when the turn opened with thinking in the log (a turn the
+        recording shows without it ran without). An assistant-role summary right before it merges with it into one
+        message that starts with the summary's text."""
+        if not self.ledger.thinking:
+            return None
+        turn = self.final_turn(view)
+        if not turn.mid_turn or turn.opening is None or turn.opening in self.ledger.openers:
+            return None
+        msgs = self.ledger.messages
+        k = turn.opening  # the turn's own opening in the log: thinking binds a turn that opened with it
+        while k > 0 and msgs[k - 1].role in ("tool", "assistant"):
+            k -= 1
+        while k < turn.opening and msgs[k].role != "assistant":
+            k += 1
+        if k != turn.opening and not _starts_with_thinking(msgs[k]):
+            return None
+        m = msgs[turn.opening]
+        first = next((p for p in m.parts if p.kind != "text" or p.text.strip()), None)
+        rules = view.rules_at(turn.opening)
+        if turn.after_item:
+            what = "follows an assistant-role message the simulator wrote, so their merged message starts with text"
+        elif first is None or first.kind != "thinking":
+            what = "starts with no thinking block"
+        elif rules and rule_for(first, rules) is not None:
+            what = "has its thinking block edited"
+        else:
+            return None
+        return (
+            f"message {turn.opening} ({m.id!r}) opens the request's final assistant turn, which is still in "
+            f"progress, and {what} (Anthropic: a final assistant message must start with an unmodified thinking "
+            "block)"
+        )
 
     def system_problem(self, view: View) -> str | None:
         """Why the request's first message is not the byte-identical system prompt, or None."""

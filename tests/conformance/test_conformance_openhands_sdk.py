@@ -55,13 +55,6 @@ KNOWN: dict[str, tuple[frozenset[str], str]] = {
         LIVE,
         "as request-minimum-progress-hard-reset: the hard reset's view is system, task, summary here",
     ),
-    "events-open-thinking-loop-at-the-end": (
-        frozenset({"condensed", "forgotten", "summary_offset", "view_after"}),
-        "the forgetting end falls inside a thinking tool loop still open at the end of the view: the SDK rounds it "
-        "up to the end of the view and forgets the loop (ToolLoopAtomicity's enforcement later drops the loop's next "
-        "steps); we keep an open loop whole, since the simulator cannot drop messages not appended yet, and what is "
-        "left to forget (one call and its result) is smaller than a summary, so we do not condense",
-    ),
 }
 
 

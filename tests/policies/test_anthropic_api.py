@@ -466,15 +466,17 @@ def test_pause_after_compaction_lets_the_client_keep_the_newest_messages() -> No
     assert shown[1]["role"] == "assistant" and text_of(shown[1]["content"]).startswith("<summary>")
 
 
-def test_atomic_units_deviation_compacting_inside_a_thinking_loop() -> None:
+def test_compacting_inside_a_thinking_loop_is_accepted() -> None:
+    """The server compacts mid tool loop; the model then answers afresh after the block, thinking included, which
+    the next scripted reply stands for: Anthropic accepts the loop's later steps after it."""
     drafts: list[Draft | Message] = [sys("agent"), user("task " + "x" * 400)]
     for k in range(1, 6):
         drafts += [asst(calls=[f"c{k}"], thinking="t " * 100 if k == 1 else None), tool(f"c{k}", "r" * 800)]
     drafts.append(asst("done"))
     policy = small(900)
     res = run(policy, conv(*drafts), CONFIG)
-    found = {v.invariant for v in res.violations}
-    assert "atomic-units" in found and found <= policy.known_deviations
+    assert res.summary["compaction_count"] >= 1 and res.summary["finish_reason"] == "completed"
+    assert {v.invariant for v in res.violations} <= {"live-turn"}
 
 
 def test_a_revert_of_a_summarised_change_rolls_the_view_back() -> None:
@@ -549,7 +551,7 @@ def test_sdk_replaces_the_history_with_one_user_summary_after_the_response() -> 
     assert sorted({(v.invariant, v.turn) for v in res.violations}) == [("live-turn", 11)]
 
 
-def test_sdk_keeps_a_pending_turn_and_declares_atomic_units() -> None:
+def test_sdk_keeps_a_pending_turn_and_compacts_inside_a_thinking_loop() -> None:
     c = chat(6)
     msgs = list(c.messages)
     msgs[10] = Message("a3", "assistant", msgs[10].parts, pending=True)  # "looking 3" asks for approval, unanswered
@@ -563,8 +565,9 @@ def test_sdk_keeps_a_pending_turn_and_declares_atomic_units() -> None:
         drafts += [asst(calls=[f"c{k}"], thinking="t " * 100 if k == 1 else None), tool(f"c{k}", "r" * 800)]
     drafts.append(asst("done"))
     policy = sdk(900)
-    found = {v.invariant for v in run(policy, conv(*drafts), CONFIG).violations}
-    assert "atomic-units" in found and found <= policy.known_deviations
+    inside = run(policy, conv(*drafts), CONFIG)  # the reply kept after the summary stands for the re-asked answer
+    assert inside.summary["compaction_count"] >= 1 and inside.summary["finish_reason"] == "completed"
+    assert {v.invariant for v in inside.violations} <= policy.known_deviations
 
 
 def test_sdk_rolls_back_before_a_request_that_carries_a_revert_of_a_summarised_change() -> None:

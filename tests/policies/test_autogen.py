@@ -39,6 +39,8 @@ from tests.builders import (
     shown_ids,
     state_of,
     sys,
+    thinking_loop,
+    thinking_rejection,
     tool,
     tool_steps,
     user,
@@ -114,12 +116,15 @@ def test_buffered_drops_the_task_in_a_long_tool_loop() -> None:
     assert "live-turn" in res.summary["violations_by_invariant"]
 
 
-def test_buffered_cuts_inside_a_thinking_tool_loop() -> None:
-    """Known deviation ``atomic-units``: a thinking tool loop is one unit; AutoGen counts messages."""
-    c = chat(*tool_steps(4, thinking=True))
-    state = state_of(AutoGenBuffered(), c)
-    plan = AutoGenBuffered().decide(state, "auto")
-    assert plan is not None and not state.can_cut(plan.start)
+def test_buffered_cuts_inside_a_live_thinking_tool_loop() -> None:
+    """Known deviation ``atomic-units``: AutoGen counts messages, so the buffer starts inside the live tool loop,
+    after the reply whose thinking opened it; without interleaved thinking the kept replies carry none, and
+    Anthropic rejects the request (with thinking on every step it accepts it)."""
+    for interleaved in (False, True):
+        c = chat(*thinking_loop(4, interleaved=interleaved))
+        plan = AutoGenBuffered().decide(state_of(AutoGenBuffered(), c), "auto")
+        assert plan is not None and plan.start > c.index()["a1"]
+        assert (thinking_rejection(AutoGenBuffered(), c, plan) is None) is interleaved
 
 
 def test_buffered_drops_a_change_whose_revert_stays() -> None:

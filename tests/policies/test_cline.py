@@ -30,7 +30,22 @@ from sim.core.model import ModelConfig
 from sim.core.view import Injected, Messages, View, layout
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.strategies import small_model
-from tests.builders import Draft, asst, call, change, conv, revert, state_of, sys, tool, tool_steps, user, user_turns
+from tests.builders import (
+    Draft,
+    asst,
+    call,
+    change,
+    conv,
+    revert,
+    state_of,
+    sys,
+    thinking_loop,
+    thinking_rejection,
+    tool,
+    tool_steps,
+    user,
+    user_turns,
+)
 
 C4 = RunConfig(model=small_model(), tokenizer="chars4")
 LIMIT = 1_000
@@ -216,11 +231,15 @@ def test_a_long_loop_after_a_user_message_deletes_it() -> None:
     assert plan is not None and "u2" not in shown(c, plan.view_from(state.view))
 
 
-def test_a_range_can_end_inside_a_thinking_loop() -> None:
-    """Known deviation ``atomic-units``: the tail may start at a reply of a tool loop whose first reply thought."""
-    c = chat(*tool_steps(6, thinking=True))
-    state, plan = decide(legacy(), c, LIMIT)
-    assert plan is not None and not state.can_cut(plan.start)
+def test_a_range_can_end_inside_a_live_thinking_loop() -> None:
+    """Known deviation ``atomic-units``: the tail may start at a later reply of the live tool loop, after the one
+    whose thinking opened it, behind Cline's truncation notice (an assistant message): the two merge into one that
+    starts with the notice's text, which Anthropic rejects with thinking on, interleaved or not."""
+    for interleaved in (False, True):
+        c = chat(*thinking_loop(6, interleaved=interleaved))
+        _, plan = decide(legacy(), c, LIMIT)
+        assert plan is not None and plan.start > c.index()["a1"]
+        assert "merged message starts with text" in (thinking_rejection(legacy(), c, plan) or "")
 
 
 def test_a_kept_revert_can_lose_its_change() -> None:

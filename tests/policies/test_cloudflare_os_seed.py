@@ -242,12 +242,11 @@ def test_cut_only_where_can_cut_never_between_call_and_results():
 
 
 @pytest.mark.parametrize("thinking", [True, False], ids=["thinking-loop", "plain-loop"])
-def test_thinking_tool_loop_is_one_record(thinking):
+def test_each_step_of_a_tool_loop_is_a_record(thinking):
     """Seed: "Agent turns (including tool calls and their results) are marked atomic via `startsAgentTurn`."
 
-    The tail budget is reached inside a tool loop. When the loop's first assistant message carries thinking,
-    the whole loop is one record and the cut lands at its start; without thinking each assistant message
-    starts a record and the cut lands at the second call.
+    The tail budget is reached inside a tool loop. Each assistant message starts a record, with thinking or
+    without (the loop here is over, so its opening thinking may go), and the cut lands at the second call.
     """
     c = conv(
         sys("S" * 100),
@@ -266,7 +265,7 @@ def test_thinking_tool_loop_is_one_record(thinking):
     plan = decide(c, 6_800)
     assert plan is not None
     idx = c.index()
-    assert plan.start == (idx["A1"] if thinking else idx["A2"])
+    assert plan.start == idx["A2"]
 
 
 def test_protected_pending_sequence_is_never_cut_past():

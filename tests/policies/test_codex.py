@@ -271,10 +271,10 @@ def test_contextual_and_summary_messages_are_not_user_input() -> None:
     assert not is_real_user_message(Message("cmd", "user", (Part("command", name="compact"),)))
 
 
-def test_a_live_thinking_loop_is_kept_whole() -> None:
-    """Our departure for the ``atomic-units`` invariant: a live tool loop that opened with thinking stays verbatim
-    after the summary (Anthropic keeps thinking with its tool use); the older turn is still reduced to its user
-    message."""
+def test_a_live_thinking_loop_goes_into_the_summary() -> None:
+    """Mid-turn, the live tool loop, its opening thinking included, goes into the summary with the rest (Codex
+    drops reasoning items); the older turn is reduced to its user message, and the new history ends with the
+    summary, so the next reply opens a turn afresh."""
     c = conv(
         sys("S"),
         user("First task.", id="u1"),
@@ -289,9 +289,7 @@ def test_a_live_thinking_loop_is_kept_whole() -> None:
     )
     p = Codex()
     plan = p.decide(state_of(p, c, MODEL, context=LIMIT), "auto")
-    assert plan is not None and plan.start == 6 and plan.pinned == (1, 5)  # the loop a3..t3 is the tail
-    (ctx,) = plan.injected or ()
-    assert ctx.slot == 1  # still before u2, the last user message
+    assert plan is not None and plan.start == len(c.messages) and plan.pinned == (1, 5)
 
 
 def test_a_pending_turn_is_kept_verbatim() -> None:

@@ -22,7 +22,20 @@ from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
 from sim.core.model import ModelConfig
 from sim.replay.engine import Engine, RunConfig
-from tests.builders import Draft, asst, call, change, compaction_records, conv, revert, state_of, sys, tool, user
+from tests.builders import (
+    Draft,
+    asst,
+    call,
+    change,
+    compaction_records,
+    conv,
+    revert,
+    state_of,
+    sys,
+    thinking_rejection,
+    tool,
+    user,
+)
 
 MODEL = ModelConfig(context_window=10_000, output_reserve=1_000)  # input budget 9,000: trigger 7,650, keep 900
 
@@ -142,12 +155,13 @@ def test_a_summarised_change_leaves_its_revert_unresolved() -> None:
     assert "revert-resolution" in res.summary["violations_by_invariant"]
 
 
-def test_a_thinking_tool_loop_may_be_cut_inside() -> None:
-    """Known deviation ``atomic-units``: LangChain's cut keeps an AI message with its tool messages, nothing more."""
+def test_a_live_thinking_tool_loop_may_be_cut_inside() -> None:
+    """Known deviation ``atomic-units``: LangChain's cut keeps an AI message with its tool messages, nothing more, so
+    inside the live loop it drops the reply whose thinking opened it; Anthropic rejects the kept replies' request."""
     loop: list[Draft] = []
     for k in range(40):
         loop += [asst("", [call(f"k{k}")], thinking="plan" if k == 0 else None, id=f"k{k}"), tool(f"k{k}", "r" * 800)]
     c = chat(*loop)
-    state = state_of(DeepAgents(), c, MODEL)
-    plan = DeepAgents().decide(state, "auto")
-    assert plan is not None and not state.can_cut(plan.start)
+    plan = DeepAgents().decide(state_of(DeepAgents(), c, MODEL), "auto")
+    assert plan is not None and plan.start > c.index()["k0"]
+    assert thinking_rejection(DeepAgents(), c, plan, MODEL) is not None

@@ -213,10 +213,9 @@ def test_summariser_input_keeps_the_oldest_and_newest_messages_within_80000(monk
 
 
 # -- declared differences ------------------------------------------------------------------------------------
-def test_a_cut_inside_a_thinking_tool_loop_moves_to_the_loop_start() -> None:
+def test_a_cut_inside_a_thinking_tool_loop_falls_where_the_real_walk_puts_it() -> None:
     """``chooseSummarizeCut`` walks the cut down only "across any tool messages", so it may cut at an
-    assistant message inside a thinking tool loop. Declared difference: ours moves the cut to the loop's start
-    (the harness keeps thinking with the tool uses it led to)."""
+    assistant message inside a thinking tool loop; ours cuts there too (a step and its results are one unit)."""
     drafts = [sys("s"), user("task", id="task"), asst("a", thinking="plan", calls=["l0"], id="l0a")]
     drafts.append(tool("l0", "x" * 2000, id="l0t"))
     for i in range(1, 6):
@@ -235,8 +234,7 @@ def test_a_cut_inside_a_thinking_tool_loop_moves_to_the_loop_start() -> None:
         cut -= 1
     assert msgs[cut].role == "assistant" and cut > c.index()["l0a"]  # inside the loop
     plan = p.decide(st_, "auto")
-    # ours: the loop is one unit, so no cut inside it; what is left to summarise before it is too small
-    assert plan is None or plan.start <= c.index()["l0a"]
+    assert plan is not None and plan.start == cut
 
 
 def test_a_prune_that_frees_nothing_is_skipped() -> None:

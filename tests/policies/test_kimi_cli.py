@@ -30,6 +30,7 @@ from tests.builders import (
     shown_ids,
     state_of,
     sys,
+    thinking_rejection,
     tool,
     user,
 )
@@ -144,15 +145,22 @@ def test_known_deviation_live_turn_in_a_tool_loop() -> None:
     assert "live-turn" in res.summary["violations_by_invariant"]
 
 
-def test_known_deviation_atomic_units_in_a_thinking_loop() -> None:
-    """Kimi counts messages, not loops: the kept messages may start inside a thinking tool loop."""
-    steps = [
-        d for k in range(4) for d in (asst(f"s{k}", [call(f"x{k}")], thinking=f"t{k}"), tool(f"x{k}", "y" * 1_500))
-    ]
-    c = chat(user("fix it", id="u1"), *steps)
-    state = state_of(KimiCli(SCALED), c, SMALL, context=7_000)
-    plan = KimiCli(SCALED).decide(state, "auto")
-    assert plan is not None and not state.can_cut(plan.start)
+def test_known_deviation_atomic_units_in_a_live_thinking_loop() -> None:
+    """Kimi counts messages, not loops: the kept messages may start inside the live tool loop, after the reply whose
+    thinking opened it; without interleaved thinking Anthropic rejects the request."""
+    for interleaved in (False, True):
+        steps = [
+            d
+            for k in range(4)
+            for d in (
+                asst(f"s{k}", [call(f"x{k}")], thinking=f"t{k}" if interleaved or k == 0 else None, id=f"s{k}"),
+                tool(f"x{k}", "y" * 1_500),
+            )
+        ]
+        c = chat(user("fix it", id="u1"), *steps)
+        plan = KimiCli(SCALED).decide(state_of(KimiCli(SCALED), c, SMALL, context=7_000), "auto")
+        assert plan is not None and plan.start > c.index()["s0"]
+        assert (thinking_rejection(KimiCli(SCALED), c, plan, SMALL) is None) is interleaved
 
 
 def kept_pair_over_trigger() -> Conversation:

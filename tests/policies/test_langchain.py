@@ -222,16 +222,23 @@ def test_without_the_pin_the_live_turns_user_message_is_summarised() -> None:
     assert pinned.compactions and not any(v.invariant == "live-turn" for v in pinned.violations)
 
 
-def test_deviation_atomic_units_a_cut_inside_a_thinking_tool_loop() -> None:
-    """``_find_safe_cutoff_point`` knows AI/tool pairs only: with thinking, the tool loop is one unit to
-    Anthropic and to our invariants, and the cut lands inside it."""
-    d: list[Draft] = [sys("s"), user("Do the task.", id="task")]
-    for i in range(12):
-        d.append(asst(f"step {i}", [call(f"c{i}", "grep", "{}")], thinking=f"think {i} " * 20, id=f"a{i}"))
-        d.append(tool(f"c{i}", "x" * 300, id=f"t{i}"))
-    d.append(asst("done"))
-    res = run(summarizer(trigger="tokens:800", keep="messages:6"), conv(*d), RunConfig(tokenizer="chars4"))
-    assert "atomic-units" in {v.invariant for v in res.violations}
+def test_deviation_atomic_units_a_cut_inside_a_live_thinking_tool_loop() -> None:
+    """``_find_safe_cutoff_point`` knows AI/tool pairs only: inside the live tool loop the cut drops the reply whose
+    thinking opened the loop, and the kept replies, without interleaved thinking, carry none: the summary (a user
+    message) is followed by a reply that does not start with thinking, which Anthropic rejects. With thinking on
+    every step the same cut is accepted."""
+    for interleaved in (False, True):
+        d: list[Draft] = [sys("s"), user("Do the task.", id="task")]
+        for i in range(12):
+            thinking = f"think {i} " * 20 if interleaved or i == 0 else None
+            d.append(asst(f"step {i}", [call(f"c{i}", "grep", "{}")], thinking=thinking, id=f"a{i}"))
+            d.append(tool(f"c{i}", "x" * 300, id=f"t{i}"))
+        d.append(asst("done"))
+        res = run(summarizer(trigger="tokens:800", keep="messages:6"), conv(*d), RunConfig(tokenizer="chars4"))
+        assert res.summary["compaction_count"] >= 1
+        rejected = "atomic-units" in {v.invariant for v in res.violations}
+        assert rejected is not interleaved
+        assert res.summary["finish_reason"] == ("completed" if interleaved else "provider-error")
     assert "atomic-units" in LangChainSummarization.known_deviations
 
 

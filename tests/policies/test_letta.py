@@ -17,7 +17,22 @@ from sim.core.model import ModelConfig
 from sim.core.view import Summary, View
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.strategies import small_model
-from tests.builders import Draft, asst, call, change, conv, revert, state_of, sys, tool, tool_steps, user, user_turns
+from tests.builders import (
+    Draft,
+    asst,
+    call,
+    change,
+    conv,
+    revert,
+    state_of,
+    sys,
+    thinking_loop,
+    thinking_rejection,
+    tool,
+    tool_steps,
+    user,
+    user_turns,
+)
 
 C4 = RunConfig(model=small_model(), tokenizer="chars4")
 
@@ -148,12 +163,14 @@ def test_the_sliding_window_summarises_the_task_of_a_long_loop() -> None:
     assert "live-turn" in res.summary["violations_by_invariant"]
 
 
-def test_the_cut_can_fall_inside_a_thinking_loop() -> None:
-    """Known deviation ``atomic-units``."""
-    c = chat(*tool_steps(12, thinking=True))
-    state = state_of(Letta(), c, window_for(c, 0.9))
-    plan = Letta().decide(state, "overflow")
-    assert plan is not None and not state.can_cut(plan.start)
+def test_the_cut_can_fall_inside_a_live_thinking_loop() -> None:
+    """Known deviation ``atomic-units``: the cut counts messages, so it can keep later replies of the live loop
+    without the one whose thinking opened it, which Anthropic rejects without interleaved thinking."""
+    for interleaved in (False, True):
+        c = chat(*thinking_loop(12, interleaved=interleaved))
+        plan = Letta().decide(state_of(Letta(), c, window_for(c, 0.9)), "overflow")
+        assert plan is not None and plan.start > c.index()["a1"]
+        assert (thinking_rejection(Letta(), c, plan) is None) is interleaved
 
 
 def test_a_kept_revert_can_lose_its_change() -> None:

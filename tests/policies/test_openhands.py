@@ -135,16 +135,30 @@ def test_a_second_condensation_forgets_the_previous_summary_and_merges_it() -> N
     assert second.start > first.start
 
 
-def test_an_open_thinking_loop_is_kept_whole_and_soft_goes_on_uncondensed() -> None:
-    """The whole tail after the head is one thinking tool loop still open: the SDK would forget it to the end of
-    the view; the simulator keeps an open loop whole (it cannot drop the loop's later steps), so there is
-    nothing to forget, and an events trigger alone (soft) goes on uncondensed."""
+def test_an_open_thinking_loop_is_forgotten_to_the_end_as_the_sdk_forgets_it() -> None:
+    """The whole tail after the head is one thinking tool loop still open: the SDK forgets it to the end of the view
+    (ToolLoopAtomicity allows no cut inside it); the summary then ends the request, and the next reply opens a turn
+    afresh, which Anthropic accepts."""
     loop = [asst(calls=["t0"], thinking="plan")]
     loop.append(tool_msg("t0", "ok"))
     for k in range(1, 6):
         loop += [asst(calls=[f"t{k}"]), tool_msg(f"t{k}", "ok")]
     c = conv(sys("s"), user("task"), *loop)
-    assert decide(summarizing(max_size="10"), c)[1] is None
+    plan = decide(summarizing(max_size="10"), c)[1]
+    assert plan is not None and plan.start == len(c.messages) and plan.summarize
+
+
+def test_no_cut_inside_a_thinking_tool_loop() -> None:
+    """ToolLoopAtomicity: the steps after a reply that opened a loop with thinking are no manipulation indices; the
+    steps of a loop opened without thinking are."""
+    from policies.openhands import loop_cuts
+
+    thinking = [asst(calls=["t0"], thinking="plan"), tool_msg("t0", "ok"), asst(calls=["t1"]), tool_msg("t1", "ok")]
+    plain = [asst(calls=["p0"]), tool_msg("p0", "ok"), asst(calls=["p1"]), tool_msg("p1", "ok")]
+    c = conv(sys("s"), user("task"), *thinking, user("more"), *plain)
+    cuts = loop_cuts(state_of(summarizing(), c), 0, len(c.messages))
+    assert cuts == [True, True, True, False, False, False, True, True, False, True, False]
+    assert loop_cuts(state_of(summarizing(), c), 4, 6) == [False, False]  # the loop's state found by walking back
 
 
 def test_hard_trigger_without_a_condensation_resets_the_context() -> None:

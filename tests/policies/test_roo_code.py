@@ -16,7 +16,22 @@ from sim.core.errors import InvalidConfig
 from sim.core.view import Injected, Messages, Summary, View, layout
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.strategies import small_model
-from tests.builders import Draft, asst, call, change, conv, revert, state_of, sys, tool, tool_steps, user, user_turns
+from tests.builders import (
+    Draft,
+    asst,
+    call,
+    change,
+    conv,
+    revert,
+    state_of,
+    sys,
+    thinking_loop,
+    thinking_rejection,
+    tool,
+    tool_steps,
+    user,
+    user_turns,
+)
 
 C4 = RunConfig(model=small_model(), tokenizer="chars4")
 WINDOW = 200_000
@@ -202,11 +217,14 @@ def test_a_long_loop_summarises_its_prompt() -> None:
     assert "live-turn" in res.summary["violations_by_invariant"]
 
 
-def test_the_tail_can_start_inside_a_thinking_loop() -> None:
-    """Known deviation ``atomic-units``: the kept assistant message continues a loop whose first reply thought."""
-    c = chat(*tool_steps(6, thinking=True))
-    state, plan = plan_for(roo(auto_condense_context_percent=5), c, WINDOW // 10)
-    assert plan is not None and not state.can_cut(plan.start)
+def test_the_tail_can_start_inside_a_live_thinking_loop() -> None:
+    """Known deviation ``atomic-units``: the kept tail continues the live loop after the reply whose thinking opened
+    it, behind the summary (an assistant message: the two merge, so the request's final turn starts with the
+    summary's text), which Anthropic rejects."""
+    c = chat(*thinking_loop(6))
+    _, plan = plan_for(roo(auto_condense_context_percent=5), c, WINDOW // 10)
+    assert plan is not None and plan.start > c.index()["a1"]
+    assert thinking_rejection(roo(auto_condense_context_percent=5), c, plan) is not None
 
 
 def test_a_kept_revert_can_lose_its_change() -> None:

@@ -22,7 +22,21 @@ from sim.core.errors import InvalidConfig
 from sim.core.view import Messages, View, layout
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.strategies import small_model
-from tests.builders import Draft, asst, call, change, compaction_records, conv, revert, state_of, sys, tool, user
+from tests.builders import (
+    Draft,
+    asst,
+    call,
+    change,
+    compaction_records,
+    conv,
+    revert,
+    state_of,
+    sys,
+    thinking_loop,
+    thinking_rejection,
+    tool,
+    user,
+)
 
 C4 = RunConfig(model=small_model(), tokenizer="chars4")
 
@@ -115,12 +129,18 @@ def test_truncation_drops_the_user_message_of_a_long_tool_loop() -> None:
     assert "live-turn" in res.summary["violations_by_invariant"]
 
 
-def test_truncation_can_cut_before_the_reply_that_closes_a_thinking_loop() -> None:
-    """Known deviation ``atomic-units``: the closing reply is no function content, so a cut may land on it."""
+def test_truncation_cuts_at_a_loops_closing_reply_and_keeps_a_live_loop_whole() -> None:
+    """SK counts messages: the cut may land on the reply that closes a turn's thinking tool loop, which Anthropic
+    accepts (the loop is over, its thinking may go); a live loop's cut moves back to its first call, so the thinking
+    that opened it stays (no ``atomic-units``)."""
     c = chat(*turns(3, steps=1, thinking=True))
-    state = state_of(sk(), c)
-    plan = sk(6).decide(state, "auto")  # 13 messages: the newest 5 after the system message start at r1
-    assert plan is not None and c.messages[plan.start].id == "r1" and not state.can_cut(plan.start)
+    plan = sk(6).decide(state_of(sk(), c), "auto")  # 13 messages: the newest 5 after the system message start at r1
+    assert plan is not None and c.messages[plan.start].id == "r1"
+    assert thinking_rejection(sk(), c, plan) is None
+    live = chat(user("question", id="u0"), *thinking_loop(20))
+    plan = sk(6).decide(state_of(sk(), live), "auto")
+    assert plan is not None and plan.start == live.index()["a1"]
+    assert thinking_rejection(sk(), live, plan) is None
 
 
 def test_truncation_drops_a_change_whose_revert_stays() -> None:
