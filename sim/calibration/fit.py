@@ -1,12 +1,13 @@
 """Token calibration: map the simulator's prompt count to what the provider reports.
 
 The model's values (:class:`~sim.core.counting.Coefficients`, :class:`~sim.core.counting.Calibration`) are
-:mod:`sim.core.counting`; this module has their features (:class:`Sample`), the fit and the held-out evaluation,
-which change together when a term is added. Saving, loading and choosing a fit are :mod:`sim.calibration.files`.
+:mod:`sim.core.counting`; this module has the fit and the held-out evaluation, which change together when a term is
+added; the features they read (:class:`~sim.calibration.features.Sample`) are :mod:`sim.calibration.features`.
+Saving, loading and choosing a fit are :mod:`sim.calibration.files`.
 
 Ground truth is the usage recorded with each reply: ``prompt_tokens = input + cache_read + cache_write``
 (:class:`sim.core.conversation.Usage`). For every recorded request, the simulator's side is the prompt *as
-the engine counts it*: this module replays the conversation through the engine itself (policy
+the engine counts it*: :mod:`sim.calibration.features` replays the conversation through the engine itself (policy
 ``none``, no status line, a window too large to overflow) and reads each agent request's
 ``context_tokens`` and ``messages_in_view`` from the run's rows. There is no second counting scheme:
 the features are exactly the numbers the engine later calibrates (``RunConfig.calibration``).
@@ -69,179 +70,60 @@ since (:class:`HeldOut`): the error of estimated text, as usage-anchored account
 uses the calibration; whole-prompt errors are reported beside it. The saved coefficients are fitted on all
 requests of the group; the errors saved with them are the held-out ones. The chars baseline (a ratio of
 characters, same weights, same split) is computed and reported alongside.
+
+What it costs: the evaluation leaves each conversation out, and each of those fits makes its choices (framing, a
+ratio per kind) by leaving out each other conversation in turn, so a group of ``n`` conversations asks for about
+``4 n^2`` fits. Each conversation's requests are read into arrays once (:class:`_Group`). The fits whose figures
+are saved and reported (one per conversation left out) are done on those arrays exactly as on the rows (the same
+numbers in the same order into ``lstsq``), so the figures are those of a fit on the rows themselves. The fits
+behind a choice only compare errors; they are solved from each conversation's sums of the weighted normal
+equations (``sum w^2 x x^T`` over its requests, :mod:`sim.calibration.normal`): leaving conversations out is a
+subtraction, and all the fits of one choice are a few batched solves. What Python does per request is then done once;
+what remains of the ``n^2`` is array work: the small solves, and a pass over the requests' arrays per fold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from policies import make_policy
-from sim.core.config import RunConfig
-from sim.core.conversation import Conversation, Message, Part
+from sim.calibration.features import Sample, replay_counts, samples
+from sim.calibration.normal import per_conversation, solve
 from sim.core.counting import (
-    REPLAY_WINDOW,
     SPLITS,
     Calibration,
     Coefficients,
     Framing,
     HeldOut,
     agent_of,
-    format_provider,
     opens_with_summary,
-    provider_of,
     segments,
 )
-from sim.core.errors import CsimError, InvalidConfig
-from sim.core.kinds import KINDS, message_kinds
-from sim.core.model import ModelConfig
-from sim.core.tokenizers import get_tokenizer
-from sim.core.view import call_id_tokens
-from sim.replay.anchoring import reattached
-from sim.replay.engine import run
+from sim.core.errors import InvalidConfig
+from sim.core.kinds import KINDS
 
-# --- features ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One recorded request: the engine's count of its prompt, and the provider's."""
-
-    conversation: str
-    segment: int
-    turn: int
-    message_id: str
-    tokens: int  # the engine's context_tokens, uncalibrated
-    messages: int  # messages_in_view
-    summarised: bool  # the prompt holds a compaction summary
-    chars: int  # characters of the messages before the request (the baseline's feature)
-    recorded: int  # provider prompt tokens
-    provider: str
-    format: str
-    agent: str
-    kinds: tuple[int, int, int] = (0, 0, 0)  # the engine's tokens of the messages before it, by kind
-    #: what the client re-attaches after the compaction that opened this segment, estimated from the history
-    #: before it (Claude Code's files): engine tokens by kind, and how many messages
-    reattached: tuple[int, int, int] = (0, 0, 0)
-    reattached_messages: int = 0  # (what Claude Code re-attaches is text: no tool calls)
-    id_tokens: int = 0  # tokens of the call ids of the tool calls and results in the messages before it
-
-    @property
-    def head(self) -> int:
-        """The engine's tokens outside the messages (framing and tool definitions)."""
-        return self.tokens - sum(self.kinds)
-
-
-def replay_counts(
-    conv: Conversation,
-    tokenizer: str = "cl100k_base",
-    calibration: Calibration | None = None,
-    probe_end: bool = False,
-    cache_ttl: str = "policy",
-    anchors: Any = None,
-) -> list[dict[str, Any]]:
-    """The engine's agent-request rows for ``conv`` replayed under ``none`` (one per assistant message).
-
-    ``probe_end`` appends one synthetic assistant reply so the last row is a request holding the whole
-    conversation (the prompt at the moment of a compaction that follows it). ``cache_ttl`` is the run's
-    (:class:`~sim.core.config.RunConfig`): the TTL the recorded client wrote its cache entries with.
-    ``anchors`` (:class:`sim.core.anchors.Anchors`): count the recorded messages as the provider did.
-    """
-    if probe_end:
-        probe = Message(f"{conv.id}~probe", "assistant", (Part("text", "(probe)"),))
-        conv = Conversation(conv.id, (*conv.messages, probe), (), conv.tools, conv.meta)
-    config = RunConfig(
-        model=ModelConfig(context_window=REPLAY_WINDOW),
-        run_status="off",
-        tokenizer=tokenizer,
-        calibration=calibration,
-        cache_ttl=cache_ttl,  # type: ignore[arg-type]
-        accounting="counted",  # what the calibration is fitted to and applied on, unless anchors are given
-        anchors=anchors,
-    )
-    result = run(make_policy("none"), conv, config)
-    rows = [r for r in result.rows if r["request_kind"] == "agent"]
-    replies = [m for m in conv.messages if m.role == "assistant"]
-    bad = [r for r in rows if r["error"]]
-    if bad or len(rows) != len(replies):
-        why = bad[0]["error"] if bad else f"finish reason {result.summary['finish_reason']}"
-        raise CsimError(
-            f"conversation {conv.id!r}: the replay made {len(rows)} agent requests for "
-            f"{len(replies)} assistant messages ({why})"
-        )
-    return rows
-
-
-def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "cl100k_base") -> list[Sample]:
-    """Every recorded request with usage, with the engine's features; reset at recorded compactions."""
-    count = get_tokenizer(tokenizer).count
-    out: list[Sample] = []
-    for conv in conversations:
-        provider = provider_of(conv, format_provider(fmt))
-        agent = agent_of(conv)
-        session, chain = _session_of(conv)
-        start = 0
-        for k, seg in enumerate(segments(conv)):
-            history, start = conv.messages[:start], start + len(seg.messages)
-            if not any(m.role == "assistant" and m.usage for m in seg.messages):
-                continue
-            rows = iter(replay_counts(seg, tokenizer))
-            summarised = opens_with_summary(seg)
-            back = reattached(history, fmt) if k else ()
-            chars = ids = 0
-            kinds = np.zeros(3, dtype=np.int64)
-            for m in seg.messages:
-                if m.role == "assistant":
-                    row = next(rows)
-                    usage = m.usage
-                    if usage is not None and usage.prompt_tokens > 0 and not m.meta.get("api_id_repeated"):
-                        out.append(
-                            Sample(
-                                session,
-                                k if chain is None else chain,
-                                row["turn"],
-                                m.id,
-                                row["context_tokens"],
-                                row["messages_in_view"],
-                                summarised,
-                                chars,
-                                usage.prompt_tokens,
-                                provider,
-                                fmt,
-                                agent,
-                                (int(kinds[0]), int(kinds[1]), int(kinds[2])),
-                                _sum_kinds(back, count),
-                                len(back),
-                                ids,
-                            )
-                        )
-                chars += m.chars
-                ids += call_id_tokens(m, count)
-                kinds += message_kinds(m, count)
-    return out
-
-
-def _session_of(conv: Conversation) -> tuple[str, int | None]:
-    """The session a conversation's requests belong to, and the segment they fall in when it is not the
-    conversation's own: a cassette's interactions are one conversation each, its file the session, and those of one
-    chain whose requests show all they hold as text (:mod:`sim.formats.vcr_cassette`) one segment, anchored on
-    the chain's first; any other interaction a segment of its own."""
-    session, chain = conv.meta.get("session"), conv.meta.get("chain", conv.meta.get("interaction"))
-    if not isinstance(session, str) or not isinstance(chain, int):
-        return conv.id, None
-    return session, chain
-
-
-def _sum_kinds(messages: Sequence[Message], count: Callable[[str], int]) -> tuple[int, int, int]:
-    prose = code = js = 0
-    for m in messages:
-        p, c, j = message_kinds(m, count)
-        prose, code, js = prose + p, code + c, js + j
-    return prose, code, js
-
+__all__ = [
+    "MIN_KIND_CONVERSATIONS",
+    "MIN_KIND_SHARE",
+    "RATIO_RANGE",
+    "Calibration",
+    "Coefficients",
+    "HeldOut",
+    "Sample",
+    "agent_of",
+    "calibrate",
+    "fit",
+    "fit_coefficients",
+    "held_out",
+    "opens_with_summary",
+    "predict",
+    "relative_errors",
+    "replay_counts",
+    "samples",
+    "segments",
+]
 
 # --- fitting -------------------------------------------------------------------------------------
 #
@@ -314,106 +196,262 @@ def fit(rows: Sequence[Sample], by_kind: bool | None = None, framing: Framing | 
     conversations (:data:`MIN_KIND_CONVERSATIONS`). ``framing``: what the provider adds beyond the engine's own
     count, per message (``per_message``) or per token of the tool calls' and results' ids (``per_call_id_token``),
     or (None) the one that predicts better within ``rows``, judged the same way."""
-    if framing is None:
-        framing = _framing_of(rows)
-    if by_kind is None:
-        by_kind = _kinds_carry(rows, framing)
-    return _fit(rows, by_kind, framing)
-
-
-def _loo_errors(rows: Sequence[Sample], by_kind: bool, framing: Framing) -> float | None:
-    """Mean relative error of each conversation of ``rows`` predicted by a fit on the others (None: too few)."""
-    firsts = {key: seg[0] for key, seg in _segments_of(rows).items()}
-    convs = sorted({b.conversation for _, b in _growth(rows)})
-    errs: list[np.ndarray] = []
-    for conv in convs if len(convs) >= 2 else ():
-        train = [s for s in rows if s.conversation != conv]
-        if len(_growth(train)) < 2:
-            continue
-        test = [s for s in rows if s.conversation == conv]
-        errs.append(_anchored_errors(test, firsts, _fit(train, by_kind, framing)))
-    return float(np.mean(np.concatenate(errs))) if errs else None
-
-
-def _kinds_carry(rows: Sequence[Sample], framing: Framing = "message") -> bool:
-    """Whether a ratio per kind predicts each conversation of ``rows`` better than one ratio, fitted without it."""
-    kinds, one = _loo_errors(rows, True, framing), _loo_errors(rows, False, framing)
-    return kinds is not None and one is not None and kinds < one
-
-
-def _framing_of(rows: Sequence[Sample]) -> Framing:
-    """``call_id`` where framing per token of the call ids predicts each conversation of ``rows`` better than per
-    message (one ratio, fitted without it), else ``message``. Anthropic's tool_use and tool_result blocks carry the
-    call's id, which the engine does not count (the pydantic-ai cassettes: 1.04 tokens per cl100k_base token of
-    the ids, about 20 a block)."""
-    if not any(b.id_tokens != a.id_tokens for a, b in _growth(rows)):
-        return "message"  # no tool call or result was added: nothing to fit it on
-    ids, message = _loo_errors(rows, False, "call_id"), _loo_errors(rows, False, "message")
-    return "call_id" if ids is not None and message is not None and ids < message else "message"
+    return _Group(rows).fit(None, by_kind, framing)
 
 
 def _frames(s: Sample, framing: Framing) -> int:
     return s.id_tokens if framing == "call_id" else s.messages
 
 
-def _fit(rows: Sequence[Sample], by_kind: bool, framing: Framing = "message") -> Coefficients:
-    pairs = _growth(rows)
-    if len(pairs) < 2:
-        fixed, per_message, scale, after = (float(x) for x in fit_coefficients(rows))
-        return Coefficients(fixed, per_message, scale, after)
-    y = np.array([b.recorded for _, b in pairs], dtype=float)
-    dy = y - [a.recorded for a, _ in pairs]
-    df = np.array([_frames(b, framing) - _frames(a, framing) for a, b in pairs], dtype=float)
-    dt = np.array([b.tokens - a.tokens for a, b in pairs], dtype=float)
-    per_frame, scale = _lstsq(np.column_stack([df, dt]), dy, 1.0 / y)
-    if scale <= 0:  # what the requests added does not track what they were billed (hidden content moves more)
-        fixed, per_message, scale, after = (float(x) for x in fit_coefficients(rows))
-        return Coefficients(fixed, per_message, scale, after)
-    dk = np.array([[bk - ak for ak, bk in zip(a.kinds, b.kinds, strict=True)] for a, b in pairs], dtype=float)
-    totals = np.abs(dk).sum(axis=0)
-    grew_in = [len({b.conversation for (_, b), row in zip(pairs, dk, strict=True) if row[i]}) for i in range(3)]
-    own = [
-        i
-        for i in range(3)
-        if by_kind and grew_in[i] >= MIN_KIND_CONVERSATIONS and totals[i] >= MIN_KIND_SHARE * totals.sum()
-    ]
-    ratios = [float(scale)] * 3
-    kind_scales: tuple[float, float, float] | None = None
-    mean = float(scale)
-    if own:  # the kinds too rare to fit take the one ratio; the others are fitted with the framing term
-        rest = dy - scale * dk[:, [i for i in range(3) if i not in own]].sum(axis=1)
-        c = _lstsq(np.column_stack([df, dk[:, own]]), rest, 1.0 / y)
-        if all(RATIO_RANGE[0] <= r <= RATIO_RANGE[1] for r in c[1:]):  # else one ratio for all (see RATIO_RANGE)
-            per_frame = c[0]
-            for i, r in zip(own, c[1:], strict=True):
-                ratios[i] = float(r)
-            kind_scales = (ratios[0], ratios[1], ratios[2])
-            mean = float(np.dot(ratios, totals) / totals.sum())
-    per_frame = float(per_frame)
+#: The columns of the fit on growth, as :class:`_Group` keeps each conversation's sums of their products: what a
+#: request added in messages, in call-id tokens, in tokens, in each kind's tokens, and in recorded tokens.
+_GROWTH = ("messages", "call_id", "tokens", "prose", "code", "json", "recorded")
+_FRAME_COLUMN: dict[Framing, int] = {"message": 0, "call_id": 1}
+_TOKENS, _KIND0, _TARGET = 2, 3, 6
 
-    def content(s: Sample, kinds: Sequence[int], frames: int) -> float:
-        return per_frame * frames + float(np.dot(ratios, kinds)) + mean * s.head
 
-    firsts = {key: seg[0] for key, seg in _segments_of(rows).items()}
-    own_fixed = {
-        conv: a.recorded - content(a, a.kinds, _frames(a, framing)) for (conv, k), a in firsts.items() if k == 0
-    }
-    fixed = float(np.median(list(own_fixed.values()))) if own_fixed else 0.0
-    left_after = [
-        a.recorded
-        - own_fixed.get(conv, fixed)
-        - content(
-            a,
-            [x + r for x, r in zip(a.kinds, a.reattached, strict=True)],
-            _frames(a, framing) + (a.reattached_messages if framing == "message" else 0),
+class _Group:
+    """One group's rows as arrays, read once; fits on all but one conversation (``exclude``) are array work.
+
+    :meth:`fit` is the fit of the comment above, done on the arrays exactly as on the rows: the same values in
+    the same order into :func:`_lstsq` and the same element-wise arithmetic, so its figures are those of a fit on
+    the rows (each row's dot product with the ratios is ``np.dot``'s, through ``np.matmul`` of 1x3 by 3x1).
+    :meth:`loo` is what its choices compare, each other conversation predicted by a fit on the rest, solved from
+    the per-conversation sums of the weighted normal equations (:func:`sim.calibration.normal.per_conversation`).
+    """
+
+    def __init__(self, rows: Sequence[Sample]) -> None:
+        self.rows = list(rows)
+        self.names = sorted({s.conversation for s in self.rows})
+        at = {c: i for i, c in enumerate(self.names)}
+        n = len(self.names)
+        self.rows_of: list[list[Sample]] = [[] for _ in range(n)]
+        for s in self.rows:
+            self.rows_of[at[s.conversation]].append(s)
+        self.row_conv = np.array([at[s.conversation] for s in self.rows], dtype=np.intp)
+        self.recorded = np.array([s.recorded for s in self.rows], dtype=float)
+        self.design = _absolute_design(self.rows, False).reshape(-1, 4)
+        self.design_base = _absolute_design(self.rows, True).reshape(-1, 2)
+        segs = _segments_of(self.rows)
+        pairs = [(seg[0], s) for seg in segs.values() for s in seg[1:]]
+        self.pair_conv = np.array([at[b.conversation] for _, b in pairs], dtype=np.intp)
+        self.y = np.array([b.recorded for _, b in pairs], dtype=float)
+        self.anchor = np.array([a.recorded for a, _ in pairs], dtype=float)
+        self.dy = self.y - self.anchor
+        self.df = {f: np.array([_frames(b, f) - _frames(a, f) for a, b in pairs], dtype=float) for f in _FRAME_COLUMN}
+        self.dt = np.array([b.tokens - a.tokens for a, b in pairs], dtype=float)
+        dk = [[bk - ak for ak, bk in zip(a.kinds, b.kinds, strict=True)] for a, b in pairs]
+        self.dk = np.array(dk, dtype=float).reshape(-1, 3)
+        self.dchars = np.array([b.chars - a.chars for a, b in pairs], dtype=float)
+        # the first request of each segment, what fixed and after_compaction are the medians over
+        firsts = [(k, seg[0]) for (_, k), seg in segs.items()]
+        self.first_conv = np.array([at[a.conversation] for _, a in firsts], dtype=np.intp)
+        self.first_k = np.array([k for k, _ in firsts], dtype=np.int64)
+        self.first_recorded = np.array([a.recorded for _, a in firsts], dtype=float)
+        self.first_summarised = np.array([a.summarised for _, a in firsts], dtype=bool)
+        self.first_head = np.array([a.head for _, a in firsts], dtype=np.int64)
+        self.first_kinds = np.array([a.kinds for _, a in firsts], dtype=float).reshape(-1, 3)
+        self.first_back = np.array(
+            [[x + r for x, r in zip(a.kinds, a.reattached, strict=True)] for _, a in firsts], dtype=float
+        ).reshape(-1, 3)
+        self.first_frames = {f: np.array([_frames(a, f) for _, a in firsts], dtype=np.int64) for f in _FRAME_COLUMN}
+        back_messages = np.array([a.reattached_messages for _, a in firsts], dtype=np.int64)
+        self.first_back_frames = {"message": self.first_frames["message"] + back_messages}
+        self.first_back_frames["call_id"] = self.first_frames["call_id"]
+        # each conversation's sums, for the fits behind a choice
+        growth = np.column_stack([self.df["message"], self.df["call_id"], self.dt, self.dk, self.dy]).reshape(-1, 7)
+        self.gram, self.nonzero = per_conversation(growth, self.y, self.pair_conv, n)
+        whole = np.column_stack([self.design, self.recorded]).reshape(-1, 5)
+        self.whole_gram, self.whole_nonzero = per_conversation(whole, self.recorded, self.row_conv, n)
+        self.kind_totals = np.zeros((n, 3))
+        np.add.at(self.kind_totals, self.pair_conv, np.abs(self.dk))
+        self.n_pairs = np.bincount(self.pair_conv, minlength=n)
+        self.n_rows = np.bincount(self.row_conv, minlength=n)
+        self._loo: dict[tuple[int | None, bool, Framing], float | None] = {}
+
+    def pairs_without(self, exclude: int | None) -> int:
+        return int(self.n_pairs.sum() - (0 if exclude is None else self.n_pairs[exclude]))
+
+    def rows_without(self, exclude: int | None) -> int:
+        return int(self.n_rows.sum() - (0 if exclude is None else self.n_rows[exclude]))
+
+    def _keep(self, conv: np.ndarray, exclude: int | None) -> Any:
+        return slice(None) if exclude is None else conv != exclude
+
+    # --- the fits whose figures are kept: as on the rows ---------------------------------------------------------
+
+    def fit(self, exclude: int | None, by_kind: bool | None = None, framing: Framing | None = None) -> Coefficients:
+        """The fit on every conversation but ``exclude`` (see :func:`fit`)."""
+        if framing is None:
+            framing = self.framing_of(exclude)
+        if by_kind is None:
+            by_kind = self.kinds_carry(exclude, framing)
+        keep = self._keep(self.pair_conv, exclude)
+        y = self.y[keep]
+        if len(y) < 2:
+            return self.whole_prompts(exclude)
+        dy, df, dk = self.dy[keep], self.df[framing][keep], self.dk[keep]
+        per_frame, scale = _lstsq(np.column_stack([df, self.dt[keep]]), dy, 1.0 / y)
+        if scale <= 0:  # what the requests added does not track what they were billed (hidden content moves more)
+            return self.whole_prompts(exclude)
+        totals = np.abs(dk).sum(axis=0)
+        conv = self.pair_conv[keep]
+        grew_in = [len(set(conv[dk[:, i] != 0].tolist())) for i in range(3)]
+        own = [
+            i
+            for i in range(3)
+            if by_kind and grew_in[i] >= MIN_KIND_CONVERSATIONS and totals[i] >= MIN_KIND_SHARE * totals.sum()
+        ]
+        ratios = [float(scale)] * 3
+        kind_scales: tuple[float, float, float] | None = None
+        mean = float(scale)
+        if own:  # the kinds too rare to fit take the one ratio; the others are fitted with the framing term
+            rest = dy - scale * dk[:, [i for i in range(3) if i not in own]].sum(axis=1)
+            c = _lstsq(np.column_stack([df, dk[:, own]]), rest, 1.0 / y)
+            if all(RATIO_RANGE[0] <= r <= RATIO_RANGE[1] for r in c[1:]):  # else one ratio for all (see RATIO_RANGE)
+                per_frame = c[0]
+                for i, r in zip(own, c[1:], strict=True):
+                    ratios[i] = float(r)
+                kind_scales = (ratios[0], ratios[1], ratios[2])
+                mean = float(np.dot(ratios, totals) / totals.sum())
+        per_frame = float(per_frame)
+        fixed, after = self._overheads(exclude, framing, per_frame, ratios, mean)
+        if framing == "call_id":
+            return Coefficients(fixed, 0.0, mean, after, kind_scales, per_frame)
+        return Coefficients(fixed, per_frame, mean, after, kind_scales)
+
+    def _overheads(
+        self, exclude: int | None, framing: Framing, per_frame: float, ratios: list[float], mean: float
+    ) -> tuple[float, float]:
+        """``fixed``, the median over conversations of what the first request of their first segment leaves over,
+        and ``after_compaction``, that over what the first request after a compaction leaves (with what the client
+        re-attached), beyond its conversation's own fixed."""
+        keep = np.ones(len(self.first_conv), dtype=bool) if exclude is None else self.first_conv != exclude
+        r = np.array(ratios, dtype=float)[:, None]
+
+        def content(kinds: np.ndarray, frames: np.ndarray, head: np.ndarray) -> np.ndarray:
+            text = np.matmul(np.ascontiguousarray(kinds)[:, None, :], r)[:, 0, 0]  # each row's np.dot(ratios, kinds)
+            out: np.ndarray = per_frame * frames + text + mean * head
+            return out
+
+        first = keep & (self.first_k == 0)
+        own = self.first_recorded[first] - content(
+            self.first_kinds[first], self.first_frames[framing][first], self.first_head[first]
         )
-        for (conv, k), a in firsts.items()
-        if k > 0 and a.summarised
-    ]
-    after = float(np.median(left_after)) if left_after else 0.0
-    if framing == "call_id":
-        return Coefficients(fixed, 0.0, mean, after, kind_scales, per_frame)
-    return Coefficients(fixed, per_frame, mean, after, kind_scales)
+        fixed = float(np.median(own)) if own.size else 0.0
+        later = keep & (self.first_k > 0) & self.first_summarised
+        own_fixed = np.full(len(self.names), fixed)
+        own_fixed[self.first_conv[first]] = own
+        left = (
+            self.first_recorded[later]
+            - own_fixed[self.first_conv[later]]
+            - content(self.first_back[later], self.first_back_frames[framing][later], self.first_head[later])
+        )
+        return fixed, float(np.median(left)) if left.size else 0.0
+
+    def whole_prompts(self, exclude: int | None) -> Coefficients:
+        """The whole-prompt fit (:func:`fit_coefficients`) on every conversation but ``exclude``."""
+        keep = self._keep(self.row_conv, exclude)
+        y = self.recorded[keep]
+        if len(y) < 2:
+            raise InvalidConfig(f"need at least 2 recorded requests with usage to fit, got {len(y)}")
+        fixed, per_message, scale, after = (float(x) for x in _lstsq(self.design[keep], y, 1.0 / y))
+        return Coefficients(fixed, per_message, scale, after)
+
+    def baseline_ratio(self, exclude: int | None) -> Any:
+        """The chars baseline on growth: a ratio of characters, fitted on every conversation but ``exclude``."""
+        keep = self._keep(self.pair_conv, exclude)
+        y = self.y[keep]
+        [ratio] = _lstsq(self.dchars[keep].reshape(-1, 1), self.dy[keep], 1.0 / y)
+        return ratio
+
+    def baseline_whole(self, exclude: int | None) -> np.ndarray:
+        """The chars baseline on whole prompts (:func:`fit_coefficients` with ``baseline``)."""
+        keep = self._keep(self.row_conv, exclude)
+        y = self.recorded[keep]
+        return _lstsq(self.design_base[keep], y, 1.0 / y)
+
+    # --- the choices: each other conversation predicted by a fit on the rest -------------------------------------
+
+    def framing_of(self, exclude: int | None) -> Framing:
+        """``call_id`` where framing per token of the call ids predicts each conversation better than per message
+        (one ratio, fitted without it), else ``message``. Anthropic's tool_use and tool_result blocks carry the
+        call's id, which the engine does not count (the pydantic-ai cassettes: 1.04 tokens per cl100k_base token
+        of the ids, about 20 a block)."""
+        if not (self.nonzero[:, _FRAME_COLUMN["call_id"]].sum() - self._of(self.nonzero, exclude)[1]):
+            return "message"  # no tool call or result was added: nothing to fit it on
+        ids, message = self.loo(exclude, False, "call_id"), self.loo(exclude, False, "message")
+        return "call_id" if ids is not None and message is not None and ids < message else "message"
+
+    def kinds_carry(self, exclude: int | None, framing: Framing = "message") -> bool:
+        """Whether a ratio per kind predicts each conversation better than one ratio, fitted without it."""
+        kinds, one = self.loo(exclude, True, framing), self.loo(exclude, False, framing)
+        return kinds is not None and one is not None and kinds < one
+
+    def _of(self, stats: np.ndarray, exclude: int | None) -> np.ndarray:
+        return np.zeros(stats.shape[1:], dtype=stats.dtype) if exclude is None else stats[exclude]
+
+    def loo(self, exclude: int | None, by_kind: bool, framing: Framing) -> float | None:
+        """Mean relative error of each conversation but ``exclude`` (with two or more requests in a segment),
+        each predicted by the fit on the others without ``exclude``, anchored on its segments' first requests."""
+        key = (exclude, by_kind, framing)
+        if key not in self._loo:
+            self._loo[key] = self._loo_of(exclude, by_kind, framing)
+        return self._loo[key]
+
+    def _loo_of(self, exclude: int | None, by_kind: bool, framing: Framing) -> float | None:
+        n = len(self.names)
+        kept = np.ones(n, dtype=bool)
+        if exclude is not None:
+            kept[exclude] = False
+        held = np.flatnonzero(kept & (self.n_pairs > 0))
+        if len(held) < 2:
+            return None
+        held = held[self.n_pairs[kept].sum() - self.n_pairs[held] >= 2]  # a fit on growth needs two requests
+        if not held.size:
+            return None
+        gram = self.gram[kept].sum(axis=0) - self.gram[held]  # each fit's normal equations: all kept but one
+        nonzero = self.nonzero[kept].sum(axis=0) - self.nonzero[held]
+        f = _FRAME_COLUMN[framing]
+        cols = [f, _TOKENS]
+        per_frame, scale = solve(gram[:, cols][:, :, cols], gram[:, cols, _TARGET], nonzero[:, cols] > 0).T
+        ratios = np.repeat(scale[:, None], 3, axis=1)
+        if by_kind:
+            grew_in = (self.nonzero[kept, _KIND0:_TARGET] > 0).sum(axis=0) - (self.nonzero[held, _KIND0:_TARGET] > 0)
+            totals = self.kind_totals[kept].sum(axis=0) - self.kind_totals[held]
+            own = (grew_in >= MIN_KIND_CONVERSATIONS) & (totals >= MIN_KIND_SHARE * totals.sum(axis=1)[:, None])
+            own &= (scale > 0)[:, None]
+            for pattern in {tuple(row) for row in own.tolist() if any(row)}:
+                which = np.flatnonzero((own == pattern).all(axis=1))
+                kinds = [i for i in range(3) if pattern[i]]
+                cols = [f] + [_KIND0 + i for i in kinds]
+                others = [_KIND0 + i for i in range(3) if not pattern[i]]
+                g = gram[which]
+                rhs = g[:, cols, _TARGET] - scale[which, None] * g[:, cols][:, :, others].sum(axis=2)
+                c = solve(g[:, cols][:, :, cols], rhs, nonzero[which][:, cols] > 0)
+                ok = ((c[:, 1:] >= RATIO_RANGE[0]) & (c[:, 1:] <= RATIO_RANGE[1])).all(axis=1)
+                per_frame[which[ok]] = c[ok, 0]
+                ratios[np.ix_(which[ok], np.array(kinds, dtype=np.intp))] = c[ok, 1:]
+        per_message = per_frame if framing == "message" else np.zeros(len(held))
+        per_id = per_frame if framing == "call_id" else np.zeros(len(held))
+        whole = scale <= 0  # as the fit: whole prompts, where growth does not track what was billed
+        if whole.any():
+            g = self.whole_gram[kept].sum(axis=0) - self.whole_gram[held[whole]]
+            active = self.whole_nonzero[kept].sum(axis=0) - self.whole_nonzero[held[whole]] > 0
+            c = solve(g[:, :4, :4], g[:, :4, 4], active[:, :4])
+            per_message[whole], per_id[whole], ratios[whole] = c[:, 1], 0.0, c[:, 2:3]
+        where = np.full(n, -1)
+        where[held] = np.arange(len(held))
+        at = where[self.pair_conv]
+        pick = at >= 0
+        at = at[pick]
+        guess = (
+            self.anchor[pick]
+            + per_message[at] * self.df["message"][pick]
+            + per_id[at] * self.df["call_id"][pick]
+            + (ratios[at] * self.dk[pick]).sum(axis=1)
+        )
+        return float(np.mean(np.abs(guess - self.y[pick]) / self.y[pick]))
 
 
 def predict(rows: Sequence[Sample], c: Coefficients) -> np.ndarray:
@@ -446,14 +484,8 @@ def _anchored_errors(rows: Sequence[Sample], firsts: dict[tuple[str, int], Sampl
     return np.array(out, dtype=float)
 
 
-def _baseline_anchored(
-    train: Sequence[Sample], test: Sequence[Sample], firsts: dict[tuple[str, int], Sample]
-) -> np.ndarray:
-    """The chars baseline anchored the same way: what was appended, as a ratio of characters."""
-    pairs = _growth(train)
-    y = np.array([b.recorded for _, b in pairs], dtype=float)
-    dy = y - [a.recorded for a, _ in pairs]
-    [ratio] = _lstsq(np.array([[b.chars - a.chars] for a, b in pairs], dtype=float), dy, 1.0 / y)
+def _baseline_errors(test: Sequence[Sample], firsts: dict[tuple[str, int], Sample], ratio: Any) -> np.ndarray:
+    """The chars baseline anchored as :func:`_anchored_errors`: what was appended, as a ratio of characters."""
     out = []
     for s in test:
         a = firsts[(s.conversation, s.segment)]
@@ -462,20 +494,18 @@ def _baseline_anchored(
     return np.array(out, dtype=float)
 
 
-def _folds(rows: Sequence[Sample], split: str) -> tuple[str, list[tuple[list[Sample], list[Sample]]]]:
-    convs = sorted({s.conversation for s in rows})
-    if split == "conversation" and len(convs) >= 2:
-        return "conversation", [
-            ([s for s in rows if s.conversation != c], [s for s in rows if s.conversation == c]) for c in convs
-        ]
+def _folds(g: _Group, split: str) -> tuple[str, list[tuple[_Group, int | None, list[Sample]]]]:
+    """The held-out folds: (the group the fit reads, the conversation it leaves out, the requests held out)."""
+    if split == "conversation" and len(g.names) >= 2:
+        return "conversation", [(g, c, test) for c, test in enumerate(g.rows_of)]
     index: dict[str, int] = {}
     train: list[Any] = []
     test: list[Any] = []
-    for s in rows:
+    for s in g.rows:
         k = index.get(s.conversation, 0)
         index[s.conversation] = k + 1
         (train if k % 2 == 0 else test).append(s)
-    return "alternate", [(train, test)]
+    return "alternate", [(_Group(train), None, test)]
 
 
 def _pct(e: np.ndarray) -> tuple[float, float]:
@@ -485,27 +515,32 @@ def _pct(e: np.ndarray) -> tuple[float, float]:
 def held_out(rows: Sequence[Sample], split: str = "conversation", by_kind: bool | None = None) -> HeldOut:
     """Held-out median and p90 relative error of the model (``by_kind`` as :func:`fit` takes it) and of the
     chars baseline (see :class:`HeldOut`)."""
+    return _held_out(_Group(rows), split, by_kind)
+
+
+def _held_out(g: _Group, split: str, by_kind: bool | None) -> HeldOut:
     if split not in SPLITS:
         raise InvalidConfig(f"split {split!r} must be one of {', '.join(SPLITS)}")
-    used, folds = _folds(rows, split)
+    rows = g.rows
+    used, folds = _folds(g, split)
     firsts = {key: seg[0] for key, seg in _segments_of(rows).items()}
-    anchored = len(_growth(rows)) >= 2
+    anchored = len(g.y) >= 2
     errs: dict[str, list[np.ndarray]] = {"model": [], "one": [], "base": [], "abs": []}
     n_fit = 0
-    for train, test in folds:
-        if len(train) < 2 or not test:
+    for train, exclude, test in folds:
+        if train.rows_without(exclude) < 2 or not test:
             continue
-        if anchored and len(_growth(train)) < 2:
+        if anchored and train.pairs_without(exclude) < 2:
             continue
-        c = fit(train, by_kind)
+        c = train.fit(exclude, by_kind)
         errs["abs"].append(np.abs(predict(test, c) - [s.recorded for s in test]) / [s.recorded for s in test])
         if anchored:
             errs["model"].append(_anchored_errors(test, firsts, c))
-            errs["one"].append(_anchored_errors(test, firsts, fit(train, by_kind=False)))
-            errs["base"].append(_baseline_anchored(train, test, firsts))
+            errs["one"].append(_anchored_errors(test, firsts, train.fit(exclude, by_kind=False)))
+            errs["base"].append(_baseline_errors(test, firsts, train.baseline_ratio(exclude)))
         else:
-            errs["base"].append(relative_errors(test, fit_coefficients(train, baseline=True), baseline=True))
-        n_fit = max(n_fit, len(train))
+            errs["base"].append(relative_errors(test, train.baseline_whole(exclude), baseline=True))
+        n_fit = max(n_fit, train.rows_without(exclude))
     if not errs["abs"]:
         raise InvalidConfig(f"too few recorded requests ({len(rows)}) for a held-out evaluation")
     absolute = _pct(np.concatenate(errs["abs"]))
@@ -541,7 +576,8 @@ def calibrate(
     for (provider, fmt, agent), group in sorted(groups.items()):
         if len(group) < 3:
             continue
-        c = fit(group)
+        g = _Group(group)
+        c = g.fit(None)
         rounded = Coefficients(
             round(c.fixed, 6),
             round(c.per_message, 6),
@@ -554,7 +590,7 @@ def calibrate(
         )
         out.append(
             Calibration(
-                provider, fmt, tokenizer, rounded, len(group), held_out(group, split), fitted_on, checksum, agent
+                provider, fmt, tokenizer, rounded, len(group), _held_out(g, split, None), fitted_on, checksum, agent
             )
         )
     return out
