@@ -13,8 +13,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from policies import make_policy
 from sim.core.config import RunConfig
 from sim.core.conversation import Conversation, Message, Part
@@ -72,13 +70,15 @@ def replay_counts(
     probe_end: bool = False,
     cache_ttl: str = "policy",
     anchors: Any = None,
+    cache: str = "provider",
 ) -> list[dict[str, Any]]:
     """The engine's agent-request rows for ``conv`` replayed under ``none`` (one per assistant message).
 
     ``probe_end`` appends one synthetic assistant reply so the last row is a request holding the whole
     conversation (the prompt at the moment of a compaction that follows it). ``cache_ttl`` is the run's
     (:class:`~sim.core.config.RunConfig`): the TTL the recorded client wrote its cache entries with.
-    ``anchors`` (:class:`sim.core.anchors.Anchors`): count the recorded messages as the provider did.
+    ``anchors`` (:class:`sim.core.anchors.Anchors`): count the recorded messages as the provider did. ``cache``
+    ``off`` leaves the prompt cache out (what the fit reads, the size of each prompt, is the same either way).
     """
     if probe_end:
         probe = Message(f"{conv.id}~probe", "assistant", (Part("text", "(probe)"),))
@@ -88,6 +88,7 @@ def replay_counts(
         run_status="off",
         tokenizer=tokenizer,
         calibration=calibration,
+        cache=cache,  # type: ignore[arg-type]
         cache_ttl=cache_ttl,  # type: ignore[arg-type]
         accounting="counted",  # what the calibration is fitted to and applied on, unless anchors are given
         anchors=anchors,
@@ -118,11 +119,11 @@ def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "c
             history, start = conv.messages[:start], start + len(seg.messages)
             if not any(m.role == "assistant" and m.usage for m in seg.messages):
                 continue
-            rows = iter(replay_counts(seg, tokenizer))
+            rows = iter(replay_counts(seg, tokenizer, cache="off"))
             summarised = opens_with_summary(seg)
             back = reattached(history, fmt) if k else ()
-            chars = ids = 0
-            kinds = np.zeros(3, dtype=np.int64)
+            back_kinds = _sum_kinds(back, count)
+            chars = ids = prose = code = js = 0
             for m in seg.messages:
                 if m.role == "assistant":
                     row = next(rows)
@@ -142,15 +143,16 @@ def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "c
                                 provider,
                                 fmt,
                                 agent,
-                                (int(kinds[0]), int(kinds[1]), int(kinds[2])),
-                                _sum_kinds(back, count),
+                                (prose, code, js),
+                                back_kinds,
                                 len(back),
                                 ids,
                             )
                         )
                 chars += m.chars
                 ids += call_id_tokens(m, count)
-                kinds += message_kinds(m, count)
+                p, c, j = message_kinds(m, count)
+                prose, code, js = prose + p, code + c, js + j
     return out
 
 

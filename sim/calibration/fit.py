@@ -265,9 +265,12 @@ class _Group:
         self.whole_gram, self.whole_nonzero = per_conversation(whole, self.recorded, self.row_conv, n)
         self.kind_totals = np.zeros((n, 3))
         np.add.at(self.kind_totals, self.pair_conv, np.abs(self.dk))
+        self.growth = np.column_stack([self.df["message"], self.df["call_id"], self.dk]).reshape(-1, 5)
         self.n_pairs = np.bincount(self.pair_conv, minlength=n)
         self.n_rows = np.bincount(self.row_conv, minlength=n)
+        self.grew = (self.nonzero[:, _KIND0:_TARGET] > 0).astype(np.int64)  # which kinds grew in each
         self._loo: dict[tuple[int | None, bool, Framing], float | None] = {}
+        self._totals: dict[int, np.ndarray] = {}
 
     def pairs_without(self, exclude: int | None) -> int:
         return int(self.n_pairs.sum() - (0 if exclude is None else self.n_pairs[exclude]))
@@ -296,7 +299,7 @@ class _Group:
             return self.whole_prompts(exclude)
         totals = np.abs(dk).sum(axis=0)
         conv = self.pair_conv[keep]
-        grew_in = [len(set(conv[dk[:, i] != 0].tolist())) for i in range(3)]
+        grew_in = [int(np.count_nonzero(np.bincount(conv[dk[:, i] != 0], minlength=1))) for i in range(3)]
         own = [
             i
             for i in range(3)
@@ -399,26 +402,32 @@ class _Group:
             self._loo[key] = self._loo_of(exclude, by_kind, framing)
         return self._loo[key]
 
+    def _without(self, stats: np.ndarray, exclude: int | None) -> np.ndarray:
+        """``stats`` summed over every conversation but ``exclude``."""
+        key = id(stats)
+        total = self._totals.get(key)
+        if total is None:
+            total = self._totals[key] = stats.sum(axis=0)
+        return total if exclude is None else total - stats[exclude]
+
     def _loo_of(self, exclude: int | None, by_kind: bool, framing: Framing) -> float | None:
         n = len(self.names)
-        kept = np.ones(n, dtype=bool)
-        if exclude is not None:
-            kept[exclude] = False
-        held = np.flatnonzero(kept & (self.n_pairs > 0))
+        held = np.flatnonzero(self.n_pairs > 0)
+        held = held[held != exclude] if exclude is not None else held
         if len(held) < 2:
             return None
-        held = held[self.n_pairs[kept].sum() - self.n_pairs[held] >= 2]  # a fit on growth needs two requests
+        held = held[self.pairs_without(exclude) - self.n_pairs[held] >= 2]  # a fit on growth needs two requests
         if not held.size:
             return None
-        gram = self.gram[kept].sum(axis=0) - self.gram[held]  # each fit's normal equations: all kept but one
-        nonzero = self.nonzero[kept].sum(axis=0) - self.nonzero[held]
+        gram = self._without(self.gram, exclude) - self.gram[held]  # each fit's normal equations: all but one
+        nonzero = self._without(self.nonzero, exclude) - self.nonzero[held]
         f = _FRAME_COLUMN[framing]
         cols = [f, _TOKENS]
         per_frame, scale = solve(gram[:, cols][:, :, cols], gram[:, cols, _TARGET], nonzero[:, cols] > 0).T
         ratios = np.repeat(scale[:, None], 3, axis=1)
         if by_kind:
-            grew_in = (self.nonzero[kept, _KIND0:_TARGET] > 0).sum(axis=0) - (self.nonzero[held, _KIND0:_TARGET] > 0)
-            totals = self.kind_totals[kept].sum(axis=0) - self.kind_totals[held]
+            grew_in = self._without(self.grew, exclude) - self.grew[held]
+            totals = self._without(self.kind_totals, exclude) - self.kind_totals[held]
             own = (grew_in >= MIN_KIND_CONVERSATIONS) & (totals >= MIN_KIND_SHARE * totals.sum(axis=1)[:, None])
             own &= (scale > 0)[:, None]
             for pattern in {tuple(row) for row in own.tolist() if any(row)}:
@@ -432,26 +441,21 @@ class _Group:
                 ok = ((c[:, 1:] >= RATIO_RANGE[0]) & (c[:, 1:] <= RATIO_RANGE[1])).all(axis=1)
                 per_frame[which[ok]] = c[ok, 0]
                 ratios[np.ix_(which[ok], np.array(kinds, dtype=np.intp))] = c[ok, 1:]
-        per_message = per_frame if framing == "message" else np.zeros(len(held))
-        per_id = per_frame if framing == "call_id" else np.zeros(len(held))
+        coef = np.zeros((len(held), 5))
+        coef[:, _FRAME_COLUMN[framing]], coef[:, 2:] = per_frame, ratios
         whole = scale <= 0  # as the fit: whole prompts, where growth does not track what was billed
         if whole.any():
-            g = self.whole_gram[kept].sum(axis=0) - self.whole_gram[held[whole]]
-            active = self.whole_nonzero[kept].sum(axis=0) - self.whole_nonzero[held[whole]] > 0
+            g = self._without(self.whole_gram, exclude) - self.whole_gram[held[whole]]
+            active = self._without(self.whole_nonzero, exclude) - self.whole_nonzero[held[whole]] > 0
             c = solve(g[:, :4, :4], g[:, :4, 4], active[:, :4])
-            per_message[whole], per_id[whole], ratios[whole] = c[:, 1], 0.0, c[:, 2:3]
+            coef[whole] = np.column_stack([c[:, 1], np.zeros(len(c)), c[:, 2], c[:, 2], c[:, 2]])
         where = np.full(n, -1)
         where[held] = np.arange(len(held))
         at = where[self.pair_conv]
         pick = at >= 0
-        at = at[pick]
-        guess = (
-            self.anchor[pick]
-            + per_message[at] * self.df["message"][pick]
-            + per_id[at] * self.df["call_id"][pick]
-            + (ratios[at] * self.dk[pick]).sum(axis=1)
-        )
-        return float(np.mean(np.abs(guess - self.y[pick]) / self.y[pick]))
+        guess = self.anchor[pick] + np.einsum("ij,ij->i", self.growth[pick], coef[at[pick]])
+        y = self.y[pick]
+        return float(np.mean(np.abs(guess - y) / y))
 
 
 def predict(rows: Sequence[Sample], c: Coefficients) -> np.ndarray:
