@@ -20,10 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-WORDS = (
+#: The prose the texts are drawn from, a word at a time.
+PROSE = (
     "the test fails because parser returns none when input is empty so we check the branch that handles "
     "whitespace and make sure the widget keeps its state after reload then run the suite again to confirm"
-).split()
+)
+WORDS = tuple(PROSE.split(" "))
 NAMES = ("parse", "widget", "state", "reload", "token", "buffer", "config", "render", "index", "cache")
 #: The made-up provider's characters per token, by kind, and its framing per message.
 CHARS_PER_TOKEN = {"prose": 4.1, "code": 3.2, "json": 2.9}
@@ -43,7 +45,9 @@ def _code(rng: np.random.Generator, lines: int) -> str:
 
 
 def _json(rng: np.random.Generator, items: int) -> str:
-    body = [{"name": str(rng.choice(NAMES)), "line": int(rng.integers(1, 900)), "ok": bool(i % 2)} for i in range(items)]
+    body = [
+        {"name": str(rng.choice(NAMES)), "line": int(rng.integers(1, 900)), "ok": bool(i % 2)} for i in range(items)
+    ]
     return json.dumps({"results": body, "count": items})
 
 
