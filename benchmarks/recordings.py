@@ -58,6 +58,30 @@ def _observation(rng: np.random.Generator) -> tuple[str, str]:
     return kind, f"<returncode>0</returncode>\n<output>\n{text[kind]()}\n</output>"
 
 
+def _response(name: str, step: int, thought: str, prompt: int) -> dict:
+    """The LiteLLM ``ModelResponse`` mini-swe-agent saves with each reply (``extra.response``), shaped as its
+    trajectories hold it: the reply again in ``choices``, and the usage with its cache fields."""
+    usage = {
+        "completion_tokens": len(thought) // 4,
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + len(thought) // 4,
+        "completion_tokens_details": None,
+        "prompt_tokens_details": {"audio_tokens": None, "cached_tokens": 0},
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+    message = {"content": thought, "role": "assistant", "tool_calls": None, "function_call": None}
+    return {
+        "id": f"chatcmpl-{name}-{step}",
+        "created": 1750000000 + step,
+        "model": "claude-sonnet-4-20250514",
+        "object": "chat.completion",
+        "system_fingerprint": None,
+        "choices": [{"finish_reason": "stop", "index": 0, "message": message}],
+        "usage": usage,
+    }
+
+
 def trajectory(rng: np.random.Generator, name: str) -> dict:
     """One trajectory: messages with usage on each reply (see the module docstring)."""
     hidden = int(rng.integers(1_500, 4_000))  # what the provider counts that the transcript does not show
@@ -69,13 +93,21 @@ def trajectory(rng: np.random.Generator, name: str) -> dict:
     for step in range(int(rng.integers(20, 61))):
         thought = f"THOUGHT: {_prose(rng, int(rng.integers(8, 40)))}\n\n```bash\ngrep -rn {rng.choice(NAMES)} src/\n```"
         prompt = int(provider * (1 + rng.normal(0, 0.005)))
-        usage = {"prompt_tokens": prompt, "completion_tokens": len(thought) // 4, "total_tokens": prompt}
-        response = {"id": f"{name}-{step}", "model": "claude-sonnet-4-20250514", "usage": usage}
-        messages.append({"role": "assistant", "content": thought, "extra": {"response": response}})
+        messages.append(
+            {"role": "assistant", "content": thought, "extra": {"response": _response(name, step, thought, prompt)}}
+        )
         kind, observation = _observation(rng)
         messages.append({"role": "user", "content": observation})
         provider += len(thought) / CHARS_PER_TOKEN["prose"] + len(observation) / CHARS_PER_TOKEN[kind] + 2 * FRAMING
-    info = {"exit_status": "Submitted", "mini_version": "1.9.0", "model_stats": {"api_calls": step + 1}}
+    config = {"model": {"model_name": "anthropic/claude-sonnet-4-20250514", "model_kwargs": {"temperature": 0.0}}}
+    stats = {"instance_cost": 0.0, "api_calls": step + 1}
+    info = {
+        "exit_status": "Submitted",
+        "submission": "",
+        "model_stats": stats,
+        "mini_version": "1.9.0",
+        "config": config,
+    }
     return {"info": info, "messages": messages, "trajectory_format": "mini-swe-agent-1", "instance_id": name}
 
 
