@@ -194,12 +194,21 @@ class Group:
         self._loo: dict[tuple[int | None, bool, Framing], float | None] = {}
         self._totals: dict[int, np.ndarray] = {}
         self._fits: dict[tuple[int | None, bool, Framing], Coefficients] = {}
+        self._taken: tuple[int, Pairs] | None = None
 
     def pairs_without(self, exclude: int | None) -> int:
         return int(self.n_pairs.sum() - (0 if exclude is None else self.n_pairs[exclude]))
 
     def rows_without(self, exclude: int | None) -> int:
         return int(self.n_rows.sum() - (0 if exclude is None else self.n_rows[exclude]))
+
+    def _pairs_without(self, exclude: int | None) -> Pairs:
+        """The pairs of every conversation but ``exclude``: kept for the fold's fits, taken once per fold."""
+        if exclude is None:
+            return self.p
+        if self._taken is None or self._taken[0] != exclude:
+            self._taken = (exclude, self.p.take(self.p.conv != exclude))
+        return self._taken[1]
 
     def _keep(self, conv: np.ndarray, exclude: int | None) -> Any:
         return slice(None) if exclude is None else conv != exclude
@@ -218,7 +227,7 @@ class Group:
         return self._fits[key]
 
     def _fit(self, exclude: int | None, by_kind: bool, framing: Framing) -> Coefficients:
-        p = self.p if exclude is None else self.p.take(self.p.conv != exclude)
+        p = self._pairs_without(exclude)
         y = p.y
         if len(y) < 2:
             return self.whole_prompts(exclude)
@@ -287,7 +296,7 @@ class Group:
 
     def baseline_ratio(self, exclude: int | None) -> Any:
         """The chars baseline on growth: a ratio of characters, fitted on every conversation but ``exclude``."""
-        p = self.p if exclude is None else self.p.take(self.p.conv != exclude)
+        p = self._pairs_without(exclude)
         [ratio] = _lstsq(p.chars.reshape(-1, 1), p.dy, 1.0 / p.y)
         return ratio
 
