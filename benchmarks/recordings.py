@@ -3,10 +3,11 @@
 ``write_trajectories(folder, n)`` writes ``n`` mini-swe-agent trajectories (``*.traj.json``, the format
 :mod:`sim.formats.mini_swe_agent` reads): a system prompt, a task, then 20 to 60 steps of a thought with a bash
 command and its observation (prose, Python source or JSON), each reply with the usage a provider would have
-reported. The provider's count is made up, not measured: its own characters-per-token for each kind of text, a
-few tokens of framing per message and a system prompt of its own per conversation, with 0.5% noise; enough for
-the calibration to have something to fit (the figures are not the point, the time is). Seeded: the same ``n`` and
-``seed`` give the same bytes.
+reported. They are shaped as that importer documents the files: each observation with ``extra.raw_output`` and
+``returncode`` beside it, each reply with the LiteLLM response in ``extra.response``. The provider's count is made
+up, not measured: its own characters-per-token for each kind of text, a few tokens of framing per message and a
+system prompt of its own per conversation, with 0.5% noise; enough for the calibration to have something to fit
+(the figures are not the point, the time is). Seeded: the same ``n`` and ``seed`` give the same bytes.
 
     python benchmarks/recordings.py FOLDER N [--seed 0]
 """
@@ -51,11 +52,13 @@ def _json(rng: np.random.Generator, items: int) -> str:
     return json.dumps({"results": body, "count": items})
 
 
-def _observation(rng: np.random.Generator) -> tuple[str, str]:
+def _observation(rng: np.random.Generator) -> tuple[str, str, str]:
+    """The kind of a command's output, the output, and the observation the model is sent."""
     kind = str(rng.choice(("prose", "code", "json"), p=(0.3, 0.5, 0.2)))
     size = int(rng.integers(5, 60))
     text = {"prose": lambda: _prose(rng, 4 * size), "code": lambda: _code(rng, size), "json": lambda: _json(rng, size)}
-    return kind, f"<returncode>0</returncode>\n<output>\n{text[kind]()}\n</output>"
+    output = text[kind]()
+    return kind, output, f"<returncode>0</returncode>\n<output>\n{output}\n</output>"
 
 
 def _response(name: str, step: int, thought: str, prompt: int) -> dict:
@@ -96,8 +99,8 @@ def trajectory(rng: np.random.Generator, name: str) -> dict:
         messages.append(
             {"role": "assistant", "content": thought, "extra": {"response": _response(name, step, thought, prompt)}}
         )
-        kind, observation = _observation(rng)
-        messages.append({"role": "user", "content": observation})
+        kind, output, observation = _observation(rng)  # with the raw output beside it, as trajectories keep it
+        messages.append({"role": "user", "content": observation, "extra": {"raw_output": output, "returncode": 0}})
         provider += len(thought) / CHARS_PER_TOKEN["prose"] + len(observation) / CHARS_PER_TOKEN[kind] + 2 * FRAMING
     config = {"model": {"model_name": "anthropic/claude-sonnet-4-20250514", "model_kwargs": {"temperature": 0.0}}}
     stats = {"instance_cost": 0.0, "api_calls": step + 1}
