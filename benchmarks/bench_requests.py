@@ -45,11 +45,15 @@ from policies import make_policy
 _NEW = (Path(sim.__file__).parent / "replay").is_dir()
 _mod = {
     name: importlib.import_module(f"sim.{where}.{name}" if _NEW else f"sim.{name}")
-    for name, where in (("engine", "replay"), ("tokenizers", "core"), ("runner", "replay"))
+    for name, where in (("engine", "replay"), ("tokenizers", "core"))
 }
 get_tokenizer = _mod["tokenizers"].get_tokenizer
 RunConfig = _mod["engine"].RunConfig
-scenario_conversation = _mod["runner"].scenario_conversation
+# The layering moved scenario_conversation from the runner to sim.scenarios.
+_runner = Path(sim.__file__).parent / ("replay/runner.py" if _NEW else "runner.py")
+scenario_conversation = importlib.import_module(
+    ("sim.replay.runner" if _NEW else "sim.runner") if _runner.exists() else "sim.scenarios"
+).scenario_conversation
 run_many = (
     getattr(_mod["engine"], "run_many", None)
     or importlib.import_module("sim.replay.lockstep" if _NEW else "sim.lockstep").run_many

@@ -161,12 +161,88 @@ def test_fit_frames_by_call_ids_where_the_provider_does(per_message: float, per_
     assert c.scale == pytest.approx(1.1, abs=2e-3)
     assert cal.held_out(rows).p90 < 2e-3
     wrong = "message" if per_id_token else "call_id"
-    assert cal.held_out(rows).p90 < cal._loo_errors(rows, False, wrong)  # type: ignore[operator]
+    assert cal.held_out(rows).p90 < cal.Group(rows).loo(None, False, wrong)  # type: ignore[operator]
 
 
 def test_a_fit_without_tool_calls_frames_per_message() -> None:
     rows = [replace(s, id_tokens=0) for s in _framed(30.0, 0.0)]
-    assert cal._framing_of(rows) == "message"
+    assert cal.Group(rows).framing_of(None) == "message"
+
+
+def _billed_less() -> list[cal.Sample]:
+    """Three conversations billed less as they grow (API-feature cassettes: tool search swaps tool definitions)."""
+
+    def sample(conv: str, i: int, tokens: int, recorded: int) -> cal.Sample:
+        args = (conv, 0, i, f"{conv}{i}", tokens, 2 + 2 * i, False, 4 * tokens, recorded)
+        return cal.Sample(*args, "anthropic", "vcr-cassette", "main", (tokens - 100, 0, 0))
+
+    return [
+        *(sample("a", i, t, y) for i, (t, y) in enumerate([(1_000, 2_000), (2_000, 1_900), (3_000, 1_850)])),
+        *(sample("b", i, t, y) for i, (t, y) in enumerate([(5_000, 6_000), (6_000, 5_900), (7_000, 5_800)])),
+        *(sample("c", i, t, y) for i, (t, y) in enumerate([(9_000, 10_100), (9_500, 10_000)])),
+    ]
+
+
+def _loo_by_refitting(rows: list[cal.Sample], by_kind: bool, framing: str) -> float | None:
+    """What the choices compare, as the fit defined it before sums: each conversation predicted by a fit on the
+    rows of the others (least squares on the rows), anchored on its segments' first requests; the mean error."""
+    firsts = {key: seg[0] for key, seg in _segments_of(rows).items()}
+    convs = sorted({b.conversation for _, b in _growth(rows)})
+    errs = []
+    for conv in convs if len(convs) >= 2 else ():
+        train = [s for s in rows if s.conversation != conv]
+        if len(_growth(train)) < 2:
+            continue
+        c = cal.fit(train, by_kind, framing)  # type: ignore[arg-type]
+        ratios = [c.ratio(k) for k in ("prose", "code", "json")]
+        for s in rows:
+            a = firsts[(s.conversation, s.segment)]
+            if s.conversation == conv and a is not s:
+                dk = [b - x for x, b in zip(a.kinds, s.kinds, strict=True)]
+                framed = c.per_message * (s.messages - a.messages) + c.per_call_id_token * (s.id_tokens - a.id_tokens)
+                errs.append(abs(a.recorded + framed + float(np.dot(ratios, dk)) - s.recorded) / s.recorded)
+    return float(np.mean(errs)) if errs else None
+
+
+def _segments_of(rows: list[cal.Sample]) -> dict[tuple[str, int], list[cal.Sample]]:
+    out: dict[tuple[str, int], list[cal.Sample]] = {}
+    for s in rows:
+        out.setdefault((s.conversation, s.segment), []).append(s)
+    return out
+
+
+def _growth(rows: list[cal.Sample]) -> list[tuple[cal.Sample, cal.Sample]]:
+    """(first request of its segment, later request) for every later request."""
+    return [(seg[0], s) for seg in _segments_of(rows).values() for s in seg[1:]]
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        pytest.param(lambda: _samples((2_000, 40.0, 1.1, 900), convs=5, kinds=(1.0, 1.25, 0.9)), id="kinds"),
+        pytest.param(lambda: _framed(0.0, 1.05), id="call-ids"),
+        pytest.param(lambda: _framed(30.0, 0.0, convs=7), id="per-message"),
+        pytest.param(_billed_less, id="billed-less"),
+        pytest.param(lambda: _samples((2_000, 0.0, 1.1, 0), convs=2), id="two-conversations"),
+    ],
+)
+@pytest.mark.parametrize("by_kind", [True, False])
+@pytest.mark.parametrize("framing", ["message", "call_id"])
+def test_the_choices_from_sums_agree_with_fits_on_the_rows(rows, by_kind: bool, framing: str) -> None:
+    """The choices (framing, a ratio per kind) compare fits on all but a conversation or two, solved from each
+    conversation's sums of the normal equations; they agree with least squares on the rows to rounding, through
+    every branch of the fit (a ratio per kind or one, whole prompts where growth is billed less)."""
+    data = rows()
+    rng = np.random.default_rng(5)
+    noisy = [replace(s, recorded=int(s.recorded * (1 + rng.normal(0, 0.01)))) for s in data]  # no exact fit
+    group = cal.Group(noisy)
+    for exclude in (None, 0):
+        keep = [s for s in noisy if exclude is None or s.conversation != group.names[exclude]]
+        want = _loo_by_refitting(keep, by_kind, framing)
+        got = group.loo(exclude, by_kind, framing)  # type: ignore[arg-type]
+        assert (got is None) == (want is None)
+        if want is not None:
+            assert got == pytest.approx(want, rel=1e-9)
 
 
 def test_fit_minimises_relative_not_absolute_error() -> None:
@@ -392,16 +468,8 @@ def test_a_fit_never_gives_a_ratio_that_is_not_positive() -> None:
     swaps tool definitions, code execution adds hidden files), the fit on differences comes out negative; it
     falls back to whole prompts, and ``csim calibrate`` still writes a usable file."""
 
-    def sample(conv: str, i: int, tokens: int, recorded: int) -> cal.Sample:
-        args = (conv, 0, i, f"{conv}{i}", tokens, 2 + 2 * i, False, 4 * tokens, recorded)
-        return cal.Sample(*args, "anthropic", "vcr-cassette", "main", (tokens - 100, 0, 0))
-
-    rows = [
-        *(sample("a", i, t, y) for i, (t, y) in enumerate([(1_000, 2_000), (2_000, 1_900), (3_000, 1_850)])),
-        *(sample("b", i, t, y) for i, (t, y) in enumerate([(5_000, 6_000), (6_000, 5_900), (7_000, 5_800)])),
-        *(sample("c", i, t, y) for i, (t, y) in enumerate([(9_000, 10_100), (9_500, 10_000)])),
-    ]
-    pairs = [(b.tokens - a.tokens, b.recorded - a.recorded) for a, b in cal._growth(rows)]
+    rows = _billed_less()
+    pairs = [(b.tokens - a.tokens, b.recorded - a.recorded) for a, b in _growth(rows)]
     assert all(dt > 0 > dy for dt, dy in pairs)  # billed less as each conversation grows
     c = cal.fit(rows)
     assert c.scale > 0 and c.kind_scales is None
@@ -457,7 +525,7 @@ def test_a_cassettes_chained_calls_are_one_segment_of_its_file(tmp_path: Path) -
     convs = read(cassette(tmp_path, bodies), "vcr-cassette").conversations
     rows = cal.samples(convs, "vcr-cassette")
     assert [(s.conversation, s.segment) for s in rows] == [("agent_run", 0)] * 3 + [("agent_run", 3)]
-    assert [(a.message_id, b.turn) for a, b in cal._growth(rows)] == [("response", 1), ("response", 2)]
+    assert [(a.message_id, b.turn) for a, b in _growth(rows)] == [("response", 1), ("response", 2)]
 
 
 def test_cassettes_estimated_text_held_out_by_file() -> None:

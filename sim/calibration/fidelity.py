@@ -51,7 +51,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sim.calibration.fit import replay_counts
+from sim.calibration.features import replay_counts
 from sim.core.conversation import Conversation, Message
 from sim.core.cost import Pricer
 from sim.core.counting import Calibration, opens_with_summary, segments

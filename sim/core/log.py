@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from sim.core.conversation import Message
 from sim.core.errors import FormatError
-from sim.core.view import View
+from sim.core.view import View, fold
 
 SCHEMA_VERSION = 2  # 2: views hold spans, edits and injected messages
 
@@ -172,6 +172,7 @@ class RunLog:
         #: Events verified so far by ``verify(incremental=True)``; messages appended (MessageAppended events).
         self.verified = 0
         self.messages_appended = 0
+        self._folded: tuple[int, View, View] | None = None  # (events folded, the view then, from which view)
 
     def append(self, event: Event, message_hash: int | None = None) -> None:
         """Add ``event``; ``message_hash`` is ``hash(event.message)`` when the caller already has it."""
@@ -188,7 +189,7 @@ class RunLog:
         other = RunLog()
         other._events, other._chain = list(self._events), list(self._chain)
         other._rows = {k: list(v) for k, v in self._rows.items()}
-        other.verified, other.messages_appended = self.verified, self.messages_appended
+        other.verified, other.messages_appended, other._folded = self.verified, self.messages_appended, self._folded
         return other
 
     def __len__(self) -> int:
@@ -219,6 +220,19 @@ class RunLog:
         if incremental:
             self.verified = len(self._events)
         return None
+
+    def newest_view(self, initial: View) -> View:
+        """:func:`~sim.core.view.fold` of this log from ``initial``: the view of its newest compaction record, or
+        ``initial``. Each call reads only the events appended since the last one, as incremental verification
+        does (what was folded before stays folded: the log is append-only, and an earlier record rewritten is for
+        the digest chain to catch, in the verification a run ends with), so asking at every request costs what was
+        appended, not the whole log."""
+        start, view = 0, initial
+        if self._folded is not None and self._folded[2] is initial and self._folded[0] <= len(self._events):
+            start, view = self._folded[0], self._folded[1]
+        view = fold(self._events[start:], view)
+        self._folded = (len(self._events), view, initial)
+        return view
 
 
 def request_rows(events: Iterable[Event]) -> list[dict[str, Any]]:

@@ -45,6 +45,9 @@ since, and the instruction, in the place of the status line, sits after the last
 and is an eligible message ending for OpenAI GPT-5.6+. Every other summariser request (``separate``, and any with
 ``--cache off``) is a prompt of its own, the transcript under the instruction, billed as uncached input.
 
+Caching off (``--cache off``, or a model the provider caches nothing for): no blocks are kept, and the engine bills
+each prompt whole as uncached input; the blocks catch up from where they were if a later request's model caches.
+
 Breakpoints: for Anthropic the policy's :class:`~sim.core.cache.CachePlacement` (the system prompt's last block
 and the last block before the status line); for OpenAI GPT-5.6 and later the ends of user, system and tool
 messages (the provider's eligible message endings; we mark every tool message, not only the last of a group of
@@ -64,6 +67,7 @@ from sim.core.cache import (
     CacheModel,
     CachePlacement,
     CacheUsage,
+    NoCache,
     OpenAIBreakpointCache,
     Prompt,
     chain,
@@ -152,6 +156,8 @@ class RequestCache:
             else None
         )
         warm = fresh and kind == "placement"
+        if isinstance(model, NoCache):  # nothing is cached: no blocks to keep (the engine bills the whole prompt)
+            return model.bill(Prompt((), ()), now)
         self._sync(view, head_tokens, grace)
         keys, cum = self._keys, self._cum
         last = len(keys) - 1

@@ -88,7 +88,7 @@ class Counted:
         hit = self._memo.get(key)
         if hit is not None and hit[0] is m:
             return hit[1]  # type: ignore[no-any-return]
-        tokens = self.message_overhead(m) + sum(t for _, _, _, t in self.part_sizes(m, ()))
+        tokens = self.message_overhead(m) + sum(t for _, _, _, t in self.plain_parts(m))
         sizes = MessageSizes(m.chars, tokens, len(m.calls), hash(m))
         self._memo[key] = (m, sizes)
         return sizes
@@ -96,6 +96,17 @@ class Counted:
     def message_overhead(self, m: Message) -> int:
         """A message's framing."""
         return MESSAGE_OVERHEAD
+
+    def plain_parts(self, m: Message) -> PartSizes:
+        """:meth:`part_sizes` of ``m`` unedited, memoised per message object: its size, its cache blocks and (under
+        anchors) its overhead all start from it."""
+        key = (id(m), "parts")
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is m:
+            return hit[1]  # type: ignore[no-any-return]
+        parts = self.part_sizes(m, ())
+        self._memo[key] = (m, parts)
+        return parts
 
     def edited_sizes(self, m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
         """Characters and tokens of ``m`` as ``rules`` edit it ((0, 0): not sent); the ledger's sizer."""
@@ -150,7 +161,7 @@ class Counted:
         if hit is not None and hit[0] is m:
             return hit[1]  # type: ignore[no-any-return]
         h = self.sizes(m).content_hash
-        sizes = self.part_sizes(m, rules)
+        sizes = self.part_sizes(m, rules) if rules else self.plain_parts(m)
         frame = self.message_overhead(m)
         blocks: tuple[tuple[object, int], ...]
         if sizes:
@@ -247,7 +258,7 @@ class Anchored(Counted):
     def message_overhead(self, m: Message) -> int:
         """What ``m``'s provider size leaves after its parts' shares (parts round down, so never negative)."""
         total, _ = self._anchor_of(m)
-        return total - sum(t for _, rule, _, t in self.part_sizes(m, ()) if rule is None)
+        return total - sum(t for _, rule, _, t in self.plain_parts(m) if rule is None)
 
     def _share(self, m: Message) -> Callable[[int], int]:
         f = self._anchor_of(m)[1]

@@ -132,6 +132,15 @@ class FinalTurn:
     fresh: bool
 
 
+def _text_of(m: Message) -> str:
+    """``m.text`` without joining a one-part message's only text (the same string object, so comparing it with the
+    text the run began with is a pointer test until someone edits it)."""
+    parts = m.parts
+    if len(parts) == 1 and parts[0].kind != "thinking":
+        return parts[0].text
+    return m.text
+
+
 class RequestBuilder:
     """Renders views of one run's log (through :func:`sim.core.view.layout`) and validates them as the configured
     provider would."""
@@ -352,7 +361,7 @@ class RequestBuilder:
         """Why the request's first message is not the byte-identical system prompt, or None."""
         if not self.has_system:
             return None
-        if self.ledger.messages[0].text != self.ledger.first_text:  # the log's copy replaced or edited in place
+        if _text_of(self.ledger.messages[0]) != self.ledger.first_text:  # the log's copy replaced or edited in place
             return "the system prompt sent differs from the one the run began with"
         if self._sys_checked is not None and self._sys_checked[0] is view:  # views are immutable
             return self._sys_checked[1]
