@@ -206,7 +206,7 @@ def _summary(root: Path) -> pd.DataFrame | None:
     if not f.is_file():
         return None
     try:
-        return pd.read_parquet(f)
+        return read_parquet_bytes(f.read_bytes())
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a damaged file
         raise InvalidConfig(f"{f}: cannot be read ({_first_line(exc)}); run csim compare {root} again") from None
 
@@ -258,13 +258,27 @@ def read_table(part: Path, table: str) -> pd.DataFrame:
     listing = part_listing(part) if (part / PART_MANIFEST).exists() or not path.exists() else None
     data = _table_bytes(part, table, listing)
     try:
-        frame = pd.read_parquet(io.BytesIO(data))
+        frame = read_parquet_bytes(data)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError and others for damage
         raise DamagedPart(part, f"{table}.parquet cannot be read ({_first_line(exc)})") from None
     entry = None if listing is None else listing[table]
     if entry is not None and len(frame) != entry.get("rows"):
         raise DamagedPart(part, f"{table}.parquet has {len(frame)} rows, its listing {entry.get('rows')}")
     return frame
+
+
+def read_parquet_bytes(data: bytes) -> pd.DataFrame:
+    """A Parquet file's bytes as a frame, decoded on this thread alone.
+
+    pyarrow's defaults read on its I/O threads (``pre_buffer``) and decode and convert on its CPU threads
+    (``use_threads``). A file object such as ``io.BytesIO`` is a Python object those threads hold: the last
+    reference to it (or to a task holding it) can be dropped on a pyarrow thread after the read has returned, and
+    dropping it takes the GIL. When that thread is descheduled until the interpreter is finalising, taking the
+    GIL ends the thread inside a C++ destructor and the process aborts (``terminate called without an active
+    exception``, exit 134) after all its work is done: issue 33 saw it in 2 of about 175 ``csim run``s on a busy
+    machine, and ``benchmarks/exit_aborts.py`` reproduces it. Our tables are small, so one thread costs nothing."""
+    one_thread = {"use_threads": False}
+    return pd.read_parquet(io.BytesIO(data), pre_buffer=False, to_pandas_kwargs=one_thread, **one_thread)
 
 
 def _table_bytes(part: Path, table: str, listing: dict[str, dict[str, Any]] | None) -> bytes:
@@ -294,6 +308,7 @@ def check_part(part: Path) -> str | None:
     :data:`TABLES` at least, and every table it names is there with the bytes written (size and SHA-256) and
     a Parquet footer that gives the rows listed. The bytes are what was written, so they read; no table is
     decoded, which keeps a rerun's check at the cost of hashing the parts."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
@@ -301,7 +316,7 @@ def check_part(part: Path) -> str | None:
         for table in sorted(set(TABLES) | set(listing)):
             data = _table_bytes(part, table, listing)
             try:
-                rows = pq.read_metadata(io.BytesIO(data)).num_rows
+                rows = pq.read_metadata(pa.BufferReader(data)).num_rows
             except Exception as exc:  # noqa: BLE001 - a footer pyarrow cannot parse, whatever it raises
                 raise DamagedPart(part, f"{table}.parquet cannot be read ({_first_line(exc)})") from None
             if rows != listing[table].get("rows"):
