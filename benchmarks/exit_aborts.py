@@ -28,6 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = [sys.executable, "-m", "sim", "run", "--policy", "cloudflare-os", "--scenario", "coding-agent"]
 HOG = "while True: pass"
+#: As a user's install runs: with bytecode caches (``PYTHONDONTWRITEBYTECODE``, set on the project's machines,
+#: would make every run compile each module of ours from source first).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def start_hogs(n: int) -> list[subprocess.Popen[bytes]]:
@@ -36,7 +39,7 @@ def start_hogs(n: int) -> list[subprocess.Popen[bytes]]:
 
 
 def one_run(out: Path, seed: int) -> tuple[str, int, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**ENV, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [*COMMAND, "--seed", str(seed), "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True
     )
