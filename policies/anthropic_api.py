@@ -425,6 +425,13 @@ class AnthropicCompaction(Policy[CompactionConfig]):
 
     Config = CompactionConfig
     known_deviations = frozenset({"live-turn", "atomic-units"})
+    deviation_reasons = {
+        "live-turn": "the compaction block replaces the user's latest message along with the rest",
+        "atomic-units": (
+            "compacting mid tool loop leaves the loop's later replies after the block, without the thinking that opened"
+            " it"
+        ),
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger != "auto":  # the API compacts only past its trigger; a prompt over the window is rejected
@@ -520,6 +527,10 @@ class AnthropicSDKCompaction(Policy[SDKCompactionConfig]):
     Config = SDKCompactionConfig
     when = frozenset({"response"})
     known_deviations = frozenset({"live-turn", "atomic-units"})
+    deviation_reasons = {
+        "live-turn": "the SDK summarises the user's latest message with the rest",
+        "atomic-units": "a reply inside a thinking tool loop is kept without the thinking that opened the loop",
+    }
 
     def asked_at(self, state: RunState, point: AskPoint = "request") -> bool:
         """After every response; before a request only when a revert needs a rollback (the harness's contract)."""

@@ -159,6 +159,11 @@ class AutoGenBuffered(Policy[AutoGenBufferedConfig]):
 
     Config = AutoGenBufferedConfig
     known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "a tool loop longer than the buffer leaves out the user message that started it",
+        "atomic-units": "the buffer counts messages, so its cut falls inside thinking tool loops",
+        "revert-resolution": "AutoGen has no reverts",
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger != "auto":
@@ -210,6 +215,11 @@ class AutoGenHeadAndTail(Policy[AutoGenHeadAndTailConfig]):
 
     Config = AutoGenHeadAndTailConfig
     known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "a tool loop longer than the tail leaves out the user message that started it",
+        "atomic-units": "head and tail count messages, so their cuts fall inside thinking tool loops",
+        "revert-resolution": "AutoGen has no reverts",
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg = self.config
@@ -284,6 +294,12 @@ class AutoGenTokenLimited(Policy[AutoGenTokenLimitedConfig]):
 
     Config = AutoGenTokenLimitedConfig
     known_deviations = frozenset({"tool-pairing", "atomic-units", "live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "tool-pairing": "AutoGen's middle-out pops split tool calls from their results",
+        "atomic-units": "AutoGen's middle-out pops split thinking tool loops",
+        "live-turn": "AutoGen's middle-out pops can take the last user message",
+        "revert-resolution": "AutoGen has no reverts",
+    }
 
     def limit(self, state: RunState) -> int:
         lim = self.config.token_limit

@@ -141,6 +141,11 @@ class ClineLegacy(Policy[ClineLegacyConfig]):
 
     Config = ClineLegacyConfig
     known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "atomic-units": "Cline's deleted range counts messages, so it can end inside a thinking tool loop",
+        "live-turn": "Cline can drop the newest user message of a long tool loop",
+        "revert-resolution": "Cline can drop the change a kept revert reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:
@@ -310,6 +315,13 @@ class Cline(Policy[ClineConfig]):
 
     Config = ClineConfig
     known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": (
+            "with no typed user message after the first, Cline's token walk alone places the cut and can take the task"
+        ),
+        "atomic-units": "a cut at an assistant message can fall inside a thinking tool loop",
+        "revert-resolution": "Cline knows nothing of reverts",
+    }
 
     def max_input(self, state: RunState) -> int:
         cfg = self.config.max_input_tokens

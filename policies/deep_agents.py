@@ -135,6 +135,10 @@ class DeepAgents(Policy[DeepAgentsConfig]):
 
     Config = DeepAgentsConfig
     known_deviations = frozenset({"atomic-units", "revert-resolution"})
+    deviation_reasons = {
+        "atomic-units": "Deep Agents' cut knows AI/tool pairs, not thinking tool loops",
+        "revert-resolution": "Deep Agents has no reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:

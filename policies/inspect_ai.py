@@ -344,6 +344,11 @@ class InspectSummary(_InspectPolicy[InspectSummaryConfig]):
     # summarised while a later revert of it is shown; and a summary made inside a thinking tool loop leaves
     # the loop's later steps in the view without its start.
     known_deviations = frozenset({"live-turn", "revert-resolution", "atomic-units"})
+    deviation_reasons = {
+        "live-turn": "inspect keeps no tail: the live turn's user message is summarised unless it is the task",
+        "revert-resolution": "inspect summarises a change while a later revert of it stays in view",
+        "atomic-units": "a summary made inside a thinking tool loop leaves the loop's later steps without its start",
+    }
 
     def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
         return _summary_plan(state)
@@ -369,6 +374,11 @@ class InspectAuto(_InspectPolicy[InspectAutoConfig]):
     # Native keeps no user message at all, the summary only the task; reverts and thinking loops as for the
     # summary.
     known_deviations = frozenset({"live-turn", "revert-resolution", "atomic-units"})
+    deviation_reasons = {
+        "live-turn": "inspect's native compaction keeps no user message, its summary only the task",
+        "revert-resolution": "inspect summarises a change while a later revert of it stays in view",
+        "atomic-units": "a summary made inside a thinking tool loop leaves the loop's later steps without its start",
+    }
 
     def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
         native = self.config.native and state.model.provider == "anthropic"
@@ -415,6 +425,12 @@ class InspectEdit(_InspectPolicy[InspectEditConfig]):
 
     Config = InspectEditConfig
     known_deviations = frozenset({"live-turn"})
+    deviation_reasons = {
+        "live-turn": (
+            "when the last reply made more than keep_tool_uses parallel calls, inspect clears the oldest of their "
+            "results in the request that answers them"
+        ),
+    }
 
     def _rules(self) -> tuple[Rule, Rule]:
         excluded = NEVER_CLEARED | frozenset(self.config.exclude_tools)
@@ -508,6 +524,11 @@ class InspectTrim(_InspectPolicy[InspectTrimConfig]):
     # A count of messages knows no turns: the cut can take the live turn's user message, it falls inside
     # a thinking tool loop (only orphaned results are filtered), and it drops changes whose reverts stay.
     known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "inspect's trim counts messages, not turns, so it can take the live turn's user message",
+        "atomic-units": "inspect's trim can cut inside a thinking tool loop",
+        "revert-resolution": "inspect's trim drops changes whose reverts stay",
+    }
 
     def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
         inputs = input_indices(state)

@@ -203,6 +203,13 @@ class LangChainSummarization(Policy[LangChainSummarizationConfig]):
 
     Config = LangChainSummarizationConfig
     known_deviations = frozenset({"atomic-units", "revert-resolution", "compaction-loop"})
+    deviation_reasons = {
+        "atomic-units": "LangChain's cut knows AI/tool pairs but not thinking tool loops",
+        "revert-resolution": "LangChain has no reverts",
+        "compaction-loop": (
+            "when the kept messages alone are over the trigger, LangChain summarises again before every model call"
+        ),
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger != "auto" or not self.over_trigger(state):
@@ -375,6 +382,12 @@ class LangChainClearToolUses(Policy[LangChainClearToolUsesConfig]):
 
     Config = LangChainClearToolUsesConfig
     known_deviations = frozenset({"live-turn"})
+    deviation_reasons = {
+        "live-turn": (
+            "when the last reply made more than keep parallel calls, LangChain clears the oldest of their results in "
+            "the request that answers them"
+        ),
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg = self.config

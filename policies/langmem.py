@@ -114,6 +114,11 @@ class LangMem(Policy[LangMemConfig]):
 
     Config = LangMemConfig
     known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "atomic-units": "LangMem's cut knows calls and results, not thinking tool loops",
+        "live-turn": "LangMem can pass the last user message when the live turn alone is over the budget",
+        "revert-resolution": "LangMem has no reverts",
+    }
 
     def max_tokens(self, state: RunState) -> int:
         mt = self.config.max_tokens

@@ -101,6 +101,11 @@ class Letta(Policy[LettaConfig]):
 
     Config = LettaConfig
     known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "atomic-units": "Letta's cut counts messages, so it can fall inside a thinking tool loop",
+        "live-turn": "Letta can summarise the newest user message of a long loop (mode all always does)",
+        "revert-resolution": "Letta knows nothing of reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:

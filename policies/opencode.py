@@ -162,6 +162,12 @@ class Opencode(Policy[OpencodeConfig]):
 
     Config = OpencodeConfig
     known_deviations = frozenset({"live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": (
+            "when the newest turn alone exceeds the budget, opencode summarises the user message that opened it"
+        ),
+        "revert-resolution": "opencode picks its tail by turns and tokens, not reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:

@@ -231,6 +231,9 @@ class OpenHandsWindow(_V0Policy[WindowConfig]):
 
     Config = WindowConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": "OpenHands has no notion of reverts: a revert can outlive the change it reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:
@@ -307,6 +310,9 @@ class OpenHandsDefault(_V0Policy[DefaultConfig]):
 
     Config = DefaultConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": "OpenHands has no notion of reverts: a revert can outlive the change it reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:

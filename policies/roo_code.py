@@ -110,6 +110,11 @@ class RooCode(Policy[RooCodeConfig]):
 
     Config = RooCodeConfig
     known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "atomic-units": "Roo counts kept messages, so the tail can start at a reply inside a thinking tool loop",
+        "live-turn": "a long tool loop can leave Roo's newest user message out",
+        "revert-resolution": "Roo knows nothing of reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:

@@ -124,6 +124,11 @@ class SemanticKernelTruncation(Policy[SemanticKernelTruncationConfig]):
 
     Config = SemanticKernelTruncationConfig
     known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "SK's cut passes the user message of a tool loop longer than the target",
+        "atomic-units": "SK's cut can fall on the reply that closes a thinking tool loop",
+        "revert-resolution": "SK has no reverts",
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg = self.config
@@ -204,6 +209,11 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
 
     Config = SemanticKernelSummarizationConfig
     known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "SK's cut passes the user message of a tool loop longer than the target",
+        "atomic-units": "SK's cut can fall on the reply that closes a thinking tool loop",
+        "revert-resolution": "SK has no reverts",
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg = self.config

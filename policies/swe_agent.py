@@ -206,6 +206,9 @@ class JetBrainsSummary(Policy[JetBrainsSummaryConfig]):
 
     Config = JetBrainsSummaryConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": "the study's summary knows nothing of reverts: a kept revert can lose its change",
+    }
 
     def bound_tool_result(self, part: Part) -> Part:
         return clip_observation(part, self.config.max_observation_length)

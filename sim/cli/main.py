@@ -47,7 +47,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sim import api
     from sim.core.params import parse_kv
     from sim.sweep.driver import run_sweep
-    from sim.sweep.results import load_results
+    from sim.sweep.results import declared_reasons, load_results, violations_text
 
     if sum(map(bool, (args.scenario, args.conversation, args.dataset))) != 1:
         raise InvalidConfig("give exactly one of --scenario NAME, --conversation PATH or --dataset NAME")
@@ -73,16 +73,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     run_sweep(spec, out, workers=1, progress=True, logs=True)
-    for _, r in load_results(out).runs.iterrows():
+    results = load_results(out)
+    for _, r in results.runs.iterrows():
+        viols = results.violations[results.violations["run_key"] == r["run_key"]]
         recall = "n/a" if pd.isna(r["retention_recall"]) else f"{r['retention_recall']:.3f}"
         print(
             f"{r['conversation']}: {r['finish_reason']}, {r['agent_requests']} agent requests, "
             f"peak {r['peak_context_tokens']:,} tokens, cumulative input {r['cumulative_input_tokens']:,}, "
             f"cost ${r['total_cost_usd']:.4f}, {r['compaction_count']} compactions, {r['overflows']} overflows, "
-            f"retention {recall}, {r['violation_count']} violations, "
+            f"retention {recall}, {violations_text(viols)}, "
             + ("no request" if pd.isna(r["cache_hit_share"]) else f"{r['cache_hit_share']:.1%} of the prompt")
             + " read from cache"
         )
+        for line in declared_reasons(viols):
+            print(f"  {line}")
         if isinstance(r["unpriced_models"], str) and r["unpriced_models"]:
             print(
                 f"  note: the price table does not know {r['unpriced_models']} (named by the recording); those "

@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter
 
 from sim.report.data import RunLog, run_row
 from sim.report.figures import Html
-from sim.sweep.results import Results
+from sim.sweep.results import Results, declared_reasons, violations_text
 
 
 def overview(results: Results, run_key: str) -> pd.DataFrame:
@@ -59,18 +59,30 @@ def overview(results: Results, run_key: str) -> pd.DataFrame:
             f"({r['errors_repaired']} repaired), {r['stalls']} failing steps tried again: {r['extra_requests']} "
             f"extra requests, {r['extra_cost_usd']:,.4f} USD (with --agent reactive; none otherwise)",
         ),
-        ("invariant violations", f"{r['violation_count']}"),
+        ("invariant violations", _violations(results, run_key)),
     ]
     return pd.DataFrame(rows, columns=["what", "value"])
+
+
+def _run_violations(results: Results, run_key: str) -> pd.DataFrame:
+    return results.violations[results.violations["run_key"] == run_key]
+
+
+def _violations(results: Results, run_key: str) -> str:
+    """The run's violations, the declared deviations apart with why (``0 violations (71 declared: live-turn);
+    71 live-turn, declared: Claude Code summarises the live turn``)."""
+    v = _run_violations(results, run_key)
+    return "; ".join([violations_text(v), *declared_reasons(v)])
 
 
 def headline(results: Results, run_key: str, log: RunLog) -> Html:
     """The report's title: which run, on what, and where its log came from."""
     r = run_row(results, run_key)
+    violations = html.escape(violations_text(_run_violations(results, run_key)))
     return Html(
         f"<h1>One run in depth: {html.escape(str(r['config']))}</h1><p>On <b>{html.escape(r['conversation'])}"
         f"</b> (seed {r['seed']}), run key <code>{html.escape(run_key)}</code>: {r['compaction_count']} "
-        f"compactions, {r['violation_count']} violations, finished: {html.escape(str(r['finish_reason']))}. "
+        f"compactions, {violations}, finished: {html.escape(str(r['finish_reason']))}. "
         f"Log: {html.escape(log.source)}.</p>"
     )
 

@@ -55,6 +55,8 @@ RUN_ID_COLUMNS: dict[str, str] = {
 RUN_COLUMNS: dict[str, str] = {
     **RUN_ID_COLUMNS,
     **{c: dtype for c, dtype in SUMMARY_COLUMNS.items() if c not in RUN_ID_COLUMNS},
+    #: Of ``violation_count``, those the policy declares (``known_deviations``); the rest are undeclared.
+    "declared_violations": "Int64",
 }
 SWEEP_REQUEST_COLUMNS: dict[str, str] = {"run_key": "string", "config": "string", **REQUEST_COLUMNS}
 SWEEP_FACT_COLUMNS: dict[str, str] = {"run_key": "string", "config": "string", **FACT_COLUMNS}
@@ -86,6 +88,10 @@ VIOLATION_COLUMNS: dict[str, str] = {
     "invariant": "string",
     "request_kind": "string",
     "detail": "string",
+    #: The policy declares the invariant in ``known_deviations``: the modelled system breaks it by design.
+    "declared": "boolean",
+    #: Why (the policy's ``deviation_reasons``); empty for an undeclared violation.
+    "reason": "string",
 }
 #: A part's run logs, kept when the sweep asks (``csim run`` does): the run key and its log as JSON lines.
 LOGS = "logs"
@@ -392,6 +398,37 @@ def stored_log(root: str | Path, run_key: str) -> tuple[dict[str, Any], list[dic
             header, events = decode_log(str(hit["log"].iloc[0]), f"{path} (run {run_key})")
             return {**header, "source": str(path)}, events
     return None
+
+
+def declared_counts(violations: pd.DataFrame) -> dict[str, int]:
+    """Declared violations by invariant (the ``declared`` rows of a violations frame), most frequent first."""
+    if violations.empty or "declared" not in violations.columns:
+        return {}
+    counts = violations[violations["declared"].fillna(False).astype(bool)]["invariant"].value_counts()
+    return {str(k): int(v) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))}
+
+
+def violations_text(violations: pd.DataFrame) -> str:
+    """A run's (or a configuration's) violations in one phrase: the undeclared ones, then the declared ones
+    apart, by invariant: ``0 violations (71 declared: live-turn)``."""
+    declared = declared_counts(violations)
+    n = len(violations) - sum(declared.values())
+    text = f"{n} violation{'s' if n != 1 else ''}"
+    if declared:
+        total = sum(declared.values())
+        kinds = ", ".join(k if len(declared) == 1 else f"{v} {k}" for k, v in declared.items())
+        text += f" ({total} declared: {kinds})"
+    return text
+
+
+def declared_reasons(violations: pd.DataFrame) -> list[str]:
+    """One line per declared invariant seen: ``71 live-turn, declared: Claude Code summarises the live turn``."""
+    if violations.empty or "declared" not in violations.columns:
+        return []
+    rows = violations[violations["declared"].fillna(False).astype(bool)]
+    counts = declared_counts(violations)
+    reasons = rows.groupby("invariant")["reason"].first()
+    return [f"{n} {inv}, declared: {reasons.get(inv, '')}" for inv, n in counts.items()]
 
 
 def params_json(params: Mapping[str, Any]) -> str:
