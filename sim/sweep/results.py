@@ -24,7 +24,6 @@ the order of requests within the run, so results compare equal whichever executo
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -273,18 +272,29 @@ def read_table(part: Path, table: str) -> pd.DataFrame:
     return frame
 
 
-def read_parquet_bytes(data: bytes) -> pd.DataFrame:
-    """A Parquet file's bytes as a frame, decoded on this thread alone.
+def arrow_bytes(data: bytes) -> Any:
+    """``data`` copied into memory pyarrow owns, as a file pyarrow can read (``pyarrow.BufferReader``).
 
-    pyarrow's defaults read on its I/O threads (``pre_buffer``) and decode and convert on its CPU threads
-    (``use_threads``). A file object such as ``io.BytesIO`` is a Python object those threads hold: the last
-    reference to it (or to a task holding it) can be dropped on a pyarrow thread after the read has returned, and
-    dropping it takes the GIL. When that thread is descheduled until the interpreter is finalising, taking the
-    GIL ends the thread inside a C++ destructor and the process aborts (``terminate called without an active
-    exception``, exit 134) after all its work is done: issue 33 saw it in 2 of about 175 ``csim run``s on a busy
-    machine, and ``benchmarks/exit_aborts.py`` reproduces it. Our tables are small, so one thread costs nothing."""
+    Never hand pyarrow a Python object to read from (``io.BytesIO``, or a buffer over ``bytes``): its reader holds
+    that object in C++, and the last reference can be dropped on one of pyarrow's pool threads, in a future's
+    continuation that runs after the read has returned. Dropping it takes the GIL; when that thread was
+    descheduled until the interpreter is finalising, taking the GIL ends the thread in the middle of a C++
+    destructor and the process aborts (``terminate called without an active exception``, exit 134) after all its
+    work is done. Issue 33 saw it in 2 of about 175 ``csim run``s on a busy machine; a core dump showed
+    ``PyReadableFile::~PyReadableFile`` on a ``ThreadPool`` worker, from ``parquet::SerializedFile``'s destructor,
+    inside ``PyGILState_Ensure`` during ``Py_FinalizeEx``. ``benchmarks/exit_aborts.py`` counts such aborts."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    sink.write(data)
+    return pa.BufferReader(sink.getvalue())
+
+
+def read_parquet_bytes(data: bytes) -> pd.DataFrame:
+    """A Parquet file's bytes as a frame, read from memory pyarrow owns (:func:`arrow_bytes`: no Python object
+    outlives the call on a pyarrow thread) and decoded on this thread (our tables are small)."""
     one_thread = {"use_threads": False}
-    return pd.read_parquet(io.BytesIO(data), pre_buffer=False, to_pandas_kwargs=one_thread, **one_thread)
+    return pd.read_parquet(arrow_bytes(data), pre_buffer=False, to_pandas_kwargs=one_thread, **one_thread)
 
 
 def _table_bytes(part: Path, table: str, listing: dict[str, dict[str, Any]] | None) -> bytes:
@@ -314,7 +324,6 @@ def check_part(part: Path) -> str | None:
     :data:`TABLES` at least, and every table it names is there with the bytes written (size and SHA-256) and
     a Parquet footer that gives the rows listed. The bytes are what was written, so they read; no table is
     decoded, which keeps a rerun's check at the cost of hashing the parts."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
@@ -322,7 +331,7 @@ def check_part(part: Path) -> str | None:
         for table in sorted(set(TABLES) | set(listing)):
             data = _table_bytes(part, table, listing)
             try:
-                rows = pq.read_metadata(pa.BufferReader(data)).num_rows
+                rows = pq.read_metadata(arrow_bytes(data)).num_rows
             except Exception as exc:  # noqa: BLE001 - a footer pyarrow cannot parse, whatever it raises
                 raise DamagedPart(part, f"{table}.parquet cannot be read ({_first_line(exc)})") from None
             if rows != listing[table].get("rows"):
