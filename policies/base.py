@@ -166,6 +166,9 @@ class Policy(Generic[C]):
         deviation_reasons: one line per known deviation, in our words from the docstring, saying why the
             modelled system breaks it; results (the violations table's ``reason``), ``csim compare``, ``csim run``
             and the reports show it beside the count, so a declared deviation does not read as a bug.
+        acts_on: what the policy must see before it acts, when ``csim check``'s generated conversations never have
+            it (``openhands-browser-output``: browser observations); the check then does not fail it for never
+            acting. Empty for a policy that acts on the size or length of the context.
         recheck_after_compaction: whether the engine asks again, at the same point, after an automatic
             compaction (not a rollback), until the policy declines: as Workshop reruns a turn that compacted
             and checks the shorter prompt again (``overseer.ts``, the loop around ``runAgent``).
@@ -185,6 +188,7 @@ class Policy(Generic[C]):
     name: ClassVar[str] = ""
     known_deviations: ClassVar[frozenset[str]] = frozenset()
     deviation_reasons: ClassVar[Mapping[str, str]] = {}
+    acts_on: ClassVar[str] = ""
     run_status: ClassVar[bool] = False
     recheck_after_compaction: ClassVar[bool] = False
     placeholder: ClassVar[str] = DEFAULT_PLACEHOLDER

@@ -167,6 +167,7 @@ class OpenHandsBrowserOutput(_V0Policy[BrowserConfig]):
     """
 
     Config = BrowserConfig
+    acts_on = "browser observations (tool results of its browser_tools), which generated conversations lack"
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger != "auto":

@@ -132,9 +132,43 @@ def cmd_check(args: argparse.Namespace) -> int:
     from sim.core.params import parse_kv
     from sim.replay.checker import check_policy
 
-    report = check_policy(args.policy, parse_kv(args.param), examples=args.examples, seed=args.seed, window=args.window)
+    params = parse_kv(args.param)
+    progress = _check_progress(args.examples) if sys.stderr.isatty() or args.progress else None
+    try:
+        report = check_policy(
+            args.policy,
+            params,
+            examples=args.examples,
+            seed=args.seed,
+            window=args.window,
+            scenarios=not args.no_scenarios,
+            progress=progress,
+        )
+    finally:
+        if progress is not None and sys.stderr.isatty():
+            print(file=sys.stderr, flush=True)
     print(report.render())
     return 0 if report.passed else 1
+
+
+def _check_progress(examples: int):  # type: ignore[no-untyped-def]
+    """A line on stderr saying how many examples have run (shrinking replays counted too, hence "at least")."""
+    import time
+
+    t0 = time.perf_counter()
+    tty = sys.stderr.isatty()
+    last = [-1.0, -1]
+
+    def show(done: int) -> None:
+        now = time.perf_counter()
+        step = done * 10 // max(examples, 1)
+        if (now - last[0] < 0.5 if tty else step == last[1]) and done != examples:
+            return
+        last[0], last[1] = now, step
+        text = f"check: {done} of {examples} examples replayed ({now - t0:.0f} s)"
+        print(f"\r{text}" if tty else text, end="" if tty else "\n", file=sys.stderr, flush=True)
+
+    return show
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -192,14 +226,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="fuzz a policy's invariants with Hypothesis",
         description="Generate conversations (parallel calls, huge results, reverts, pending turns, "
         "/compact) and replay them under the policy with every invariant checked on "
-        "every request. Prints a pass with the number of examples, or the shrunk "
-        "counterexample: the conversation, the request and the broken invariant.",
+        "every request. Prints how many examples the policy acted in (summarised, dropped, cleared) and how "
+        "often its trigger was passed, then a pass with the number of examples, or the shrunk "
+        "counterexample: the conversation, the request and the broken invariant. A policy that never "
+        "compacted automatically although its trigger was passed fails. Then one run on each bundled "
+        "scenario at its default length says how often the policy acted there.",
     )
     p.add_argument("--policy", required=True, help="registered name or package.module:Class (your own policy)")
     p.add_argument("-P", "--param", action="append", metavar="NAME=VALUE", help="policy parameter, repeatable")
     p.add_argument("--examples", type=int, default=200, help="generated conversations to try (default 200)")
     p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     p.add_argument("--window", type=int, default=8_000, help="context window of the small test model (default 8000)")
+    p.add_argument(
+        "--no-scenarios",
+        action="store_true",
+        help="skip the one run on each bundled scenario at its default length (200K window) after the examples",
+    )
+    p.add_argument("--progress", action="store_true", help="show progress on stderr even when it is not a terminal")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(

@@ -86,7 +86,9 @@ def default_baseline(configs: Sequence[str]) -> str:
 
 def compare(results: Results, baseline: str | None = None, by: Sequence[str] = ()) -> pd.DataFrame:
     """The summary table: one row per configuration (per ``by`` group, e.g. ``source``), sorted by label."""
-    declared = results.runs["declared_violations"].fillna(0).astype("int64")
+    # results of older code (or frames built by hand) have no declared_violations: none declared
+    declared = results.runs.get("declared_violations", pd.Series(0, index=results.runs.index)).fillna(0)
+    declared = declared.astype("int64")
     runs = results.runs.assign(
         completed=(results.runs["finish_reason"] == "completed").astype("float64"),
         declared_violations=declared,
@@ -128,8 +130,8 @@ def compare(results: Results, baseline: str | None = None, by: Sequence[str] = (
             unit_diff = diff.groupby([paired[c] for c in UNIT]).mean().to_numpy()
             row[f"{short}_diff"], row[f"{short}_diff_lo"], row[f"{short}_diff_hi"] = bootstrap_mean(unit_diff)
         row["paired_conversations"] = 0 if paired.empty else paired.groupby(UNIT).ngroups
-        viols = results.violations[results.violations["run_key"].isin(grp["run_key"])]
-        row["declared_deviations"] = "; ".join(declared_reasons(viols))
+        v = results.violations
+        row["declared_deviations"] = "; ".join(declared_reasons(v[v["run_key"].isin(grp["run_key"])])) if len(v) else ""
         rows.append(row)
     table = pd.DataFrame(rows)
     table["pareto"] = False
