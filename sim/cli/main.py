@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sim.cli.options import add_run_options, option_values
-from sim.core.errors import CsimError, InvalidConfig
+from sim.core.errors import CsimError, FormatError, InvalidConfig
 
 EPILOG = """examples:
   csim run --policy cloudflare-os -P trigger_ratio=0.8 --scenario coding-agent --seed 3 --out runs/cf
@@ -47,7 +47,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sim import api
     from sim.core.params import parse_kv
     from sim.sweep.driver import run_sweep
-    from sim.sweep.results import declared_reasons, load_results, violations_text
+    from sim.sweep.results import SEED_ON_RECORDINGS, declared_reasons, load_results, violations_text
 
     if sum(map(bool, (args.scenario, args.conversation, args.dataset))) != 1:
         raise InvalidConfig("give exactly one of --scenario NAME, --conversation PATH or --dataset NAME")
@@ -72,7 +72,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sim.core.model import DEFAULT_MODEL
 
     out = Path(args.out)
-    run_sweep(spec, out, workers=1, progress=True, logs=True)
+    try:
+        run_sweep(spec, out, workers=1, progress=True, logs=True)
+    except FormatError as exc:
+        hint = _format_hint(exc.path, args.format)
+        if hint is None:
+            raise
+        raise FormatError(exc.path, exc.line, exc.problem, hint) from None
     results = load_results(out)
     for _, r in results.runs.iterrows():
         viols = results.violations[results.violations["run_key"] == r["run_key"]]
@@ -92,8 +98,29 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"  note: the price table does not know {r['unpriced_models']} (named by the recording); those "
                 f"requests are priced as {DEFAULT_MODEL}: name the model with --model to price them as another"
             )
+    if args.seed and not args.scenario:
+        print(f"note: seed {args.seed} on a recording: {SEED_ON_RECORDINGS}")
     print(f"wrote {out} (manifest.json and parts/: runs, requests, facts, compactions, violations, logs)")
     return 0
+
+
+def _format_hint(path: str, fmt: str | None) -> str | None:
+    """What to do about a file that did not read as ``fmt``: the format that recognises it, when one does; None when
+    ``fmt`` is auto, or the file is a recording of ``fmt`` that is broken (its own error says what to do)."""
+    from sim.formats import recognised_by
+
+    if fmt in (None, "auto") or not Path(path).is_file():
+        return None
+    try:
+        found = recognised_by(path)
+    except CsimError:
+        return None
+    if fmt in found:
+        return None
+    hits = [h for h in found if h != fmt]
+    if len(hits) == 1:
+        return f"it reads as {hits[0]}: give --format {hits[0]}, or --format auto (the default) to detect it"
+    return "give --format auto (the default) to detect its format, or one of csim list formats"
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -210,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--scenario", help="bundled synthetic scenario (csim list scenarios)")
     src.add_argument("-S", "--scenario-param", action="append", metavar="NAME=VALUE", help="scenario parameter")
     src.add_argument("--conversation", help="a recording, or a folder of them (other files skipped)")
-    src.add_argument("--format", default="native", help="its format (csim list formats; default native)")
+    src.add_argument("--format", default="auto", help="its format (csim list formats; default auto)")
     src.add_argument("--lenient", action="store_true", help="skip malformed records and report each one")
     src.add_argument("--dataset", help="a fetched public dataset (csim datasets list; fetch it first)")
     p.add_argument("--out", required=True, help="output directory")

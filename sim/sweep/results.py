@@ -440,5 +440,32 @@ def declared_reasons(violations: pd.DataFrame) -> list[str]:
     return [f"{n} {inv}, declared: {reasons.get(inv, '')}" for inv, n in counts.items()]
 
 
+#: What the run seed draws on a recording, whose messages and times are recorded (the rest of a run is fixed).
+SEED_ON_RECORDINGS = (
+    "a recording fixes the messages and their times; the seed only draws which facts a summary keeps, the "
+    "summariser's failures (-R failure_rate, -R empty_rate) and, with --agent reactive, the agent's errors"
+)
+
+
+def seed_note(results: Results) -> str | None:
+    """A note when several seeds gave identical runs on recorded conversations (nothing there is seeded but the
+    summariser's and the reactive agent's draws, :data:`SEED_ON_RECORDINGS`); None when they differed somewhere,
+    or when there was nothing to compare."""
+    runs = results.runs
+    rec = runs[runs["source_kind"] != "scenario"]
+    if rec.empty or rec["seed"].nunique() < 2:
+        return None
+    cols = [c for c in rec.columns if c not in ("run_key", "seed")]
+    groups = [g for _, g in rec.groupby(["config", "conversation", "conversation_checksum"], sort=True) if len(g) > 1]
+    same = sum(len(g[cols].astype("string").drop_duplicates()) == 1 for g in groups)
+    if not groups or same < len(groups):
+        return None
+    seeds = ", ".join(str(x) for x in sorted(rec["seed"].unique())[:6]) + (", ..." if rec["seed"].nunique() > 6 else "")
+    return (
+        f"seeds {seeds} gave identical runs for all {len(groups)} recorded (configuration, conversation) pairs: "
+        f"{SEED_ON_RECORDINGS}; one seed is enough for them"
+    )
+
+
 def params_json(params: Mapping[str, Any]) -> str:
     return json.dumps(dict(params), sort_keys=True, separators=(",", ":"), default=str)
