@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from sim.sweep.compare import compare
 from sim.sweep.results import Results  # noqa: E402
@@ -59,9 +60,16 @@ class Html:
         return "<html fragment; open in Jupyter or the exported report>"
 
 
+#: The tallest a figure is drawn, in inches at the report's 100 dpi: with its labels, under 2,000 pixels.
+MAX_HEIGHT_INCHES = 18.0
+
+
 def show(fig: Figure, ident: str, caption: str) -> Html:
     """The figure as an embedded PNG inside ``<figure id="fig-IDENT">`` with a caption (also the alt text)."""
     buf = io.BytesIO()
+    w, h = fig.get_size_inches()
+    if h > MAX_HEIGHT_INCHES:  # a figure sized by its rows (configurations, invariants) stays under 2,000 pixels
+        fig.set_size_inches(w, MAX_HEIGHT_INCHES)
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
@@ -150,8 +158,6 @@ def compare_tables(results: Results, computed: pd.DataFrame | None = None) -> tu
             "Pareto": np.where(t["pareto"], "yes", ""),
         }
     )
-    if "declared_deviations" in t.columns:
-        means["declared deviations (all runs), and why"] = t["declared_deviations"].fillna("").to_numpy()
     base = t[t["config"] != t["baseline"]]
     diffs = pd.DataFrame(
         {
@@ -164,6 +170,18 @@ def compare_tables(results: Results, computed: pd.DataFrame | None = None) -> tu
         }
     )
     return means, diffs, str(t["baseline"].iloc[0])
+
+
+def declared_table(results: Results, computed: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per configuration, its declared deviations over all runs and why (the ``csim compare`` table's
+    ``declared_deviations``): one row per configuration that has any."""
+    t = results.summary if results.summary is not None and len(results.summary) else computed
+    t = summary(results) if t is None else t
+    cols = ["config", "declared deviations (all runs), and why"]
+    if "declared_deviations" not in t.columns:
+        return pd.DataFrame(columns=cols)
+    rows = t[t["declared_deviations"].fillna("") != ""]
+    return pd.DataFrame({cols[0]: rows["config"].to_numpy(), cols[1]: rows["declared_deviations"].to_numpy()})
 
 
 def headline(results: Results, conversation: str) -> Html:
@@ -180,10 +198,13 @@ def headline(results: Results, conversation: str) -> Html:
 
 
 # -- figures ----------------------------------------------------------------------------------------------
-def fig_cost_retention(table: pd.DataFrame, cmap: Mapping[str, tuple[float, float, float]]) -> Figure:
+def fig_cost_retention(table: pd.DataFrame, cmap: Mapping[str, tuple[float, float, float]]) -> Figure | None:
     """Mean cost against mean retention per configuration (``table`` from :func:`summary`), 95% bootstrap CIs
-    both ways, the Pareto frontier marked."""
+    both ways, the Pareto frontier marked; None when no configuration has a retention figure (no run needed a fact:
+    a blank pair of axes would say nothing)."""
     f = table
+    if f["retention_mean"].isna().all():
+        return None
     fig, ax = plt.subplots(figsize=(9, 5.5))
     for _, r in f.iterrows():
         x, y = r["cost_usd_mean"], 100 * r["retention_mean"]
@@ -266,13 +287,12 @@ def fig_trajectory(table: pd.DataFrame, cmap: Mapping[str, tuple[float, float, f
     total = f["trajectory_mean"].to_numpy(dtype="float64")
     extra = np.minimum(f["extra_requests_mean"].to_numpy(dtype="float64"), total) if "extra_requests_mean" in f else 0
     left.barh(f["config"], total - extra, color=colours)
-    left.barh(f["config"], extra, left=total - extra, color=colours, alpha=0.4, label="the agent's extra requests")
+    left.barh(f["config"], extra, left=total - extra, color=colours, alpha=0.4)
     for y, t in enumerate(total):
         left.annotate(f"  {t:,.0f}", (t, y), va="center", fontsize=8)
     left.set_xlim(0, total.max() * 1.2 if len(total) and total.max() > 0 else 1)
     left.set_xlabel("agent requests per run")
-    left.set_title("Trajectory")
-    left.legend(loc="lower right", fontsize=8, frameon=False)
+    left.set_title("Trajectory (lighter: the agent's extra requests)")  # no legend box over the bars
     m = 100 * f["success_mean"].to_numpy(dtype="float64")
     lo, hi = 100 * f["success_lo"].to_numpy(dtype="float64"), 100 * f["success_hi"].to_numpy(dtype="float64")
     right.barh(f["config"], m, xerr=[m - lo, hi - m], color=colours, capsize=3)
@@ -343,7 +363,7 @@ def fig_cumulative_cost(
     bx.invert_yaxis()
     bx.set_xlabel("mean total cost per conversation (USD), 95% CI")
     bx.set_title("Total cost, all conversations")
-    ax.legend(loc="upper left", frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, frameon=False)  # under the axes, off the data
     fig.tight_layout()
     return fig
 
@@ -457,14 +477,18 @@ def fig_violations(results: Results, cmap: Mapping[str, tuple[float, float, floa
     for i, label in enumerate(labels):
         y = np.arange(len(invs)) + (i - (len(labels) - 1) / 2) * height
         values = counts[label].to_numpy()
-        ax.barh(y[~declared], values[~declared], height, color=cmap[label], label=label)
+        ax.barh(y[~declared], values[~declared], height, color=cmap[label])
         # declared deviations, hatched and pale: the modelled system's documented behaviour, not a defect
         ax.barh(y[declared], values[declared], height, color=cmap[label], alpha=0.35, hatch="//", edgecolor="0.4")
     ax.set_yticks(np.arange(len(invs)), invs)
     ax.set_ylim(len(invs) - 0.4, -0.6)
     ax.set_xlabel("violations (checked requests that broke the invariant)")
     ax.set_ylabel("invariant")
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    # drawn by hand: a configuration with declared deviations only has no plain bar to take its colour from
+    handles = [Patch(color=cmap[label], label=label) for label in labels]
+    if declared.any():
+        handles.append(Patch(facecolor="white", edgecolor="0.4", hatch="//", label="declared deviation"))
+    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     ax.set_title("Invariant violations by configuration (hatched: declared deviations of the modelled system)")
     return fig
 
@@ -474,6 +498,7 @@ __all__ = [
     "Html",
     "colours",
     "compare_tables",
+    "declared_table",
     "fig_context",
     "fig_cost_components",
     "fig_cost_retention",
