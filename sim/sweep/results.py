@@ -455,7 +455,7 @@ def seed_note(results: Results) -> str | None:
     rec = runs[runs["source_kind"] != "scenario"]
     if rec.empty or rec["seed"].nunique() < 2:
         return None
-    cols = [c for c in rec.columns if c not in ("run_key", "seed")]
+    cols = [c for c in rec.columns if c not in ("run_key", "run_id", "seed")]  # the ids name the seed
     groups = [g for _, g in rec.groupby(["config", "conversation", "conversation_checksum"], sort=True) if len(g) > 1]
     same = sum(len(g[cols].astype("string").drop_duplicates()) == 1 for g in groups)
     if not groups or same < len(groups):
