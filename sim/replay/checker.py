@@ -119,9 +119,9 @@ class CheckReport:
         act = self.activity
         extra = [] if act is None else [act.render(self.examples), *(f"note: {n}" for n in act.notes())]
         extra += [f"scenario {r.render()}" for r in self.scenarios]
-        if self.passed:
-            lines.append(f"PASS {self.policy}: {self.examples} examples, no violation" + (f" ({seen})" if seen else ""))
-            return "\n".join([*lines, *extra])
+        if self.passed:  # the verdict last, after what the policy did
+            verdict = f"PASS {self.policy}: {self.examples} examples, no violation" + (f" ({seen})" if seen else "")
+            return "\n".join([*lines, *extra, verdict])
         if self.counterexample is None and act is not None:
             lines.append(f"FAIL {self.policy}: {act.never_acted(self.examples)}")
             lines.append(f"params: {_params_text(self.params)}")
