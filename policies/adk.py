@@ -195,6 +195,10 @@ class ADKCompaction(Policy[ADKConfig]):
 
     Config = ADKConfig
     known_deviations = frozenset({"revert-resolution", "compaction-shrinks"})
+    deviation_reasons = {
+        "compaction-shrinks": "ADK appends a summary even when it is longer than the events it replaces",
+        "revert-resolution": "ADK knows nothing of reverts",
+    }
 
     # -- the token count ADK compares -------------------------------------------------------------------
     def prompt_token_count(self, state: RunState) -> int:
@@ -367,3 +371,13 @@ class ADKToken(ADKCompaction):
 
     Config = ADKTokenConfig
     known_deviations = frozenset({"revert-resolution", "compaction-shrinks", "live-turn", "atomic-units"})
+    deviation_reasons = {
+        "atomic-units": (
+            "ADK's split keeps calls with their responses but can fall inside the live tool loop, after the"
+            " reply whose thinking opened it"
+            " (Anthropic rejects that request without interleaved thinking)"
+        ),
+        "compaction-shrinks": "ADK appends a summary even when it is longer than the events it replaces",
+        "live-turn": "ADK counts retained events, not turns, so a long tool loop compacts its own user message",
+        "revert-resolution": "ADK knows nothing of reverts",
+    }

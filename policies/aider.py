@@ -158,6 +158,9 @@ class Aider(Policy[AiderConfig]):
     Config = AiderConfig
     when = frozenset({"user_turn"})
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": "Aider picks its tail by tokens and knows nothing of reverts",
+    }
 
     def max_tokens(self, state: RunState) -> int:
         """``max_chat_history_tokens``."""

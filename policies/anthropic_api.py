@@ -424,6 +424,9 @@ class AnthropicCompaction(Policy[CompactionConfig]):
 
     Config = CompactionConfig
     known_deviations = frozenset({"live-turn"})
+    deviation_reasons = {
+        "live-turn": "the compaction block replaces the user's latest message along with the rest",
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger != "auto":  # the API compacts only past its trigger; a prompt over the window is rejected
@@ -519,6 +522,9 @@ class AnthropicSDKCompaction(Policy[SDKCompactionConfig]):
     Config = SDKCompactionConfig
     when = frozenset({"response"})
     known_deviations = frozenset({"live-turn"})
+    deviation_reasons = {
+        "live-turn": "the SDK summarises the user's latest message with the rest",
+    }
 
     def asked_at(self, state: RunState, point: AskPoint = "request") -> bool:
         """After every response; before a request only when a revert needs a rollback (the harness's contract)."""

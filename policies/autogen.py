@@ -150,7 +150,7 @@ class AutoGenBuffered(Policy[AutoGenBufferedConfig]):
       no summary, no notice of what was left out.
 
     Known deviations: a tool loop longer than the buffer leaves out the user message that started it
-    (``live-turn``); the cut counts messages, so it falls inside a thinking tool loop (``atomic-units``); AutoGen
+    (``live-turn``); the cut counts messages, so it falls inside the live thinking tool loop (``atomic-units``); AutoGen
     has no reverts (``revert-resolution``).
 
     Differences: nothing of an unresolved pending turn leaves the view (the harness's contract; AutoGen has no
@@ -159,6 +159,15 @@ class AutoGenBuffered(Policy[AutoGenBufferedConfig]):
 
     Config = AutoGenBufferedConfig
     known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "a tool loop longer than the buffer leaves out the user message that started it",
+        "atomic-units": (
+            "the buffer counts messages, so it can start inside the live tool loop, after the reply whose"
+            " thinking opened it"
+            " (Anthropic rejects that request without interleaved thinking)"
+        ),
+        "revert-resolution": "AutoGen has no reverts",
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger != "auto":
@@ -200,8 +209,8 @@ class AutoGenHeadAndTail(Policy[AutoGenHeadAndTailConfig]):
       adjustments drop.
 
     Known deviations: a tool loop longer than the tail leaves out the user message that started it
-    (``live-turn``); both cuts count messages, so they fall inside thinking tool loops (``atomic-units``); AutoGen
-    has no reverts (``revert-resolution``).
+    (``live-turn``); both cuts count messages, so they fall inside the live thinking tool loop (``atomic-units``);
+    AutoGen has no reverts (``revert-resolution``).
 
     Differences: a placeholder that would make the view larger than the messages it stands for waits until it
     shrinks it (the first skipped message may be shorter than "Skipped 1 messages."); nothing of an unresolved
@@ -210,6 +219,15 @@ class AutoGenHeadAndTail(Policy[AutoGenHeadAndTailConfig]):
 
     Config = AutoGenHeadAndTailConfig
     known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "a tool loop longer than the tail leaves out the user message that started it",
+        "atomic-units": (
+            "head and tail count messages, so the tail can start inside the live tool loop, after the reply"
+            " whose thinking opened it"
+            " (Anthropic rejects that request without interleaved thinking)"
+        ),
+        "revert-resolution": "AutoGen has no reverts",
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg = self.config
@@ -284,6 +302,15 @@ class AutoGenTokenLimited(Policy[AutoGenTokenLimitedConfig]):
 
     Config = AutoGenTokenLimitedConfig
     known_deviations = frozenset({"tool-pairing", "atomic-units", "live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "tool-pairing": "AutoGen's middle-out pops split tool calls from their results",
+        "atomic-units": (
+            "AutoGen's middle-out pops can drop the reply whose thinking opened the live tool loop"
+            " (Anthropic rejects that request without interleaved thinking)"
+        ),
+        "live-turn": "AutoGen's middle-out pops can take the last user message",
+        "revert-resolution": "AutoGen has no reverts",
+    }
 
     def limit(self, state: RunState) -> int:
         lim = self.config.token_limit

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
@@ -163,6 +163,12 @@ class Policy(Generic[C]):
             provider rejected a prompt as too long (trigger ``overflow``).
         known_deviations: invariants the modelled real system is documented to break; the property
             suite expects them instead of failing on them, and a test shows each one happens.
+        deviation_reasons: one line per known deviation, in our words from the docstring, saying why the
+            modelled system breaks it; results (the violations table's ``reason``), ``csim compare``, ``csim run``
+            and the reports show it beside the count, so a declared deviation does not read as a bug.
+        acts_on: what the policy must see before it acts, when ``csim check``'s generated conversations never have
+            it (``openhands-browser-output``: browser observations); the check then does not fail it for never
+            acting. Empty for a policy that acts on the size or length of the context.
         recheck_after_compaction: whether the engine asks again, at the same point, after an automatic
             compaction (not a rollback), until the policy declines: as Workshop reruns a turn that compacted
             and checks the shorter prompt again (``overseer.ts``, the loop around ``runAgent``).
@@ -181,6 +187,8 @@ class Policy(Generic[C]):
     when: ClassVar[frozenset[When]] = frozenset({"request"})
     name: ClassVar[str] = ""
     known_deviations: ClassVar[frozenset[str]] = frozenset()
+    deviation_reasons: ClassVar[Mapping[str, str]] = {}
+    acts_on: ClassVar[str] = ""
     run_status: ClassVar[bool] = False
     recheck_after_compaction: ClassVar[bool] = False
     placeholder: ClassVar[str] = DEFAULT_PLACEHOLDER
@@ -191,6 +199,14 @@ class Policy(Generic[C]):
         self.config: C = config if config is not None else self.Config()
         if not isinstance(self.config, self.Config):
             raise InvalidConfig(f"{type(self).__name__} needs a {self.Config.__name__}, got {type(config).__name__}")
+
+    @classmethod
+    def declared(cls, invariant: str) -> str | None:
+        """Why ``invariant`` is a declared deviation of this policy (:attr:`deviation_reasons`), or None when it is
+        not one. A deviation declared without a reason is still declared, and says so."""
+        if invariant not in cls.known_deviations:
+            return None
+        return cls.deviation_reasons.get(invariant) or f"declared by {cls.name or cls.__name__} (no reason given)"
 
     @property
     def retry_on_overflow(self) -> int:

@@ -228,6 +228,9 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
 
     Config = ClaudeCodeConfig
     known_deviations: ClassVar[frozenset[str]] = frozenset({"live-turn"})
+    deviation_reasons = {
+        "live-turn": "Claude Code summarises the live turn, its last user message included",
+    }
     cache_placement: ClassVar[CachePlacement] = CachePlacement(system="1h", last="1h")
     summary_call: ClassVar[SummaryCall] = "fork"
 
@@ -331,6 +334,13 @@ class ClaudeCodeMicrocompact(ClaudeCode):
 
     Config = MicrocompactConfig
     known_deviations: ClassVar[frozenset[str]] = ClaudeCode.known_deviations | {"compaction-loop"}
+    deviation_reasons = {
+        "live-turn": "Claude Code summarises the live turn, its last user message included",
+        "compaction-loop": (
+            "Claude Code compacts again before each request it estimates over the threshold, even when what it must "
+            "keep leaves it over"
+        ),
+    }
 
     def rule(self) -> Rule:
         cfg = self.config

@@ -126,7 +126,7 @@ class ClineLegacy(Policy[ClineLegacyConfig]):
     As a view: a span of the first user message, an injected assistant message holding the notice in place of the
     first reply, and the tail from the first message after the deleted range (past its tool messages).
 
-    Known deviations: the deleted range counts messages, so it can end inside a thinking tool loop
+    Known deviations: the deleted range counts messages, so it can end inside the live thinking tool loop
     (``atomic-units``), take the newest user message when a tool loop after it is long (``live-turn``), and drop the
     change a kept revert reverts (``revert-resolution``); after a context-window error the task itself reads
     "[Continue assisting the user!]" (``live-turn`` when it is the newest user message).
@@ -141,6 +141,15 @@ class ClineLegacy(Policy[ClineLegacyConfig]):
 
     Config = ClineLegacyConfig
     known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "atomic-units": (
+            "Cline's deleted range counts messages, so it can end inside the live tool loop, behind its"
+            " assistant notice"
+            " (Anthropic rejects that request without interleaved thinking)"
+        ),
+        "live-turn": "Cline can drop the newest user message of a long tool loop",
+        "revert-resolution": "Cline can drop the change a kept revert reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:
@@ -297,7 +306,7 @@ class Cline(Policy[ClineConfig]):
     * ``/compact`` (manual): the same with a target of half the current message tokens.
 
     Known deviations: with no typed user message after the first, the cut follows the token walk alone and takes the
-    task (``live-turn``); a cut at an assistant message may fall inside a thinking tool loop (``atomic-units``);
+    task (``live-turn``); a cut at an assistant message may fall inside the live thinking tool loop (``atomic-units``);
     reverts are unknown to it (``revert-resolution``).
 
     Differences: the estimate counts the view's characters with 72 characters of JSON framing a message, without
@@ -310,6 +319,16 @@ class Cline(Policy[ClineConfig]):
 
     Config = ClineConfig
     known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": (
+            "with no typed user message after the first, Cline's token walk alone places the cut and can take the task"
+        ),
+        "atomic-units": (
+            "a cut at an assistant message can fall inside the live tool loop, after the reply whose thinking opened it"
+            " (Anthropic rejects that request without interleaved thinking)"
+        ),
+        "revert-resolution": "Cline knows nothing of reverts",
+    }
 
     def max_input(self, state: RunState) -> int:
         cfg = self.config.max_input_tokens

@@ -142,6 +142,9 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
     # without it. Automatic compaction, decided at a turn's start (issue 11, item 2), never passes the turn's
     # opening user message.
     known_deviations = frozenset({"live-turn"})
+    deviation_reasons = {
+        "live-turn": "Workshop's /compact keeps only the last record, so the last user message can be summarised",
+    }
     recheck_after_compaction = True
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:

@@ -203,6 +203,9 @@ class Codex(Policy[CodexConfig]):
     # Kept user messages can revert a change whose assistant message was dropped: Codex knows nothing of
     # reverts and keeps user messages only.
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": "Codex keeps user messages only, so a kept revert can lose the change it reverts",
+    }
 
     def bound_tool_result(self, part: Part) -> Part:
         return truncate_output(part, round(self.config.truncation_bytes * SERIALIZATION_ALLOWANCE))

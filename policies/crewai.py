@@ -139,6 +139,10 @@ class CrewAI(Policy[CrewAIConfig]):
 
     Config = CrewAIConfig
     known_deviations = frozenset({"live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "CrewAI's summary replaces the user's message too",
+        "revert-resolution": "a revert whose change CrewAI summarised no longer resolves",
+    }
 
     @property
     def retry_on_overflow(self) -> int:

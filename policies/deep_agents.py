@@ -135,6 +135,13 @@ class DeepAgents(Policy[DeepAgentsConfig]):
 
     Config = DeepAgentsConfig
     known_deviations = frozenset({"atomic-units", "revert-resolution"})
+    deviation_reasons = {
+        "atomic-units": (
+            "Deep Agents' cut knows AI/tool pairs, so it can drop the reply whose thinking opened the live tool loop"
+            " (Anthropic rejects that request without interleaved thinking)"
+        ),
+        "revert-resolution": "Deep Agents has no reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:

@@ -282,6 +282,12 @@ class EffectAgent(Policy[EffectAgentConfig]):
     # summary (the run's input is protected; later user messages are not), and the framework has no notion of
     # reverts to keep with their changes.
     known_deviations = frozenset({"live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": (
+            "the kept tail is sized in tokens only, so a long live turn can lose its latest user message to the summary"
+        ),
+        "revert-resolution": "the framework does not keep reverts with their changes",
+    }
 
     @property
     def retry_on_overflow(self) -> int:

@@ -188,6 +188,9 @@ class GeminiCli(Policy[GeminiCliConfig]):
     # Gemini CLI has no notion of reverts: the split falls at a user message whatever a kept revert needs, and a
     # revert of a change already summarised stays in the view without it.
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": "Gemini CLI splits at a user message whatever a kept revert needs",
+    }
 
     def bound_tool_result(self, part: Part) -> Part:
         return truncate_output(part, self.config.truncate_threshold)

@@ -135,6 +135,10 @@ class Goose(Policy[GooseConfig]):
 
     Config = GooseConfig
     known_deviations = frozenset({"live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "after /compact Goose summarises the last user message too and does not re-append it",
+        "revert-resolution": "Goose has no notion of reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:

@@ -344,6 +344,10 @@ class InspectSummary(_InspectPolicy[InspectSummaryConfig]):
     # summarised while a later revert of it is shown. (A summary made inside a thinking tool loop ends the request
     # with the summary, a user message: the model's next reply opens a turn afresh, which Anthropic accepts.)
     known_deviations = frozenset({"live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "inspect keeps no tail: the live turn's user message is summarised unless it is the task",
+        "revert-resolution": "inspect summarises a change while a later revert of it stays in view",
+    }
 
     def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
         return _summary_plan(state)
@@ -369,6 +373,10 @@ class InspectAuto(_InspectPolicy[InspectAutoConfig]):
     # Native keeps no user message at all, the summary only the task; reverts as for the summary (both end the
     # request with a user message, so a compaction inside a thinking tool loop is accepted).
     known_deviations = frozenset({"live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "inspect's native compaction keeps no user message, its summary only the task",
+        "revert-resolution": "inspect summarises a change while a later revert of it stays in view",
+    }
 
     def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
         native = self.config.native and state.model.provider == "anthropic"
@@ -415,6 +423,12 @@ class InspectEdit(_InspectPolicy[InspectEditConfig]):
 
     Config = InspectEditConfig
     known_deviations = frozenset({"live-turn"})
+    deviation_reasons = {
+        "live-turn": (
+            "when the last reply made more than keep_tool_uses parallel calls, inspect clears the oldest of their "
+            "results in the request that answers them"
+        ),
+    }
 
     def _rules(self) -> tuple[Rule, Rule]:
         excluded = NEVER_CLEARED | frozenset(self.config.exclude_tools)
@@ -509,6 +523,14 @@ class InspectTrim(_InspectPolicy[InspectTrimConfig]):
     # it can drop the reply whose thinking opened the loop (only orphaned results are filtered), and without
     # interleaved thinking the kept replies carry none, which Anthropic rejects; it drops changes whose reverts stay.
     known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "inspect's trim counts messages, not turns, so it can take the live turn's user message",
+        "atomic-units": (
+            "inspect's trim can drop the reply whose thinking opened the live tool loop"
+            " (Anthropic rejects that request without interleaved thinking)"
+        ),
+        "revert-resolution": "inspect's trim drops changes whose reverts stay",
+    }
 
     def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
         inputs = input_indices(state)

@@ -104,6 +104,21 @@ class KimiCli(Policy[KimiCliConfig]):
 
     Config = KimiCliConfig
     known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution", "compaction-loop"})
+    deviation_reasons = {
+        "live-turn": (
+            "in a tool loop Kimi's two kept messages are the loop's own, and the user message that started it is "
+            "summarised"
+        ),
+        "atomic-units": (
+            "Kimi counts messages, so the kept ones can start inside the live tool loop, after the reply whose"
+            " thinking opened it"
+            " (Anthropic rejects that request without interleaved thinking)"
+        ),
+        "revert-resolution": "Kimi has no notion of reverts",
+        "compaction-loop": (
+            "when the two kept messages alone stay over the trigger, Kimi compacts again before every step"
+        ),
+    }
 
     def max_context(self, state: RunState) -> int:
         return self.config.max_context_size if self.config.max_context_size is not None else state.model.context_window

@@ -203,6 +203,16 @@ class LangChainSummarization(Policy[LangChainSummarizationConfig]):
 
     Config = LangChainSummarizationConfig
     known_deviations = frozenset({"atomic-units", "revert-resolution", "compaction-loop"})
+    deviation_reasons = {
+        "atomic-units": (
+            "LangChain's cut knows AI/tool pairs, so it can drop the reply whose thinking opened the live tool loop"
+            " (Anthropic rejects that request without interleaved thinking)"
+        ),
+        "revert-resolution": "LangChain has no reverts",
+        "compaction-loop": (
+            "when the kept messages alone are over the trigger, LangChain summarises again before every model call"
+        ),
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger != "auto" or not self.over_trigger(state):
@@ -375,6 +385,12 @@ class LangChainClearToolUses(Policy[LangChainClearToolUsesConfig]):
 
     Config = LangChainClearToolUsesConfig
     known_deviations = frozenset({"live-turn"})
+    deviation_reasons = {
+        "live-turn": (
+            "when the last reply made more than keep parallel calls, LangChain clears the oldest of their results in "
+            "the request that answers them"
+        ),
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg = self.config

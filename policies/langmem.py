@@ -114,6 +114,14 @@ class LangMem(Policy[LangMemConfig]):
 
     Config = LangMemConfig
     known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "atomic-units": (
+            "LangMem's cut knows calls and results, so it can drop the reply whose thinking opened the live tool loop"
+            " (Anthropic rejects that request without interleaved thinking)"
+        ),
+        "live-turn": "LangMem can pass the last user message when the live turn alone is over the budget",
+        "revert-resolution": "LangMem has no reverts",
+    }
 
     def max_tokens(self, state: RunState) -> int:
         mt = self.config.max_tokens

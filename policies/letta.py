@@ -88,7 +88,7 @@ class Letta(Policy[LettaConfig]):
     * ``all``: every message but the system prompt is summarised (a pending approval request at the end stays).
     * The result is ``[system, summary, *messages[cut:]]``, the summary clipped at 50,000 characters.
 
-    Known deviations: the cut counts messages, so it may fall inside a thinking tool loop (``atomic-units``) and
+    Known deviations: the cut counts messages, so it may fall inside the live thinking tool loop (``atomic-units``) and
     summarise the newest user message of a long loop, as ``all`` always does (``live-turn``); reverts are unknown to
     it (``revert-resolution``).
 
@@ -101,6 +101,14 @@ class Letta(Policy[LettaConfig]):
 
     Config = LettaConfig
     known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "atomic-units": (
+            "Letta's cut counts messages, so it can drop the reply whose thinking opened the live tool loop"
+            " (Anthropic rejects that request without interleaved thinking)"
+        ),
+        "live-turn": "Letta can summarise the newest user message of a long loop (mode all always does)",
+        "revert-resolution": "Letta knows nothing of reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:

@@ -133,6 +133,9 @@ class LlamaIndexSummaryBuffer(Policy[LlamaIndexSummaryBufferConfig]):
     Config = LlamaIndexSummaryBufferConfig
     when = frozenset({"user_turn", "response"})
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": "LlamaIndex has no reverts",
+    }
 
     def limit(self, state: RunState) -> int:
         lim = self.config.token_limit

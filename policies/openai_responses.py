@@ -107,6 +107,9 @@ class OpenAIAgentsSession(Policy[AgentsSessionConfig]):
     Config = AgentsSessionConfig
     when = frozenset({"user_turn"})
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": "the session keeps user messages, not the assistant changes they revert",
+    }
 
     def candidates(self, state: RunState, end: int) -> int:
         """Candidate items the view shows before ``end``: those recorded since the last compaction (the window it
@@ -186,6 +189,10 @@ class OpenAIResponsesCompaction(Policy[ResponsesCompactionConfig]):
 
     Config = ResponsesCompactionConfig
     known_deviations = frozenset({"live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "the user's latest message goes into the compaction item with the rest",
+        "revert-resolution": "the server knows nothing of reverts",
+    }
 
     def over_trigger(self, state: RunState) -> bool:
         return state.view_size()[0] >= self.config.compact_threshold

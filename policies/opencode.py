@@ -145,7 +145,7 @@ class Opencode(Policy[OpencodeConfig]):
       (the ``skill`` tool's outputs are never pruned).
 
     Differences: the tail is sized with chars/4 of the messages plus a fixed JSON framing per message; a split never
-    falls inside a thinking tool loop (opencode splits at any step), and nothing of an unresolved pending turn is
+    falls inside the live thinking tool loop (opencode splits at any step), and nothing of an unresolved pending turn is
     summarised (the harness's contracts); prune bounds by message, so an
     output that crosses the protection line takes the rest of its parallel batch with it. The summariser's input is
     clipped per message at 2,000 characters (opencode clips tool results only) and is shown what leaves the view:
@@ -164,6 +164,16 @@ class Opencode(Policy[OpencodeConfig]):
 
     Config = OpencodeConfig
     known_deviations = frozenset({"live-turn", "revert-resolution", "atomic-units"})
+    deviation_reasons = {
+        "live-turn": (
+            "when the newest turn alone exceeds the budget, opencode summarises the user message that opened it"
+        ),
+        "revert-resolution": "opencode picks its tail by turns and tokens, not reverts",
+        "atomic-units": (
+            "a tail that starts inside the live tool loop keeps its later steps without the reply whose thinking "
+            "opened it, which Anthropic rejects without interleaved thinking"
+        ),
+    }
 
     @property
     def retry_on_overflow(self) -> int:
@@ -350,7 +360,7 @@ class Opencode(Policy[OpencodeConfig]):
     ) -> int | None:
         """``splitTurn``: the first later message of the turn whose suffix fits ``budget``. A message here is an
         opencode message: a user or assistant message (tool results live inside the assistant message); and only at
-        a unit start (never inside a thinking tool loop)."""
+        a unit start (never inside the live thinking tool loop)."""
         if budget <= 0 or e - s <= 1:
             return None
         msgs = state.messages

@@ -387,6 +387,9 @@ class OpenHandsSummarizing(Policy[SummarizingConfig]):
     Config = SummarizingConfig
     # OpenHands has no notion of reverts: a revert can outlive the change it reverts.
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": "OpenHands has no notion of reverts: a revert can outlive the change it reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:

@@ -167,6 +167,7 @@ class OpenHandsBrowserOutput(_V0Policy[BrowserConfig]):
     """
 
     Config = BrowserConfig
+    acts_on = "browser observations (tool results of its browser_tools), which generated conversations lack"
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger != "auto":
@@ -225,12 +226,15 @@ class OpenHandsWindow(_V0Policy[WindowConfig]):
 
     Departures: the last user message is kept (pinned) where the slice starts after it (:func:`live_user`); the
     recall action and observation of the first user message (microagent knowledge) do not
-    exist here; a slice opening inside a parallel batch keeps the whole batch; inside a thinking tool loop it
-    moves back to the loop's start (V0 has no loop atomicity); an unresolved pending turn is kept.
+    exist here; a slice opening inside a parallel batch keeps the whole batch (V0 has no loop atomicity, so a slice
+    may open inside a tool loop); an unresolved pending turn is kept.
     """
 
     Config = WindowConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": "OpenHands has no notion of reverts: a revert can outlive the change it reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:
@@ -307,6 +311,9 @@ class OpenHandsDefault(_V0Policy[DefaultConfig]):
 
     Config = DefaultConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": "OpenHands has no notion of reverts: a revert can outlive the change it reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:

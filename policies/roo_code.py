@@ -97,8 +97,8 @@ class RooCode(Policy[RooCodeConfig]):
     the assistant message whose calls the first kept message answers (it stands for the ``tool_use`` blocks Roo moves
     into the summary); truncation markers are injected user messages before the tail.
 
-    Known deviations: the kept messages count messages, so the tail may start at a reply inside a thinking tool loop
-    (``atomic-units``) and leave the newest user message out of a long tool loop (``live-turn``); reverts are unknown
+    Known deviations: the kept messages count messages, so the tail may start at a reply inside the live thinking tool
+    loop (``atomic-units``) and leave the newest user message out of a long tool loop (``live-turn``); reverts are unknown
     to it (``revert-resolution``).
 
     Differences: the tail keeps the whole assistant message whose calls Roo copies into the summary (its text too);
@@ -110,6 +110,14 @@ class RooCode(Policy[RooCodeConfig]):
 
     Config = RooCodeConfig
     known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "atomic-units": (
+            "Roo counts kept messages, so the tail can start inside the live tool loop, behind its assistant summary"
+            " (Anthropic rejects that request without interleaved thinking)"
+        ),
+        "live-turn": "a long tool loop can leave Roo's newest user message out",
+        "revert-resolution": "Roo knows nothing of reverts",
+    }
 
     @property
     def retry_on_overflow(self) -> int:

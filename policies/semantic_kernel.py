@@ -124,6 +124,10 @@ class SemanticKernelTruncation(Policy[SemanticKernelTruncationConfig]):
 
     Config = SemanticKernelTruncationConfig
     known_deviations = frozenset({"live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "SK's cut passes the user message of a tool loop longer than the target",
+        "revert-resolution": "SK has no reverts",
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg = self.config
@@ -204,6 +208,10 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
 
     Config = SemanticKernelSummarizationConfig
     known_deviations = frozenset({"live-turn", "revert-resolution"})
+    deviation_reasons = {
+        "live-turn": "SK's cut passes the user message of a tool loop longer than the target",
+        "revert-resolution": "SK has no reverts",
+    }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg = self.config

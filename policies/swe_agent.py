@@ -198,14 +198,17 @@ class JetBrainsSummary(Policy[JetBrainsSummaryConfig]):
 
     Differences: the study's code returns only turns after a summary, so a message that is not part of one
     (a later user message, a reply without a tool call; SWE-agent histories have none) would vanish; here such
-    messages stay in order, the cut never passes a later user message, nothing in an unresolved pending turn
-    is summarised, and a cut inside a thinking tool loop moves to its start (then fewer than ``n`` turns are
-    summarised, and the checkpoint says how many). A summary that would not shrink the view waits a query.
+    messages stay in order, the cut never passes a later user message, and nothing in an unresolved pending turn
+    is summarised (then fewer than ``n`` turns may be summarised, and the checkpoint says how many). A summary that
+    would not shrink the view waits a query.
     Not modelled: the placeholder checkpoint after the 250-call cap, the study's extra bookkeeping of actions.
     """
 
     Config = JetBrainsSummaryConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": "the study's summary knows nothing of reverts: a kept revert can lose its change",
+    }
 
     def bound_tool_result(self, part: Part) -> Part:
         return clip_observation(part, self.config.max_observation_length)
@@ -271,7 +274,7 @@ class JetBrainsSummary(Policy[JetBrainsSummaryConfig]):
     @staticmethod
     def _safe_cut(state: RunState, cut: int, problem: int | None) -> int:
         """Below any pending turn and any later user message (the problem statement is pinned, so it does not
-        hold the cut back), at the start of a thinking tool loop."""
+        hold the cut back), at the start of an atomic unit."""
         pf = state.protected_from
         if pf is not None:
             cut = min(cut, pf)

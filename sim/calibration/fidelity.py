@@ -58,6 +58,7 @@ from sim.core.counting import Calibration, opens_with_summary, segments
 from sim.core.errors import InvalidConfig, UnknownName
 from sim.core.model import DEFAULT_MODEL
 from sim.replay.anchoring import anchors_for
+from sim.replay.billing import price_epoch, price_time
 
 Across = Literal["continue", "stop"]
 Accounting = Literal["calibrated", "anchored"]
@@ -163,6 +164,7 @@ def replay(
         )
         first_estimated = anchors.estimated_first(k) if anchors is not None else None
         replies = [m for m in seg.messages if m.role == "assistant"]
+        epoch = price_epoch(seg)  # recorded usage is priced at each request's own time, as the replay prices it
         # the estimated part of each request's recorded messages: a running sum over the segment
         guessed = [0]
         for msg in seg.messages:
@@ -178,7 +180,12 @@ def replay(
             one_hour = min(int(m.meta.get("cache_write_1h", 0)), u.cache_write_tokens)
             pricer = _pricer(row["model"] or DEFAULT_MODEL)
             rec_cost = pricer.cost(
-                recorded, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens - one_hour, one_hour
+                recorded,
+                u.output_tokens,
+                u.cache_read_tokens,
+                u.cache_write_tokens - one_hour,
+                one_hour,
+                price_time(epoch, row["time_seconds"]),
             )
             estimated = guessed[position[id(m)]] if anchors is not None else simulated
             if k not in firsts:  # the segment's first recorded request; with anchors, its overhead estimated

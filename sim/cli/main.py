@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sim.cli.options import add_run_options, option_values
-from sim.core.errors import CsimError, InvalidConfig
+from sim.core.errors import CsimError, FormatError, InvalidConfig
 
 EPILOG = """examples:
   csim run --policy cloudflare-os -P trigger_ratio=0.8 --scenario coding-agent --seed 3 --out runs/cf
@@ -47,7 +47,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sim import api
     from sim.core.params import parse_kv
     from sim.sweep.driver import run_sweep
-    from sim.sweep.results import load_results
+    from sim.sweep.results import SEED_ON_RECORDINGS, declared_reasons, load_results, violations_text
 
     if sum(map(bool, (args.scenario, args.conversation, args.dataset))) != 1:
         raise InvalidConfig("give exactly one of --scenario NAME, --conversation PATH or --dataset NAME")
@@ -72,24 +72,55 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sim.core.model import DEFAULT_MODEL
 
     out = Path(args.out)
-    run_sweep(spec, out, workers=1, progress=True, logs=True)
-    for _, r in load_results(out).runs.iterrows():
+    try:
+        run_sweep(spec, out, workers=1, progress=True, logs=True)
+    except FormatError as exc:
+        hint = _format_hint(exc.path, args.format)
+        if hint is None:
+            raise
+        raise FormatError(exc.path, exc.line, exc.problem, hint) from None
+    results = load_results(out)
+    for _, r in results.runs.iterrows():
+        viols = results.violations[results.violations["run_key"] == r["run_key"]]
         recall = "n/a" if pd.isna(r["retention_recall"]) else f"{r['retention_recall']:.3f}"
         print(
             f"{r['conversation']}: {r['finish_reason']}, {r['agent_requests']} agent requests, "
             f"peak {r['peak_context_tokens']:,} tokens, cumulative input {r['cumulative_input_tokens']:,}, "
             f"cost ${r['total_cost_usd']:.4f}, {r['compaction_count']} compactions, {r['overflows']} overflows, "
-            f"retention {recall}, {r['violation_count']} violations, "
+            f"retention {recall}, {violations_text(viols)}, "
             + ("no request" if pd.isna(r["cache_hit_share"]) else f"{r['cache_hit_share']:.1%} of the prompt")
             + " read from cache"
         )
+        for line in declared_reasons(viols):
+            print(f"  {line}")
         if isinstance(r["unpriced_models"], str) and r["unpriced_models"]:
             print(
                 f"  note: the price table does not know {r['unpriced_models']} (named by the recording); those "
                 f"requests are priced as {DEFAULT_MODEL}: name the model with --model to price them as another"
             )
+    if args.seed and not args.scenario:
+        print(f"note: seed {args.seed} on a recording: {SEED_ON_RECORDINGS}")
     print(f"wrote {out} (manifest.json and parts/: runs, requests, facts, compactions, violations, logs)")
     return 0
+
+
+def _format_hint(path: str, fmt: str | None) -> str | None:
+    """What to do about a file that did not read as ``fmt``: the format that recognises it, when one does; None when
+    ``fmt`` is auto, or the file is a recording of ``fmt`` that is broken (its own error says what to do)."""
+    from sim.formats import recognised_by
+
+    if fmt in (None, "auto") or not Path(path).is_file():
+        return None
+    try:
+        found = recognised_by(path)
+    except CsimError:
+        return None
+    if fmt in found:
+        return None
+    hits = [h for h in found if h != fmt]
+    if len(hits) == 1:
+        return f"it reads as {hits[0]}: give --format {hits[0]}, or --format auto (the default) to detect it"
+    return "give --format auto (the default) to detect its format, or one of csim list formats"
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -128,9 +159,43 @@ def cmd_check(args: argparse.Namespace) -> int:
     from sim.core.params import parse_kv
     from sim.replay.checker import check_policy
 
-    report = check_policy(args.policy, parse_kv(args.param), examples=args.examples, seed=args.seed, window=args.window)
+    params = parse_kv(args.param)
+    progress = _check_progress(args.examples) if sys.stderr.isatty() or args.progress else None
+    try:
+        report = check_policy(
+            args.policy,
+            params,
+            examples=args.examples,
+            seed=args.seed,
+            window=args.window,
+            scenarios=not args.no_scenarios,
+            progress=progress,
+        )
+    finally:
+        if progress is not None and sys.stderr.isatty():
+            print(file=sys.stderr, flush=True)
     print(report.render())
     return 0 if report.passed else 1
+
+
+def _check_progress(examples: int):  # type: ignore[no-untyped-def]
+    """A line on stderr saying how many examples have run (shrinking replays counted too, hence "at least")."""
+    import time
+
+    t0 = time.perf_counter()
+    tty = sys.stderr.isatty()
+    last = [-1.0, -1]
+
+    def show(done: int) -> None:
+        now = time.perf_counter()
+        step = done * 10 // max(examples, 1)
+        if (now - last[0] < 0.5 if tty else step == last[1]) and done != examples:
+            return
+        last[0], last[1] = now, step
+        text = f"check: {done} of {examples} examples replayed ({now - t0:.0f} s)"
+        print(f"\r{text}" if tty else text, end="" if tty else "\n", file=sys.stderr, flush=True)
+
+    return show
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -172,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--scenario", help="bundled synthetic scenario (csim list scenarios)")
     src.add_argument("-S", "--scenario-param", action="append", metavar="NAME=VALUE", help="scenario parameter")
     src.add_argument("--conversation", help="a recording, or a folder of them (other files skipped)")
-    src.add_argument("--format", default="native", help="its format (csim list formats; default native)")
+    src.add_argument("--format", default="auto", help="its format (csim list formats; default auto)")
     src.add_argument("--lenient", action="store_true", help="skip malformed records and report each one")
     src.add_argument("--dataset", help="a fetched public dataset (csim datasets list; fetch it first)")
     p.add_argument("--out", required=True, help="output directory")
@@ -188,14 +253,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="fuzz a policy's invariants with Hypothesis",
         description="Generate conversations (parallel calls, huge results, reverts, pending turns, "
         "/compact) and replay them under the policy with every invariant checked on "
-        "every request. Prints a pass with the number of examples, or the shrunk "
-        "counterexample: the conversation, the request and the broken invariant.",
+        "every request. Prints how many examples the policy acted in (summarised, dropped, cleared) and how "
+        "often its trigger was passed, then a pass with the number of examples, or the shrunk "
+        "counterexample: the conversation, the request and the broken invariant. A policy that never "
+        "compacted automatically although its trigger was passed fails. Then one run on each bundled "
+        "scenario at its default length says how often the policy acted there.",
     )
     p.add_argument("--policy", required=True, help="registered name or package.module:Class (your own policy)")
     p.add_argument("-P", "--param", action="append", metavar="NAME=VALUE", help="policy parameter, repeatable")
     p.add_argument("--examples", type=int, default=200, help="generated conversations to try (default 200)")
     p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     p.add_argument("--window", type=int, default=8_000, help="context window of the small test model (default 8000)")
+    p.add_argument(
+        "--no-scenarios",
+        action="store_true",
+        help="skip the one run on each bundled scenario at its default length (200K window) after the examples",
+    )
+    p.add_argument("--progress", action="store_true", help="show progress on stderr even when it is not a terminal")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(

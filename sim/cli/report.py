@@ -8,10 +8,23 @@ from pathlib import Path
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    import sys
+    import time
+
     from sim.report.notebooks import write_report
 
+    started = time.perf_counter()  # for the progress lines only; nothing written depends on it
+
+    def progress(what: str) -> None:
+        print(f"report: {what} ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+
     index = write_report(
-        args.results, args.out, show_code=args.show_code, run_key=args.run, allow_code=args.policy or ()
+        args.results,
+        args.out,
+        show_code=args.show_code,
+        run_key=args.run,
+        allow_code=args.policy or (),
+        progress=progress,
     )
     out = index.parent
     print(f"wrote {out / 'compare.html'}, {out / 'run.html'} and {index} (open {index} in a browser)")
@@ -46,12 +59,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Execute notebooks/compare.ipynb and notebooks/run.ipynb headlessly on RESULTS (a csim sweep "
         "--out directory or a csim run --out directory) and write OUT/compare.html (every run: cost "
         "against retention, context per request, cumulative cost, retention by fact kind and age, "
-        "violations, the compare table), OUT/run.html (one run in depth: default the run with the "
-        "most compactions) and OUT/index.html linking them. Figures are embedded; no network needed.",
+        "violations, the compare table), OUT/run.html (one run in depth: by default the median run of the first "
+        "configuration that compacts; --run to choose) and OUT/index.html linking them. Figures are embedded; no "
+        "network needed.",
     )
     p.add_argument("results", type=Path, help="results directory (csim sweep --out, or csim run --out)")
     p.add_argument("--out", required=True, type=Path, help="where to write the HTML and executed notebooks")
-    p.add_argument("--run", metavar="RUN_KEY", help="the run to show in depth (the run_key column of the results)")
+    p.add_argument(
+        "--run",
+        metavar="CONFIG[:CONVERSATION]",
+        help="the run to show in depth: a configuration (its median run), a configuration and conversation "
+        "(e.g. 'claude-code:coding-agent-seed0'), or a run key (the run_key column); default: the median run of "
+        "the first configuration that compacts",
+    )
     p.add_argument("--show-code", action="store_true", help="keep the notebooks' code cells in the HTML")
     p.add_argument(
         "--policy",

@@ -212,6 +212,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         f"{outcome.total_runs} runs in the grid: {outcome.ran} run now, {outcome.skipped} already done; "
         f"{outcome.seconds:.1f} s on {outcome.executor}. Results in {outcome.out}; next: csim compare {outcome.out}"
     )
+    if len(spec.seeds) > 1 and any(src.kind != "scenario" for src in spec.sources):
+        from sim.sweep.results import load_results, seed_note
+
+        note = seed_note(load_results(outcome.out))
+        if note:
+            print(f"note: {note}")
     return 0
 
 

@@ -9,6 +9,12 @@ the cache writes of the first agent request after it, priced at what writing cos
 not changed, the cache would have read those tokens; new messages written at that request are counted too, a
 small overstatement). It pays that back after the agent requests whose removed tokens, priced as the prompt would
 have billed them (the cache-read rate with caching, else the input rate), add up to it.
+
+Every request is priced at the moment it was made: a recording's requests at their own times (the recording's
+first timestamp, ``meta["timestamp"]``, plus the request's start on the run's clock, :mod:`sim.replay.timing`: when
+the message before it was complete), as the provider billed them on the day; a conversation without dates (a
+synthetic scenario, a scripted conversation, a trace on a clock from the Unix epoch) at the fixed
+:data:`~sim.core.cost.PRICE_DATE`.
 """
 
 from __future__ import annotations
@@ -16,12 +22,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sim.core.budgets import BudgetTracker
 from sim.core.cache import CacheUsage
 from sim.core.conversation import Conversation, Message
-from sim.core.cost import Pricer
+from sim.core.cost import PRICE_DATE, Pricer
 from sim.core.errors import UnknownName
 from sim.core.log import CompactionCreated, RequestSent, RunLog
 from sim.core.model import DEFAULT_MODEL, ModelConfig
@@ -39,6 +46,12 @@ class Billing:
         self._recorded: str | None = memoised(memo, conversation, "recorded-model", recorded_model)
         self.model_name = model.name or DEFAULT_MODEL  # the model of the latest request
         self.pricer = self.pricer_for(self.model_name)
+        #: When the conversation began, if it has dates (:func:`price_epoch`): requests are priced at their own time.
+        self.epoch: datetime | None = memoised(memo, conversation, "price-epoch", price_epoch)
+
+    def when(self, seconds: float) -> datetime:
+        """The date a request starting ``seconds`` into the run is priced at (see the module docstring)."""
+        return price_time(self.epoch, seconds)
 
     def copy(self) -> Billing:
         other = Billing.__new__(Billing)
@@ -78,9 +91,13 @@ class Billing:
                 self.model_name = recorded
                 self.pricer = self.pricer_for(recorded)
 
-    def charge(self, tracker: BudgetTracker, input_tokens: int, output_tokens: int, usage: CacheUsage) -> float:
-        """The cost of one request at the current model, added to ``tracker``'s token and cost budgets."""
-        cost = self.pricer.cost(input_tokens, output_tokens, usage.read, usage.write_5m, usage.write_1h)
+    def charge(
+        self, tracker: BudgetTracker, input_tokens: int, output_tokens: int, usage: CacheUsage, at: float = 0.0
+    ) -> float:
+        """The cost of one request at the current model, made ``at`` seconds into the run (its ``time_seconds``),
+        added to ``tracker``'s token and cost budgets."""
+        when = self.when(at)
+        cost = self.pricer.cost(input_tokens, output_tokens, usage.read, usage.write_5m, usage.write_1h, when)
         tracker.tokens += input_tokens + output_tokens
         tracker.cost += cost
         return cost
@@ -90,7 +107,7 @@ class Billing:
         parts = [0.0, 0.0, 0.0, 0.0]
         for r in rows:
             if r["billed"]:
-                split = self.pricer_for(r["model"]).split(*usage_of(r))
+                split = self.pricer_for(r["model"]).split(*usage_of(r), self.when(r["time_seconds"]))
                 parts = [a + b for a, b in zip(parts, split, strict=True)]
         return parts
 
@@ -123,7 +140,7 @@ class Billing:
             first = first_after.get(cid)
             rewrite, unit = 0.0, 0.0
             if first is not None:
-                r_in, _, r_cr, r_cw, r_cw1h = self.pricer_for(first["model"]).rates()
+                r_in, _, r_cr, r_cw, r_cw1h = self.pricer_for(first["model"]).rates(self.when(first["time_seconds"]))
                 unit = (r_cr if cached else r_in) / 1e6
                 rewrite = (
                     first["cache_write_5m_tokens"] * (r_cw - r_cr) + first["cache_write_1h_tokens"] * (r_cw1h - r_cr)
@@ -147,6 +164,37 @@ def usage_of(row: dict[str, Any]) -> tuple[int, int, int, int, int]:
     )
 
 
+#: A recording whose first timestamp is older than this has no date (a trace on a clock from the Unix epoch,
+#: ``sim.formats.kv_trace``): its requests are priced at PRICE_DATE. The price table has no earlier prices.
+DATED_FROM = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def price_epoch(conversation: Conversation) -> datetime | None:
+    """When the conversation began, as a date its requests are priced from: its first message timestamp
+    (``meta["timestamp"]``, ISO 8601; naive means UTC), the same one the run's clock counts seconds from
+    (:func:`sim.core.clock.recorded_times`). None when it has none, or none that is a date (:data:`DATED_FROM`)."""
+    for m in conversation.messages:
+        stamp = m.meta.get("timestamp")
+        if isinstance(stamp, datetime):
+            dt = stamp
+        elif isinstance(stamp, str) and stamp.strip():
+            try:
+                dt = datetime.fromisoformat(stamp.strip().replace("Z", "+00:00"))
+            except ValueError:
+                return None  # the clock refuses it with an error naming the record
+        else:
+            continue
+        dt = dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
+        return dt if dt >= DATED_FROM else None
+    return None
+
+
+def price_time(epoch: datetime | None, seconds: float) -> datetime:
+    """When a request made ``seconds`` after ``epoch`` (:func:`price_epoch`) is priced: then, or at
+    :data:`~sim.core.cost.PRICE_DATE` when the conversation has no date."""
+    return PRICE_DATE if epoch is None else epoch + timedelta(seconds=seconds)
+
+
 def recorded_model(conversation: Conversation) -> str | None:
     """The model a recording names most often for its replies (ties: the first in name order); None if none."""
     counts = Counter(
@@ -155,4 +203,4 @@ def recorded_model(conversation: Conversation) -> str | None:
     return max(sorted(counts), key=counts.__getitem__) if counts else None
 
 
-__all__ = ["Billing", "recorded_model", "usage_of"]
+__all__ = ["DATED_FROM", "Billing", "price_epoch", "price_time", "recorded_model", "usage_of"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import traceback
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from sim.core.invariants import Violation
 from sim.core.params import make_config
 from sim.core.state import RunState
 from sim.core.tokenizers import get_tokenizer
+from sim.replay.activity import Activity, ScenarioRun, Watch, acts_of, scenario_runs, watch
 from sim.replay.engine import Engine, RunConfig, RunResult
 from sim.replay.lockstep import run_many
 from sim.replay.strategies import conversations, describe, small_model
@@ -90,6 +91,9 @@ class CheckReport:
         allowed: invariants tolerated on request (``allow``) that were seen, counted the same way.
         notes: defaults the checker applied, said out loud.
         counterexample: the shrunk failing example, when ``passed`` is false.
+        activity: what the policy did in the examples: how many it acted in, by kind, and how many passed its
+            trigger (:class:`Activity`); a policy that never acted where its trigger was passed fails.
+        scenarios: one run on each bundled scenario at its default length (``scenarios=True``).
     """
 
     policy: str
@@ -101,6 +105,8 @@ class CheckReport:
     allowed: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     counterexample: Counterexample | None = None
+    activity: Activity | None = None
+    scenarios: list[ScenarioRun] = field(default_factory=list)
 
     def render(self) -> str:
         """The CLI's text: one PASS line, or the counterexample block."""
@@ -110,9 +116,16 @@ class CheckReport:
             if counts
         )
         lines = [f"note: {n}" for n in self.notes]
-        if self.passed:
-            lines.append(f"PASS {self.policy}: {self.examples} examples, no violation" + (f" ({seen})" if seen else ""))
-            return "\n".join(lines)
+        act = self.activity
+        extra = [] if act is None else [act.render(self.examples), *(f"note: {n}" for n in act.notes())]
+        extra += [f"scenario {r.render()}" for r in self.scenarios]
+        if self.passed:  # the verdict last, after what the policy did
+            verdict = f"PASS {self.policy}: {self.examples} examples, no violation" + (f" ({seen})" if seen else "")
+            return "\n".join([*lines, *extra, verdict])
+        if self.counterexample is None and act is not None:
+            lines.append(f"FAIL {self.policy}: {act.never_acted(self.examples)}")
+            lines.append(f"params: {_params_text(self.params)}")
+            return "\n".join([*lines, *extra])
         ce = self.counterexample
         assert ce is not None
         lines.append(
@@ -131,7 +144,31 @@ class CheckReport:
         lines.append(ce.listing)
         if seen:
             lines.append(f"before the failure, {seen}")
-        return "\n".join(lines)
+        return "\n".join([*lines, *extra])
+
+
+class _Tally(Counter[str]):
+    """The known deviations seen, by examples (the counter), and what the policy did (:class:`Activity`)."""
+
+    def __init__(self, never_compacts: bool) -> None:
+        super().__init__()
+        self.activity = Activity(never_compacts=never_compacts)
+        self.replays = 0
+        self.progress: Callable[[int], None] | None = None
+
+
+def _record(tally: _Tally, seen: Watch, acts: list[tuple[str, str]]) -> None:
+    """Add one example's record to the tally's :class:`Activity`."""
+    a = tally.activity
+    for kind in sorted({k for k, _ in acts}):
+        a.acted[kind] += 1
+    a.any_acted += bool(acts)
+    a.triggered += seen.triggered
+    a.acted_when_triggered += seen.triggered and any(t in ("auto", "overflow") for _, t in acts)
+    if seen.pins_dropped:
+        a.pins_dropped += seen.pins_dropped
+        a.pin_examples += 1
+        a.first_pin_drop = a.first_pin_drop or seen.first_pin_drop
 
 
 def _params_text(params: dict[str, str]) -> str:
@@ -215,6 +252,8 @@ def check_policy(
     max_turns: int = 40,
     tokenizer: str = "cl100k_base",
     allow: Iterable[str] = (),
+    scenarios: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> CheckReport:
     """Fuzz ``policy_ref`` over generated conversations; see the module docstring.
 
@@ -229,6 +268,9 @@ def check_policy(
         allow: further invariants to tolerate besides the class's ``known_deviations``, e.g. one with
             an open bug report, so the rest of the search is not cut short by it. They are counted
             and reported apart from the known deviations, never silently.
+        scenarios: also run the policy once on each bundled scenario at its default length (200K window, the
+            given parameters unscaled) and report how often it acted there.
+        progress: called with the number of examples run so far, after each one.
     """
     cls = load_policy_class(policy_ref)
     run_params, notes = effective_params(cls, params, window)
@@ -237,7 +279,9 @@ def check_policy(
     allowed = frozenset(allow) - known
     config = RunConfig(model=small_model(window), deep_checks=True, seed=seed, tokenizer=tokenizer)
     count = 0
-    deviations: Counter[str] = Counter()
+    deviations = _Tally(never_compacts=cls.decide is Policy.decide or bool(cls.acts_on))
+    deviations.activity.acts_on = cls.acts_on
+    deviations.progress = progress
     failure: list[Counterexample] = []
 
     @settings(
@@ -268,6 +312,9 @@ def check_policy(
         inner()
     except _Failed:
         passed = False
+    activity = deviations.activity
+    if passed and activity.failed:
+        passed = False
     return CheckReport(
         policy_ref,
         run_params,
@@ -277,7 +324,9 @@ def check_policy(
         {k: v for k, v in sorted(deviations.items()) if k in known},
         {k: v for k, v in sorted(deviations.items()) if k in allowed},
         notes,
-        failure[-1] if not passed else None,
+        failure[-1] if failure and not passed else None,
+        activity,
+        scenario_runs(cls, params, seed) if scenarios else [],
     )
 
 
@@ -294,9 +343,12 @@ def _replay(
     Every example is a new conversation, so the shared tokenizer's memo is trimmed after each: it must not keep
     them all alive. (Here, not in the test function: Hypothesis derives a derandomised run's seed from that
     function's code, and a change there draws other examples.)"""
+    seen = Watch()
     try:
         policy = cls(make_config(cls.Config, params))  # a fresh policy per example: no state leaks between runs
         impure = _ask_twice(policy)
+        if isinstance(deviations, _Tally):
+            watch(policy, seen)
         listing = describe(conv)  # before the run: a policy that edits messages in place must not hide it
         engine = Engine(policy, conv, config)
         try:
@@ -314,6 +366,8 @@ def _replay(
                 return Counterexample(
                     conv, listing, (lockstep,), None, lockstep.turn, "agent", result.summary["finish_reason"]
                 )
+        if isinstance(deviations, _Tally):
+            _record(deviations, seen, acts_of(result.log))
         unexpected = tuple(v for v in result.violations if v.invariant not in known)
         for name in sorted({v.invariant for v in result.violations if v.invariant in known}):
             deviations[name] += 1
@@ -325,6 +379,10 @@ def _replay(
         )
     finally:
         get_tokenizer(config.tokenizer).trim()
+        if isinstance(deviations, _Tally):
+            deviations.replays += 1
+            if deviations.progress is not None:
+                deviations.progress(deviations.replays)
 
 
 def _ask_twice(policy: Policy[Any]) -> list[Violation]:

@@ -424,7 +424,8 @@ class Engine:
         # A rejected request (400) is not billed; a call that answered, even with nothing, is.
         billed = error is None if billed is None else billed
         usage = usage or CacheUsage(uncached=context)
-        cost = self.billing.charge(self.tracker, context, output, usage) if billed else 0.0
+        at = self.clock.now if at is None else at
+        cost = self.billing.charge(self.tracker, context, output, usage, at) if billed else 0.0
         summary = self.state.view.summary
         self.log.append(
             RequestSent(
@@ -444,7 +445,7 @@ class Engine:
                 usage.read if billed else 0,
                 usage.write_5m if billed else 0,
                 usage.write_1h if billed else 0,
-                self.clock.now if at is None else at,
+                at,
                 self.billing.model_name,
             )
         )

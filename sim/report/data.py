@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from policies import make_policy
-from sim.core.errors import CsimError, InvalidConfig
+from sim.core.errors import CsimError, InvalidConfig, UnknownName
 from sim.core.log import to_plain
 from sim.replay.engine import run
 from sim.sweep.grid import plan, settings
@@ -72,6 +72,65 @@ def choose_run(results: Results, among: Collection[str] | None = None) -> str:
         ["compaction_count", "violation_count", "_ret", "run_key"], ascending=[False, False, True, True], kind="stable"
     )
     return str(r["run_key"].iloc[0])
+
+
+def config_order(results: Results) -> list[str]:
+    """The configurations in the sweep's order: by the position of their policy in the spec's ``policies``, then
+    by label (the labels of one policy's grid sort by their values)."""
+    policies = [str(p.get("policy")) for p in results.manifest.get("spec", {}).get("policies", [])]
+    labels = sorted(set(results.runs["config"].astype(str)))
+
+    def place(label: str) -> tuple[int, str]:
+        name = label.split(" ", 1)[0]
+        return (policies.index(name) if name in policies else len(policies), label)
+
+    return sorted(labels, key=place)
+
+
+def representative_run(results: Results, among: Collection[str] | None = None) -> str:
+    """The run the run page shows by default: of the first configuration (in the sweep's order) that compacted at
+    all (a page of a run without compactions shows little), else of the first, the median run by compactions, then
+    cost (the lower median; ties by conversation and seed). Typical, not extreme: the run with the most
+    compactions is the hardest to read. Only runs whose keys are ``among`` when it is given (and not empty)."""
+    runs = results.runs
+    if among:
+        runs = runs.loc[runs["run_key"].isin(list(among))]
+    order = [c for c in config_order(results) if c in set(runs["config"])]
+    acting = [c for c in order if (runs.loc[runs["config"] == c, "compaction_count"] > 0).any()]
+    config = (acting or order)[0]
+    return _median(runs.loc[runs["config"] == config])
+
+
+def _median(runs: pd.DataFrame) -> str:
+    r = runs.sort_values(
+        ["compaction_count", "total_cost_usd", "conversation", "seed"], kind="stable", na_position="last"
+    ).reset_index(drop=True)
+    return str(r["run_key"].iloc[(len(r) - 1) // 2])
+
+
+def resolve_run(results: Results, ref: str) -> str:
+    """The run key ``ref`` names: a run key; ``CONFIG`` (that configuration's median run, as
+    :func:`representative_run` takes it); or ``CONFIG:CONVERSATION`` (its median run on that conversation, over
+    seeds). An unknown configuration or conversation lists what there is."""
+    runs = results.runs
+    if ref in set(runs["run_key"]):
+        return ref
+    configs = config_order(results)
+    config, conversation = ref, None
+    if ref not in configs:
+        # the longest configuration label followed by ":" (a label can hold ":": a module:Class policy)
+        heads = [c for c in configs if ref.startswith(c + ":")]
+        if not heads:
+            raise UnknownName("run (CONFIG, CONFIG:CONVERSATION or a run key) for --run", ref, configs)
+        config = max(heads, key=len)
+        conversation = ref[len(config) + 1 :]
+    mine = runs.loc[runs["config"] == config]
+    if conversation is not None:
+        convs = sorted(set(mine["conversation"].astype(str)))
+        if conversation not in convs:
+            raise UnknownName(f"conversation of {config!r} for --run", conversation, convs)
+        mine = mine.loc[mine["conversation"] == conversation]
+    return _median(mine)
 
 
 def run_row(results: Results, run_key: str) -> pd.Series:
@@ -188,8 +247,11 @@ __all__ = [
     "RunLog",
     "choose_conversation",
     "choose_run",
+    "config_order",
     "context_window",
     "replayable",
+    "representative_run",
+    "resolve_run",
     "run_log",
     "run_row",
     "user_code",

@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from sim.sweep.compare import compare
 from sim.sweep.results import Results  # noqa: E402
@@ -59,9 +60,16 @@ class Html:
         return "<html fragment; open in Jupyter or the exported report>"
 
 
+#: The tallest a figure is drawn, in inches at the report's 100 dpi: with its labels, under 2,000 pixels.
+MAX_HEIGHT_INCHES = 18.0
+
+
 def show(fig: Figure, ident: str, caption: str) -> Html:
     """The figure as an embedded PNG inside ``<figure id="fig-IDENT">`` with a caption (also the alt text)."""
     buf = io.BytesIO()
+    w, h = fig.get_size_inches()
+    if h > MAX_HEIGHT_INCHES:  # a figure sized by its rows (configurations, invariants) stays under 2,000 pixels
+        fig.set_size_inches(w, MAX_HEIGHT_INCHES)
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
@@ -115,7 +123,8 @@ _METRICS = {  # short name in the compare table -> (heading with unit, format)
     "peak_context": ("peak context (tokens)", "{:,.0f}"),
     "compactions": ("compactions per run", "{:.2f}"),
     "overflows": ("overflows per run", "{:.2f}"),
-    "violations": ("violations per run", "{:.2f}"),
+    "violations": ("undeclared violations per run", "{:.2f}"),
+    "declared": ("declared deviations per run", "{:.2f}"),
 }
 
 
@@ -139,12 +148,13 @@ def compare_tables(results: Results, computed: pd.DataFrame | None = None) -> tu
     t = results.summary if results.summary is not None and len(results.summary) else computed
     t = summary(results) if t is None else t
     keys = [c for c in t.columns if c in ("source", "source_kind", "policy_group")] + ["config"]
+    metrics = {s: m for s, m in _METRICS.items() if f"{s}_mean" in t.columns}  # a summary stored by older code
     means = pd.DataFrame(
         {
             **{k: t[k] for k in keys},
             "runs": t["runs"],
             "conversations": t["conversations"],
-            **{head: [_cell(r, s) for _, r in t.iterrows()] for s, (head, _) in _METRICS.items()},
+            **{head: [_cell(r, s) for _, r in t.iterrows()] for s, (head, _) in metrics.items()},
             "Pareto": np.where(t["pareto"], "yes", ""),
         }
     )
@@ -155,11 +165,23 @@ def compare_tables(results: Results, computed: pd.DataFrame | None = None) -> tu
             "paired conversations": base["paired_conversations"],
             **{
                 f"Δ {head}": [_cell(r, s, "_diff", True) for _, r in base.iterrows()]
-                for s, (head, _) in _METRICS.items()
+                for s, (head, _) in metrics.items()
             },
         }
     )
     return means, diffs, str(t["baseline"].iloc[0])
+
+
+def declared_table(results: Results, computed: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per configuration, its declared deviations over all runs and why (the ``csim compare`` table's
+    ``declared_deviations``): one row per configuration that has any."""
+    t = results.summary if results.summary is not None and len(results.summary) else computed
+    t = summary(results) if t is None else t
+    cols = ["config", "declared deviations (all runs), and why"]
+    if "declared_deviations" not in t.columns:
+        return pd.DataFrame(columns=cols)
+    rows = t[t["declared_deviations"].fillna("") != ""]
+    return pd.DataFrame({cols[0]: rows["config"].to_numpy(), cols[1]: rows["declared_deviations"].to_numpy()})
 
 
 def headline(results: Results, conversation: str) -> Html:
@@ -176,10 +198,13 @@ def headline(results: Results, conversation: str) -> Html:
 
 
 # -- figures ----------------------------------------------------------------------------------------------
-def fig_cost_retention(table: pd.DataFrame, cmap: Mapping[str, tuple[float, float, float]]) -> Figure:
+def fig_cost_retention(table: pd.DataFrame, cmap: Mapping[str, tuple[float, float, float]]) -> Figure | None:
     """Mean cost against mean retention per configuration (``table`` from :func:`summary`), 95% bootstrap CIs
-    both ways, the Pareto frontier marked."""
+    both ways, the Pareto frontier marked; None when no configuration has a retention figure (no run needed a fact:
+    a blank pair of axes would say nothing)."""
     f = table
+    if f["retention_mean"].isna().all():
+        return None
     fig, ax = plt.subplots(figsize=(9, 5.5))
     for _, r in f.iterrows():
         x, y = r["cost_usd_mean"], 100 * r["retention_mean"]
@@ -262,13 +287,12 @@ def fig_trajectory(table: pd.DataFrame, cmap: Mapping[str, tuple[float, float, f
     total = f["trajectory_mean"].to_numpy(dtype="float64")
     extra = np.minimum(f["extra_requests_mean"].to_numpy(dtype="float64"), total) if "extra_requests_mean" in f else 0
     left.barh(f["config"], total - extra, color=colours)
-    left.barh(f["config"], extra, left=total - extra, color=colours, alpha=0.4, label="the agent's extra requests")
+    left.barh(f["config"], extra, left=total - extra, color=colours, alpha=0.4)
     for y, t in enumerate(total):
         left.annotate(f"  {t:,.0f}", (t, y), va="center", fontsize=8)
     left.set_xlim(0, total.max() * 1.2 if len(total) and total.max() > 0 else 1)
     left.set_xlabel("agent requests per run")
-    left.set_title("Trajectory")
-    left.legend(loc="lower right", fontsize=8, frameon=False)
+    left.set_title("Trajectory (lighter: the agent's extra requests)")  # no legend box over the bars
     m = 100 * f["success_mean"].to_numpy(dtype="float64")
     lo, hi = 100 * f["success_lo"].to_numpy(dtype="float64"), 100 * f["success_hi"].to_numpy(dtype="float64")
     right.barh(f["config"], m, xerr=[m - lo, hi - m], color=colours, capsize=3)
@@ -339,7 +363,7 @@ def fig_cumulative_cost(
     bx.invert_yaxis()
     bx.set_xlabel("mean total cost per conversation (USD), 95% CI")
     bx.set_title("Total cost, all conversations")
-    ax.legend(loc="upper left", frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, frameon=False)  # under the axes, off the data
     fig.tight_layout()
     return fig
 
@@ -393,11 +417,21 @@ def fig_retention(results: Results, cmap: Mapping[str, tuple[float, float, float
     return fig
 
 
+def _declared(v: pd.DataFrame) -> pd.Series:
+    """Whether each violation is one its policy declares (older results have no ``declared`` column)."""
+    if "declared" not in v.columns:
+        return pd.Series(False, index=v.index)
+    return v["declared"].fillna(False).astype(bool)
+
+
 def violation_counts(results: Results) -> pd.DataFrame:
-    """Violations per invariant (rows) and configuration (columns), over all runs."""
+    """Violations per invariant (rows) and configuration (columns), over all runs. A declared deviation (the
+    policy's ``known_deviations``: the modelled system breaks it by design) is its own row, ``live-turn
+    (declared)``, apart from the undeclared violations of the same invariant."""
     v = results.violations
     if v.empty:
         return pd.DataFrame(columns=["invariant"])
+    v = v.assign(invariant=np.where(_declared(v), v["invariant"] + " (declared)", v["invariant"]))
     t = v.pivot_table(index="invariant", columns="config", values="run_key", aggfunc="count", fill_value=0)
     return t.reset_index().rename_axis(columns=None)
 
@@ -405,11 +439,12 @@ def violation_counts(results: Results) -> pd.DataFrame:
 def violation_examples(results: Results, results_path: str) -> pd.DataFrame:
     """For each (invariant, configuration): how often, and its first counterexample with a way to open it."""
     v = results.violations
-    cols = ["invariant", "config", "violations", "runs", "counterexample", "detail", "open with"]
+    cols = ["invariant", "config", "violations", "runs", "declared", "counterexample", "detail", "open with"]
     if v.empty:
         return pd.DataFrame(columns=cols)
     rows = []
-    for (inv, label), g in v.groupby(["invariant", "config"], sort=True):
+    v = v.assign(_declared=_declared(v))
+    for (inv, label, declared), g in v.groupby(["invariant", "config", "_declared"], sort=True):
         first = g.sort_values(["conversation", "seed", "turn"], kind="stable").iloc[0]
         detail = str(first["detail"])
         rows.append(
@@ -418,6 +453,7 @@ def violation_examples(results: Results, results_path: str) -> pd.DataFrame:
                 "config": label,
                 "violations": len(g),
                 "runs": g["run_key"].nunique(),
+                "declared": str(first["reason"]) if declared else "no",
                 "counterexample": f"{first['conversation']} seed {first['seed']}, turn {first['turn']} "
                 f"({first['request_kind']} request)",
                 "detail": detail if len(detail) <= 220 else detail[:217] + "...",
@@ -437,20 +473,23 @@ def fig_violations(results: Results, cmap: Mapping[str, tuple[float, float, floa
     invs = counts["invariant"].tolist()
     fig, ax = plt.subplots(figsize=(11, 1.2 + 0.5 * len(invs) * max(1, len(labels)) ** 0.5))
     height = min(0.35, 0.8 / max(1, len(labels)))
+    declared = np.array([inv.endswith(" (declared)") for inv in invs])
     for i, label in enumerate(labels):
-        ax.barh(
-            np.arange(len(invs)) + (i - (len(labels) - 1) / 2) * height,
-            counts[label],
-            height,
-            color=cmap[label],
-            label=label,
-        )
+        y = np.arange(len(invs)) + (i - (len(labels) - 1) / 2) * height
+        values = counts[label].to_numpy()
+        ax.barh(y[~declared], values[~declared], height, color=cmap[label])
+        # declared deviations, hatched and pale: the modelled system's documented behaviour, not a defect
+        ax.barh(y[declared], values[declared], height, color=cmap[label], alpha=0.35, hatch="//", edgecolor="0.4")
     ax.set_yticks(np.arange(len(invs)), invs)
     ax.set_ylim(len(invs) - 0.4, -0.6)
     ax.set_xlabel("violations (checked requests that broke the invariant)")
     ax.set_ylabel("invariant")
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    ax.set_title("Invariant violations by configuration")
+    # drawn by hand: a configuration with declared deviations only has no plain bar to take its colour from
+    handles = [Patch(color=cmap[label], label=label) for label in labels]
+    if declared.any():
+        handles.append(Patch(facecolor="white", edgecolor="0.4", hatch="//", label="declared deviation"))
+    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    ax.set_title("Invariant violations by configuration (hatched: declared deviations of the modelled system)")
     return fig
 
 
@@ -459,6 +498,7 @@ __all__ = [
     "Html",
     "colours",
     "compare_tables",
+    "declared_table",
     "fig_context",
     "fig_cost_components",
     "fig_cost_retention",

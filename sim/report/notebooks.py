@@ -7,24 +7,24 @@ convention papermill uses, without depending on papermill), is executed headless
 HTML file per notebook (figures are PNGs embedded as ``data:`` URIs, code hidden unless asked), plus
 ``index.html`` linking them. The executed ``.ipynb`` copies are kept beside the HTML.
 
-What is written for a sweep: ``compare.html`` over every run, and ``run.html`` on one run, the one
-with the most compactions (then most violations, lowest retention; see
-:func:`sim.report.data.choose_run`) unless ``run_key`` names another. For a single ``csim run``
-directory the same two pages, on its one run.
+What is written for a sweep: ``compare.html`` over every run, and ``run.html`` on one run: a representative one,
+the median run of the first configuration that compacts (:func:`sim.report.data.representative_run`), unless
+``run`` names another (``CONFIG``, ``CONFIG:CONVERSATION`` or a run key: :func:`sim.report.data.resolve_run`). For a
+single ``csim run`` directory the same two pages, on its one run.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
 from sim.core.errors import CsimError, InvalidConfig
-from sim.report.data import choose_run, replayable, run_row, user_code
+from sim.report.data import replayable, representative_run, resolve_run, run_row, user_code
 from sim.sweep.results import load_results as load
 
 NOTEBOOKS = ("compare", "run")
@@ -53,8 +53,11 @@ def parameterise(nb: nbformat.NotebookNode, params: dict[str, Any]) -> nbformat.
     return nb
 
 
-def execute(notebooks: dict[str, nbformat.NotebookNode], cwd: Path) -> None:
-    """Run every cell of each notebook, each in a fresh ``python3`` kernel, the kernels side by side.
+def execute(
+    notebooks: dict[str, nbformat.NotebookNode], cwd: Path, progress: Callable[[str], None] | None = None
+) -> None:
+    """Run every cell of each notebook, each in a fresh ``python3`` kernel, the kernels side by side; ``progress``
+    is told the name of each notebook as it finishes.
 
     Raises:
         NotebookFailed: naming the (first) notebook and cell that raised.
@@ -76,8 +79,14 @@ def execute(notebooks: dict[str, nbformat.NotebookNode], cwd: Path) -> None:
         for name, nb in notebooks.items()
     }
 
+    async def one(name: str, client: Any) -> object:
+        out = await client.async_execute()
+        if progress is not None:
+            progress(name)
+        return out
+
     async def run_all() -> list[object]:
-        return await asyncio.gather(*(c.async_execute() for c in clients.values()), return_exceptions=True)
+        return await asyncio.gather(*(one(n, c) for n, c in clients.items()), return_exceptions=True)
 
     for name, outcome in zip(clients, asyncio.run(run_all()), strict=True):
         if isinstance(outcome, CellExecutionError):
@@ -125,6 +134,7 @@ def write_report(
     run_key: str | None = None,
     notebooks: Path | None = None,
     allow_code: Sequence[str] = (),
+    progress: Callable[[str], None] | None = None,
 ) -> Path:
     """Execute the report notebooks on ``results_path`` and write ``out_dir``/{compare,run,index}.html.
 
@@ -132,10 +142,12 @@ def write_report(
         results_path: a sweep's results directory (``csim sweep --out``) or a ``csim run --out`` directory.
         out_dir: where the HTML (and the executed notebooks) go; created if missing.
         show_code: keep the code cells in the HTML.
-        run_key: the run the ``run`` page shows; default: the run with the most compactions.
+        run_key: the run the ``run`` page shows: a run key, ``CONFIG`` or ``CONFIG:CONVERSATION``
+            (:func:`sim.report.data.resolve_run`); default: :func:`sim.report.data.representative_run`.
         notebooks: folder of the report notebooks; default: this checkout's ``notebooks/``.
         allow_code: ``module:Class`` policy references the run page may import to replay a run whose log
             the results did not keep. Nothing else a results folder names is ever imported.
+        progress: told, as a line of text, when the notebooks start and as each one is executed.
 
     Returns:
         The path of ``index.html``.
@@ -149,15 +161,17 @@ def write_report(
     if data.runs.empty:
         raise InvalidConfig(f"{src} holds no finished runs to report on")
     showable = replayable(data, src, allow_code)  # no import of code the results name, unless allowed
+    if run_key is not None:
+        run_key = resolve_run(data, run_key)
     if not showable or (run_key is not None and run_key not in showable):
-        shown = run_row(data, run_key or choose_run(data))
+        shown = run_row(data, run_key or representative_run(data))
         flags = " ".join(f"--policy {r}" for r in user_code(data, allow_code))
         raise InvalidConfig(
             f"the run page needs the log of run {shown['run_key']!r} ({shown['config']}), which the results did "
             "not keep, and replaying it means importing code the results name; csim report imports none unless "
             f"told: pass {flags} to allow it, or run the sweep with --keep-logs"
         )
-    run_key = run_key or choose_run(data, showable)
+    run_key = run_key or representative_run(data, showable)
     row = run_row(data, run_key)
     folder = notebooks or notebooks_dir()
     out = Path(out_dir)
@@ -174,8 +188,11 @@ def write_report(
                 f"report notebook {path} is missing (csim report uses the notebooks/ folder of its checkout)"
             )
         books[name] = parameterise(nbformat.read(path, as_version=4), params[name])
+    say = progress or (lambda _: None)
+    say(f"executing {' and '.join(f'{n}.ipynb' for n in books)} on {row['config']} ({len(data.runs)} runs)")
     try:
-        execute(books, Path.cwd())  # the caller's folder: an allowed policy module imports as in the sweep
+        # the caller's folder: an allowed policy module imports as in the sweep
+        execute(books, Path.cwd(), (lambda name: say(f"{name}.ipynb executed")) if progress else None)
     finally:
         for name, nb in books.items():  # kept, also when a cell failed: the traceback is in there
             nbformat.write(nb, out / f"{name}.ipynb")

@@ -9,6 +9,7 @@ run's fact rows: the facts needed after a compaction that the model could no lon
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +21,7 @@ from matplotlib.ticker import FuncFormatter
 
 from sim.report.data import RunLog, run_row
 from sim.report.figures import Html
-from sim.sweep.results import Results
+from sim.sweep.results import Results, declared_reasons, violations_text
 
 
 def overview(results: Results, run_key: str) -> pd.DataFrame:
@@ -59,18 +60,30 @@ def overview(results: Results, run_key: str) -> pd.DataFrame:
             f"({r['errors_repaired']} repaired), {r['stalls']} failing steps tried again: {r['extra_requests']} "
             f"extra requests, {r['extra_cost_usd']:,.4f} USD (with --agent reactive; none otherwise)",
         ),
-        ("invariant violations", f"{r['violation_count']}"),
+        ("invariant violations", _violations(results, run_key)),
     ]
     return pd.DataFrame(rows, columns=["what", "value"])
+
+
+def _run_violations(results: Results, run_key: str) -> pd.DataFrame:
+    return results.violations[results.violations["run_key"] == run_key]
+
+
+def _violations(results: Results, run_key: str) -> str:
+    """The run's violations, the declared deviations apart with why (``0 violations (71 declared: live-turn);
+    71 live-turn, declared: Claude Code summarises the live turn``)."""
+    v = _run_violations(results, run_key)
+    return "; ".join([violations_text(v), *declared_reasons(v)])
 
 
 def headline(results: Results, run_key: str, log: RunLog) -> Html:
     """The report's title: which run, on what, and where its log came from."""
     r = run_row(results, run_key)
+    violations = html.escape(violations_text(_run_violations(results, run_key)))
     return Html(
         f"<h1>One run in depth: {html.escape(str(r['config']))}</h1><p>On <b>{html.escape(r['conversation'])}"
         f"</b> (seed {r['seed']}), run key <code>{html.escape(run_key)}</code>: {r['compaction_count']} "
-        f"compactions, {r['violation_count']} violations, finished: {html.escape(str(r['finish_reason']))}. "
+        f"compactions, {violations}, finished: {html.escape(str(r['finish_reason']))}. "
         f"Log: {html.escape(log.source)}.</p>"
     )
 
@@ -269,13 +282,31 @@ def facts_missed(results: Results, run_key: str) -> pd.DataFrame:
     return out.sort_values(["first missed at turn", "fact"], kind="stable").reset_index(drop=True)
 
 
+#: Tallest figure on the run page, in inches (at the report's 100 dpi: 1,800 pixels).
+MAX_FIGURE_INCHES = 18.0
+#: Most compaction ids labelled along an axis; past it every k-th is, so labels never overlap.
+MAX_LABELS = 24
+MAX_ROW_LABELS = 40
+
+
+def label_step(n: int, most: int = MAX_LABELS) -> int:
+    """Label every k-th of ``n`` marks so that at most ``most`` are labelled."""
+    return max(1, math.ceil(n / most))
+
+
+def compaction_line(n: int) -> tuple[float, float]:
+    """Width and opacity of the dashed line marking each of ``n`` compactions: fainter when there are many, so
+    the lines do not hide the data."""
+    return (0.9, 1.0) if n <= 40 else (0.5, max(0.15, 40 / n))
+
+
 def fig_view_size(results: Results, run_key: str, window: int | None, log: RunLog | None = None) -> Figure:
     """Context tokens and messages in view at every request; compactions (and failed ones) marked."""
     req = results.requests[results.requests["run_key"] == run_key]
     agent = req[req["request_kind"] != "summariser"]
     summ = req[req["request_kind"] == "summariser"]
     comps = results.compactions[results.compactions["run_key"] == run_key]
-    fig, (ax, bx) = plt.subplots(2, 1, figsize=(11, 7.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.4]})
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(13, 7.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.4]})
     ax.plot(agent["turn"], agent["context_tokens"], color="tab:blue", lw=1.6, marker=".", label="agent request")
     if len(summ):
         ax.scatter(
@@ -293,12 +324,17 @@ def fig_view_size(results: Results, run_key: str, window: int | None, log: RunLo
             label="rejected or failed request",
         )
     top = max(float(req["context_tokens"].max() if len(req) else 0), float(window or 0))
+    ordered = comps.sort_values("turn", kind="stable")
+    every = label_step(len(ordered))
+    lw, alpha = compaction_line(len(ordered))
     last = -10.0
     level = 0
-    for _, c in comps.sort_values("turn", kind="stable").iterrows():
+    for k, (_, c) in enumerate(ordered.iterrows()):
         for a in (ax, bx):
-            a.axvline(c["turn"], color="grey", lw=0.9, ls="--", zorder=1)
-        level = 1 - level if c["turn"] - last < 3 else 0  # stagger labels of compactions close together
+            a.axvline(c["turn"], color="grey", lw=lw, ls="--", alpha=alpha, zorder=1)
+        if k % every:
+            continue  # many compactions: every k-th id only, so the labels do not overlap
+        level = 1 - level if c["turn"] - last < 3 * every else 0  # stagger labels of compactions close together
         last = c["turn"]
         ax.annotate(
             str(c["compaction_id"]),
@@ -326,11 +362,12 @@ def fig_view_size(results: Results, run_key: str, window: int | None, log: RunLo
             )
     if window:
         ax.axhline(window, color="crimson", lw=1.2, ls=":", label=f"context window ({window:,} tokens)")
-    ax.plot([], [], color="grey", lw=0.9, ls="--", label="compaction (id above the plot)")
+    ids = "id above the plot" if every == 1 else f"every {every}th id above the plot"
+    ax.plot([], [], color="grey", lw=0.9, ls="--", label=f"compaction ({ids})")
     ax.set_ylabel("context sent (tokens)")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
     ax.set_ylim(0, top * 1.08 if top else 1)
-    ax.legend(loc="upper left", frameon=True, framealpha=0.9)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # outside: never over the data
     ax.set_title("The view's size over the run", pad=34)
     bx.plot(agent["turn"], agent["messages_in_view"], color="tab:green", lw=1.4, drawstyle="steps-post")
     bx.set_ylabel("messages in view")
@@ -352,7 +389,7 @@ def fig_cache(results: Results, run_key: str) -> Figure | None:
     w5 = agent["cache_write_5m_tokens"].to_numpy(dtype="float64")
     w1 = agent["cache_write_1h_tokens"].to_numpy(dtype="float64")
     uncached = agent["context_tokens"].to_numpy(dtype="float64") - read - w5 - w1
-    fig, (ax, bx) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.2]})
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(13, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.2]})
     turns = agent["turn"].to_numpy()
     ax.stackplot(
         turns,
@@ -364,16 +401,17 @@ def fig_cache(results: Results, run_key: str) -> Figure | None:
         step="post",
         alpha=0.85,
     )
+    lw, alpha = compaction_line(len(comps))
     for t in comps["turn"]:
-        ax.axvline(t, color="black", lw=0.9, ls="--", zorder=3)
-        bx.axvline(t, color="black", lw=0.9, ls="--", zorder=3)
+        ax.axvline(t, color="black", lw=lw, ls="--", alpha=alpha, zorder=3)
+        bx.axvline(t, color="black", lw=lw, ls="--", alpha=alpha, zorder=3)
     ax.plot([], [], color="black", lw=0.9, ls="--", label="compaction")
     total = read + w5 + w1 + uncached
     share = 100 * read.sum() / total.sum() if total.sum() else 0.0
     ax.set_title(f"Prompt cache per request: {share:.1f}% of prompt tokens read from cache")
     ax.set_ylabel("prompt tokens")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
-    ax.legend(loc="upper left", frameon=True, framealpha=0.9)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # outside: never over the data
     bx.plot(turns, agent["time_seconds"].to_numpy(dtype="float64") / 60, color="tab:blue", drawstyle="steps-post")
     bx.set_ylabel("request start (min)")
     bx.set_xlabel("turn (agent request number)")
@@ -385,17 +423,19 @@ def fig_compactions(steps: pd.DataFrame) -> Figure | None:
     """Per compaction: tokens before and after, and what happened to the messages in view."""
     if steps.empty:
         return None
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 1.8 + 0.55 * len(steps)))
-    y = np.arange(len(steps))
+    n = len(steps)
+    # one row per compaction, at most MAX_FIGURE_INCHES tall in all (a run with 230 compactions stays readable)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, min(1.8 + 0.55 * n, MAX_FIGURE_INCHES)))
+    y = np.arange(n)
+    every = max(1, math.ceil(n / MAX_ROW_LABELS))
     names = [f"{c} (turn {t}, {m})" for c, t, m in zip(steps["compaction"], steps["turn"], steps["mode"], strict=True)]
     ax.barh(y - 0.2, steps["tokens_before"], 0.4, color="silver", label="before")
     ax.barh(y + 0.2, steps["tokens_after"], 0.4, color="tab:blue", label="after")
-    ax.set_yticks(y, names)
+    ax.set_yticks(y[::every], names[::every])
     ax.invert_yaxis()
     ax.set_xlabel("view size (tokens)")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
     ax.set_title("Tokens before and after")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.05 * (4 - min(len(steps), 4))), ncol=2, frameon=False)
     left = np.zeros(len(steps))
     kept_plain = steps["kept"] - steps["results_cleared"]
     segments = [
@@ -409,17 +449,25 @@ def fig_compactions(steps: pd.DataFrame) -> Figure | None:
     for values, colour, label in segments:
         bx.barh(y, values, 0.6, left=left, color=colour, label=label)
         left = left + values.to_numpy()
-    bx.set_yticks(y, [str(c) for c in steps["compaction"]])
+    bx.set_yticks(y[::every], [str(c) for c in steps["compaction"]][::every])
+    if every > 1:
+        ax.set_ylabel(f"compaction (every {every}th labelled)")
     bx.invert_yaxis()
     bx.set_xlabel("messages in view before the compaction (and restored)")
     bx.set_title("What each compaction did to the messages")
-    bx.legend(
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.18 - 0.05 * (4 - min(len(steps), 4))),
-        ncol=3 if len(segments) > 4 else 2,
-        frameon=False,
-    )
     fig.tight_layout()
+    # legends under each panel's axis label, a fixed distance below it whatever the figure's height (outside the
+    # data; the report saves with a tight bounding box, which takes them in)
+    below = 0.55 / fig.get_size_inches()[1]
+    for a, ncol in ((ax, 2), (bx, 3 if len(segments) > 4 else 2)):
+        box = a.get_position()
+        a.legend(
+            loc="upper center",
+            bbox_to_anchor=(box.x0 + box.width / 2, box.y0 - below),
+            bbox_transform=fig.transFigure,
+            ncol=ncol,
+            frameon=False,
+        )
     return fig
 
 

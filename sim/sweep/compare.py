@@ -31,7 +31,7 @@ import pandas as pd
 
 from sim.core.errors import InvalidConfig, UnknownName
 from sim.core.metrics import write_parquet
-from sim.sweep.results import SUMMARY, Results
+from sim.sweep.results import SUMMARY, Results, declared_reasons
 
 #: Metric column of the runs table -> short name used in the summary's column names.
 METRICS: dict[str, str] = {
@@ -55,7 +55,8 @@ METRICS: dict[str, str] = {
     "extra_cost_usd": "extra_cost",
     "compaction_count": "compactions",
     "overflows": "overflows",
-    "violation_count": "violations",
+    "undeclared_violations": "violations",
+    "declared_violations": "declared",
     "completed": "completed",
 }
 RESAMPLES = 2000
@@ -85,7 +86,14 @@ def default_baseline(configs: Sequence[str]) -> str:
 
 def compare(results: Results, baseline: str | None = None, by: Sequence[str] = ()) -> pd.DataFrame:
     """The summary table: one row per configuration (per ``by`` group, e.g. ``source``), sorted by label."""
-    runs = results.runs.assign(completed=(results.runs["finish_reason"] == "completed").astype("float64"))
+    # results of older code (or frames built by hand) have no declared_violations: none declared
+    declared = results.runs.get("declared_violations", pd.Series(0, index=results.runs.index)).fillna(0)
+    declared = declared.astype("int64")
+    runs = results.runs.assign(
+        completed=(results.runs["finish_reason"] == "completed").astype("float64"),
+        declared_violations=declared,
+        undeclared_violations=results.runs["violation_count"] - declared,
+    )
     if runs.empty:
         raise InvalidConfig("no finished runs to compare (is the sweep still running, or was it empty?)")
     for col in by:
@@ -122,6 +130,8 @@ def compare(results: Results, baseline: str | None = None, by: Sequence[str] = (
             unit_diff = diff.groupby([paired[c] for c in UNIT]).mean().to_numpy()
             row[f"{short}_diff"], row[f"{short}_diff_lo"], row[f"{short}_diff_hi"] = bootstrap_mean(unit_diff)
         row["paired_conversations"] = 0 if paired.empty else paired.groupby(UNIT).ngroups
+        v = results.violations
+        row["declared_deviations"] = "; ".join(declared_reasons(v[v["run_key"].isin(grp["run_key"])])) if len(v) else ""
         rows.append(row)
     table = pd.DataFrame(rows)
     table["pareto"] = False
@@ -162,6 +172,7 @@ _FORMATS = {
     "compactions": "{:.2f}",
     "overflows": "{:.2f}",
     "violations": "{:.2f}",
+    "declared": "{:.2f}",
     "completed": "{:.2f}",
 }
 #: The columns ``csim compare`` prints (all of METRICS are in the summary file and the report).
@@ -176,6 +187,7 @@ _HEAD = {
     "compactions": "compactions",
     "overflows": "overflows",
     "violations": "violations",
+    "declared": "declared",
     "completed": "completed",
 }
 
@@ -226,10 +238,19 @@ def render(table: pd.DataFrame, by: Sequence[str] = ()) -> str:
     )
     second = second[table["config"] != baseline]
     lines = [
-        "Mean [95% bootstrap CI over conversations]; * = on the Pareto frontier of cost against retention",
+        "Mean [95% bootstrap CI over conversations]; * = on the Pareto frontier of cost against retention; "
+        "violations are undeclared ones, declared = the modelled system's documented deviations",
         first.to_string(index=False),
         "",
         f"Paired difference against baseline {baseline!r} (configuration minus baseline, same conversations and seeds)",
         second.to_string(index=False) if len(second) else "(no other configuration)",
     ]
+    declared = [
+        (" / ".join(str(table[k].iloc[i]) for k in keys), str(table["declared_deviations"].iloc[i]))
+        for i in range(len(table))
+        if "declared_deviations" in table.columns and table["declared_deviations"].iloc[i]
+    ]
+    if declared:
+        lines += ["", "Declared deviations (violations the modelled system makes by design, counted over all runs):"]
+        lines += [f"  {label}: {text}" for label, text in declared]
     return "\n".join(lines)

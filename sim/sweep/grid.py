@@ -305,10 +305,23 @@ def task_frames(unit: Unit, results: Sequence[tuple[PlannedRun, RunResult]]) -> 
         requests.extend({**rb, **row} for row in r.rows)
         facts.extend({**rb, **row} for row in r.fact_rows)
         comps.extend({**base, **c} for c in r.compactions)
-        viols.extend(
-            {**base, "turn": v.turn, "invariant": v.invariant, "request_kind": v.request_kind, "detail": v.detail}
-            for v in r.violations
-        )
+        cls = load_policy_class(planned.policy)
+        declared = 0
+        for v in r.violations:
+            reason = cls.declared(v.invariant)
+            declared += reason is not None
+            viols.append(
+                {
+                    **base,
+                    "turn": v.turn,
+                    "invariant": v.invariant,
+                    "request_kind": v.request_kind,
+                    "detail": v.detail,
+                    "declared": reason is not None,
+                    "reason": reason,
+                }
+            )
+        runs[-1]["declared_violations"] = declared
     return {
         "runs": typed(runs, RUN_COLUMNS),
         "requests": typed(requests, SWEEP_REQUEST_COLUMNS),

@@ -24,7 +24,6 @@ the order of requests within the run, so results compare equal whichever executo
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -55,6 +54,8 @@ RUN_ID_COLUMNS: dict[str, str] = {
 RUN_COLUMNS: dict[str, str] = {
     **RUN_ID_COLUMNS,
     **{c: dtype for c, dtype in SUMMARY_COLUMNS.items() if c not in RUN_ID_COLUMNS},
+    #: Of ``violation_count``, those the policy declares (``known_deviations``); the rest are undeclared.
+    "declared_violations": "Int64",
 }
 SWEEP_REQUEST_COLUMNS: dict[str, str] = {"run_key": "string", "config": "string", **REQUEST_COLUMNS}
 SWEEP_FACT_COLUMNS: dict[str, str] = {"run_key": "string", "config": "string", **FACT_COLUMNS}
@@ -86,6 +87,10 @@ VIOLATION_COLUMNS: dict[str, str] = {
     "invariant": "string",
     "request_kind": "string",
     "detail": "string",
+    #: The policy declares the invariant in ``known_deviations``: the modelled system breaks it by design.
+    "declared": "boolean",
+    #: Why (the policy's ``deviation_reasons``); empty for an undeclared violation.
+    "reason": "string",
 }
 #: A part's run logs, kept when the sweep asks (``csim run`` does): the run key and its log as JSON lines.
 LOGS = "logs"
@@ -206,7 +211,7 @@ def _summary(root: Path) -> pd.DataFrame | None:
     if not f.is_file():
         return None
     try:
-        return pd.read_parquet(f)
+        return read_parquet_bytes(f.read_bytes())
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a damaged file
         raise InvalidConfig(f"{f}: cannot be read ({_first_line(exc)}); run csim compare {root} again") from None
 
@@ -258,13 +263,38 @@ def read_table(part: Path, table: str) -> pd.DataFrame:
     listing = part_listing(part) if (part / PART_MANIFEST).exists() or not path.exists() else None
     data = _table_bytes(part, table, listing)
     try:
-        frame = pd.read_parquet(io.BytesIO(data))
+        frame = read_parquet_bytes(data)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError and others for damage
         raise DamagedPart(part, f"{table}.parquet cannot be read ({_first_line(exc)})") from None
     entry = None if listing is None else listing[table]
     if entry is not None and len(frame) != entry.get("rows"):
         raise DamagedPart(part, f"{table}.parquet has {len(frame)} rows, its listing {entry.get('rows')}")
     return frame
+
+
+def arrow_bytes(data: bytes) -> Any:
+    """``data`` copied into memory pyarrow owns, as a file pyarrow can read (``pyarrow.BufferReader``).
+
+    Never hand pyarrow a Python object to read from (``io.BytesIO``, or a buffer over ``bytes``): its reader holds
+    that object in C++, and the last reference can be dropped on one of pyarrow's pool threads, in a future's
+    continuation that runs after the read has returned. Dropping it takes the GIL; when that thread was
+    descheduled until the interpreter is finalising, taking the GIL ends the thread in the middle of a C++
+    destructor and the process aborts (``terminate called without an active exception``, exit 134) after all its
+    work is done. Issue 33 saw it in 2 of about 175 ``csim run``s on a busy machine; a core dump showed
+    ``PyReadableFile::~PyReadableFile`` on a ``ThreadPool`` worker, from ``parquet::SerializedFile``'s destructor,
+    inside ``PyGILState_Ensure`` during ``Py_FinalizeEx``. ``benchmarks/exit_aborts.py`` counts such aborts."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    sink.write(data)
+    return pa.BufferReader(sink.getvalue())
+
+
+def read_parquet_bytes(data: bytes) -> pd.DataFrame:
+    """A Parquet file's bytes as a frame, read from memory pyarrow owns (:func:`arrow_bytes`: no Python object
+    outlives the call on a pyarrow thread) and decoded on this thread (our tables are small)."""
+    one_thread = {"use_threads": False}
+    return pd.read_parquet(arrow_bytes(data), pre_buffer=False, to_pandas_kwargs=one_thread, **one_thread)
 
 
 def _table_bytes(part: Path, table: str, listing: dict[str, dict[str, Any]] | None) -> bytes:
@@ -301,7 +331,7 @@ def check_part(part: Path) -> str | None:
         for table in sorted(set(TABLES) | set(listing)):
             data = _table_bytes(part, table, listing)
             try:
-                rows = pq.read_metadata(io.BytesIO(data)).num_rows
+                rows = pq.read_metadata(arrow_bytes(data)).num_rows
             except Exception as exc:  # noqa: BLE001 - a footer pyarrow cannot parse, whatever it raises
                 raise DamagedPart(part, f"{table}.parquet cannot be read ({_first_line(exc)})") from None
             if rows != listing[table].get("rows"):
@@ -377,6 +407,64 @@ def stored_log(root: str | Path, run_key: str) -> tuple[dict[str, Any], list[dic
             header, events = decode_log(str(hit["log"].iloc[0]), f"{path} (run {run_key})")
             return {**header, "source": str(path)}, events
     return None
+
+
+def declared_counts(violations: pd.DataFrame) -> dict[str, int]:
+    """Declared violations by invariant (the ``declared`` rows of a violations frame), most frequent first."""
+    if violations.empty or "declared" not in violations.columns:
+        return {}
+    counts = violations[violations["declared"].fillna(False).astype(bool)]["invariant"].value_counts()
+    return {str(k): int(v) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))}
+
+
+def violations_text(violations: pd.DataFrame) -> str:
+    """A run's (or a configuration's) violations in one phrase: the undeclared ones, then the declared ones
+    apart, by invariant: ``0 violations (71 declared: live-turn)``."""
+    declared = declared_counts(violations)
+    n = len(violations) - sum(declared.values())
+    text = f"{n} violation{'s' if n != 1 else ''}"
+    if declared:
+        total = sum(declared.values())
+        kinds = ", ".join(k if len(declared) == 1 else f"{v} {k}" for k, v in declared.items())
+        text += f" ({total} declared: {kinds})"
+    return text
+
+
+def declared_reasons(violations: pd.DataFrame) -> list[str]:
+    """One line per declared invariant seen: ``71 live-turn, declared: Claude Code summarises the live turn``."""
+    if violations.empty or "declared" not in violations.columns:
+        return []
+    rows = violations[violations["declared"].fillna(False).astype(bool)]
+    counts = declared_counts(violations)
+    reasons = rows.groupby("invariant")["reason"].first()
+    return [f"{n} {inv}, declared: {reasons.get(inv, '')}" for inv, n in counts.items()]
+
+
+#: What the run seed draws on a recording, whose messages and times are recorded (the rest of a run is fixed).
+SEED_ON_RECORDINGS = (
+    "a recording fixes the messages and their times; the seed only draws which facts a summary keeps, the "
+    "summariser's failures (-R failure_rate, -R empty_rate) and, with --agent reactive, the agent's errors"
+)
+
+
+def seed_note(results: Results) -> str | None:
+    """A note when several seeds gave identical runs on recorded conversations (nothing there is seeded but the
+    summariser's and the reactive agent's draws, :data:`SEED_ON_RECORDINGS`); None when they differed somewhere,
+    or when there was nothing to compare."""
+    runs = results.runs
+    rec = runs[runs["source_kind"] != "scenario"]
+    if rec.empty or rec["seed"].nunique() < 2:
+        return None
+    cols = [c for c in rec.columns if c not in ("run_key", "run_id", "seed")]  # the ids name the seed
+    groups = [g for _, g in rec.groupby(["config", "conversation", "conversation_checksum"], sort=True) if len(g) > 1]
+    same = sum(len(g[cols].astype("string").drop_duplicates()) == 1 for g in groups)
+    if not groups or same < len(groups):
+        return None
+    seeds = ", ".join(str(x) for x in sorted(rec["seed"].unique())[:6]) + (", ..." if rec["seed"].nunique() > 6 else "")
+    return (
+        f"seeds {seeds} gave identical runs for all {len(groups)} recorded (configuration, conversation) pairs: "
+        f"{SEED_ON_RECORDINGS}; one seed is enough for them"
+    )
 
 
 def params_json(params: Mapping[str, Any]) -> str:
