@@ -98,8 +98,8 @@ class RooCode(Policy[RooCodeConfig]):
     into the summary); truncation markers are injected user messages before the tail.
 
     Known deviations: the kept messages count messages, so the tail may start at a reply inside the live thinking tool
-    loop (``atomic-units``) and leave the newest user message out of a long tool loop (``live-turn``); reverts are unknown
-    to it (``revert-resolution``).
+    loop (``atomic-units``) and leave the newest user message out of a long tool loop (``live-turn``); reverts are
+    unknown to it (``revert-resolution``).
 
     Differences: the tail keeps the whole assistant message whose calls Roo copies into the summary (its text too);
     the summariser sees what leaves the view and the previous summary, not the first message again; the fallback
