@@ -94,6 +94,7 @@ const toLog = (spans, promptIndex, n) => (promptIndex < spans.length ? spans[pro
 const sha = (text) => createHash('sha256').update(text).digest('hex').slice(0, 16);
 
 function decision(log, d, cfg, summaries) {
+  d = { summary: null, last_request_at: null, last_input: 0, last_output: 0, ...d };
   const { prompt, spans } = history(log, d.n);
   const firstUser = log.findIndex((m) => m.role === 'user');
   // initialCompactionState, then the protected block of the initial prompt (instructions and input) and the
@@ -168,7 +169,8 @@ const render = cases.render.map((c) => {
   const covered = typeof c.covered === 'string' ? byName[c.covered].covered : c.covered;
   const { prompt } = history(covered, covered.length);
   const text = C.renderForSummary(prompt, c.previous ?? undefined);
-  return { text, length: text.length };
+  // a long one by its length and digest (the golden file would hold 80,000 characters of it)
+  return text.length > 4000 ? { length: text.length, sha256: sha(text) } : { text, length: text.length };
 });
 const decisions = cases.decisions.map((d) =>
   decision(cases.conversations[d.conversation], d, cases.configs[d.config], cases.summaries),

@@ -35,7 +35,7 @@ PREFIX = SUMMARY_WRAPPER.replace("{summary}", "")
 SCENARIOS: list[tuple[str, dict[str, Any]]] = [
     ("coding-agent", {"turns": 14, "huge_tokens": 3000}),
     ("research-agent", {"turns": 14, "result_tokens_median": 500, "huge_tokens": 3000}),
-    ("support-chat", {"turns": 90}),
+    ("support-chat", {"turns": 60}),
 ]
 # (mode, context_token_limit, keep_recent_tokens, window): each mode, once with room and once with a window the
 # limit does not fit (so the provider rejects requests: overflow decisions).
@@ -80,17 +80,22 @@ def snapshot(state: RunState, trigger: str, summaries: list[str]) -> dict[str, A
             summaries.append(text)
         summary = summaries.index(text)
     anchored = state.last_input_tokens is not None and not state.view_changed_since_request
-    return {
+    out: dict[str, Any] = {
         "n": len(state),
         "trigger": trigger,
         "start": view.start,
         "pinned": [list(s) for s in view.spans],
         "cleared_through": view.cleared_through,
-        "summary": summary,
-        "last_input": state.last_input_tokens or 0,
-        "last_output": state.last_output_tokens or 0,
-        "last_request_at": state.messages_at_last_request if anchored else None,
     }
+    if summary is not None:
+        out["summary"] = summary
+    if anchored:  # else lastViewLength = -1: the whole view's estimate
+        out.update(
+            last_input=state.last_input_tokens,
+            last_output=state.last_output_tokens or 0,
+            last_request_at=state.messages_at_last_request,
+        )
+    return out
 
 
 def replay(

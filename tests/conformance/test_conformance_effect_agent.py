@@ -39,7 +39,7 @@ from policies.effect_agent import (
     effect_message,
     prompt_tokens,
 )
-from policies.helpers import plan_shrinks
+from policies.helpers import first_user_index, plan_shrinks
 from sim.core.conversation import Conversation, Message, Part
 from sim.core.model import ModelConfig
 from sim.core.view import Summary, View, clear_results, spans_of
@@ -141,7 +141,9 @@ def test_render_is_render_for_summary(case: dict[str, Any]) -> None:
     summary = None if previous is None else Summary(PREFIX + previous, through=2)
     eng.state.view = View.of(start=2, pinned=(1,), summary=summary, placeholder=PLACEHOLDER)
     plan = Plan(start=len(log), pinned=(1,), summarize=True, summary_request=SUMMARY_REQUEST)
-    assert transcript(eng, plan) == case["expected"]["text"]
+    text, expected = transcript(eng, plan), case["expected"]
+    assert js.utf16_length(text) == expected["length"]
+    assert text == expected["text"] if "text" in expected else _sha(text) == expected["sha256"]
 
 
 def test_instruction_has_the_real_length_and_lines() -> None:
@@ -169,7 +171,7 @@ def states(g: dict[str, Any]) -> Iterator[tuple[dict[str, Any], EffectAgent, Eng
         while len(eng.state) < d["n"]:
             eng.append(log[len(eng.state)])
         st = eng.state
-        summary = None if d["summary"] is None else Summary(PREFIX + g["summaries"][d["summary"]], through=d["start"])
+        summary = None if "summary" not in d else Summary(PREFIX + g["summaries"][d["summary"]], through=d["start"])
         st.view = View(
             start=d["start"],
             spans=spans_of(i for a, b in d["pinned"] for i in range(a, b)),
@@ -177,10 +179,10 @@ def states(g: dict[str, Any]) -> Iterator[tuple[dict[str, Any], EffectAgent, Eng
             edits=(clear_results(d["cleared_through"], PLACEHOLDER),) if d["cleared_through"] else (),
             placeholder=PLACEHOLDER,
         )
-        anchored = d["last_request_at"] is not None
+        anchored = "last_request_at" in d
         st.last_input_tokens = d["last_input"] if anchored else None
         st.last_output_tokens = d["last_output"] if anchored else None
-        st.messages_at_last_request = d["last_request_at"] or 0
+        st.messages_at_last_request = d.get("last_request_at", 0)
         st.view_at_last_request = st.view if anchored else None
         yield d, policy, eng
 
@@ -238,9 +240,9 @@ def declared(d: dict[str, Any], policy: EffectAgent, eng: Engine, mine: dict[str
         if st.unit_start(cut) != cut:
             return "thinking-loop"
         cleared = bound if bound is not None else st.view.cleared_through
-        plan = Plan(
-            start=cut, pinned=st.view.pinned, cleared_through=cleared, summarize=True, summary_request=SUMMARY_REQUEST
-        )
+        first = first_user_index(st)
+        pinned = (first,) if first is not None and first < cut else ()  # the run's input, as the port keeps it
+        plan = Plan(start=cut, pinned=pinned, cleared_through=cleared, summarize=True, summary_request=SUMMARY_REQUEST)
         if mine["action"] != "summarize" and not plan_shrinks(st, plan):
             return "short-span"
     return None
