@@ -71,6 +71,12 @@ class SummaryRequest:
         drop_tool_outputs: leave tool results out of the summariser's input (calls stay).
         max_tokens: the summariser call's output cap as the modelled client sets it (Claude Code's 20,000); the
             run config's summariser cap, when lower, still applies.
+        transcript: how the transcript frames each message (:mod:`sim.replay.summary_input`). ``inline`` (the
+            default): ``user: `` or ``assistant: `` and the parts inline, each message as the new view shows it,
+            clipped with `` …``. ``blocks``: effect-agent's ``renderForSummary``: a ``[role]`` line over each
+            message as the log holds it, its parts rendered as that function renders them, clipped with ``…``,
+            the previous summary a first ``[Previous summary]`` block counted inside ``input_max_chars``, and the
+            whole inside ``<transcript>`` tags after the instruction.
     """
 
     prompt: str = "Summarise the conversation so far for the agent that continues it."
@@ -83,6 +89,7 @@ class SummaryRequest:
     clip_chars: int | None = None
     drop_tool_outputs: bool = False
     max_tokens: int | None = None
+    transcript: Literal["inline", "blocks"] = "inline"
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,35 @@ Sources: the seed document ``seeds/cloudflare-os-agent-compaction.md`` and what
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from policies import _js_json as js
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, keep_reverts, live_changes, rollback_target, unit_floor
+from sim.core.conversation import Message
 from sim.core.errors import InvalidConfig
+from sim.core.model import DEFAULT_MODEL
 from sim.core.state import RunState
 from sim.core.view import Edit, Rule
 
-# Framing characters JSON adds around one message's content (role, keys, quotes); the seed weighs a
-# message by its serialized length, and only the ratio between weights matters for the cut.
-JSON_FRAMING_CHARS = 40
+# How Workshop's replay (runAgent in agent.ts) writes each model message it projects, the pi-ai 0.83.0 Message
+# shapes: a user message {role, content: its text, timestamp}; an agent step's assistant message as the replay
+# reconstructs one (makeReplayAssistantMessage: its blocks, the model's api, provider and id, zeroUsage() from
+# ai-invoke.ts, stopReason "stop", a timestamp), each tool result its own {role: "toolResult", toolCallId, toolName,
+# content: [{type: "text", text}], isError, timestamp}. projectionMessageWeight is the length of that JSON. Every
+# timestamp (milliseconds since 1970, Date.now()) has 13 digits from 2001 to 2286, so any such value weighs alike.
+TIMESTAMP = 1_767_225_600_000
+PI_API = {"anthropic": "anthropic-messages", "openai": "openai-responses"}  # pi-ai's KnownApi names
+ZERO_USAGE = {
+    "input": 0,
+    "output": 0,
+    "cacheRead": 0,
+    "cacheWrite": 0,
+    "totalTokens": 0,
+    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+}
 
 # The least a hand-off holds besides the goal, in characters: the six section titles Workshop's
 # ``COMPACTION_SYSTEM_PROMPT`` asks for ("## Goal" ... "## Critical Context", about 100 characters)
@@ -45,9 +63,12 @@ SUMMARY_PROMPT = (
 # Hides the parts of slash commands: Workshop's replay skips a ``slashCommand`` record ("This records what the
 # user invoked for display; only a generated message is model input"), so ``/compact`` never reaches a prompt.
 HIDE_COMMANDS = Rule(kinds=frozenset({"command"}), action="drop")
-SUMMARY_WRAPPER = (
-    '<prior_conversation note="machine-generated summary of earlier messages">\n{summary}\n</prior_conversation>'
+# Our own note, of the length (138 characters) of the one runAgent writes into the summary's wrapper.
+SUMMARY_NOTE = (
+    "A model wrote this summary of the earlier turns of this chat. Read it as a record of what really took place, "
+    "not as the user's own orders."
 )
+SUMMARY_WRAPPER = f'<prior_conversation note="{SUMMARY_NOTE}">\n{{summary}}\n</prior_conversation>'
 
 
 @dataclass(frozen=True)
@@ -75,18 +96,24 @@ class CloudflareOSConfig:
 class CloudflareOS(Policy[CloudflareOSConfig]):
     """Cloudflare OS Workshop compaction: 0.85 trigger, 0.30 tail, cut at canCut, summary as a user message.
 
-    * ``shouldCompactChat``: compact before a turn when the context (last provider usage plus chars/4
-      of what was appended since) is at least ``trigger_ratio`` x input budget; ``isCompactionTurn``:
-      ``/compact`` compacts whatever the size, and that turn ends without a model call.
+    * ``shouldCompactChat``: compact before a turn when the context is at least ``trigger_ratio`` x input budget;
+      ``isCompactionTurn``: ``/compact`` compacts whatever the size, and that turn ends without a model call. The
+      context is ``runAgent``'s :meth:`context_tokens`: the last step's ``usage.totalTokens`` (its prompt and its
+      reply) plus ``estimateProjectionTokens`` of the model messages after that step (its tool results, the
+      user's new message); with no measured total (before the first step, after a compaction or a rollback,
+      which delete it) that estimate of the whole projection plus ceil(system prompt / 4).
+    * ``projectionMessageWeight``: the length (JavaScript's: UTF-16 code units) of the JSON of each model message
+      the replay makes (:func:`pi_messages`, the pi-ai message shapes, an assistant message as the replay
+      reconstructs one: zero usage, the run's model); ``estimateProjectionTokens`` is ceil(sum of weights / 4).
     * When it checks: once per turn, before the agent loop (``runAgent`` in ``agent.ts`` is called once per
       turn by ``overseer.ts``; the tool loop inside it never checks), so only a request whose last message is a
       user message is asked; a rollback is still answered at any request. After an automatic compaction
       Workshop reruns the turn and checks the shorter prompt again ("An automatic compaction returned before
       prompting the model, so rerun the turn now that the history is shorter"):
       ``recheck_after_compaction``.
-    * ``findCompactionBoundary``: weigh each message of the current view by serialized length, scale
-      the weights so they sum to the measured context, walk back from the newest until the kept tail
-      reaches ``tail_ratio`` x input budget, then move the cut down to the nearest ``canCut`` (the
+    * ``findCompactionBoundary``: weigh each model message of the projection (the summary message, then the
+      messages from ``compactedTo``), scale the weights so they sum to the context, walk back from the newest
+      until the kept tail reaches ``tail_ratio`` x input budget, then move the cut down to the nearest ``canCut`` (the
       first message of a record: a result never leaves its call). If the walk runs off the front or
       lands at or before ``compactedTo``, fall back to the newest ``canCut`` (``/compact`` then
       summarises all but the last record). Never past ``findProtectedFromSequence`` (an unresolved
@@ -130,7 +157,13 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
 
     Not modelled: eliding the messages of a reverted range from replay (Workshop marks them
     reverted; here they stay in the view, so a revert of an early change pins the cut at that change);
-    provider-overflow handling (the module has none, so an overflow ends the run);
+    the recovery from a provider overflow: Workshop has no retry (``runAgent`` throws the failed request as
+    ``AgentTurnError``; the loop around it in ``overseer.ts`` catches it, posts an error message to the chat and
+    ends the turn), but the chat goes on: at the next user message the pre-turn check sees the last step's total
+    over the trigger and compacts. Here the overflow ends the run (``context-overflow``): the engine has no turn
+    that fails while the run continues. A stored assistant snapshot (the provider's usage numbers, a response id,
+    signatures) weighs some tens of characters more than the reconstruction weighed here; it weighs only in the
+    cut and in the estimate right after a compaction, never in the measured one, which covers the last reply.
     bindings, pins and epochs of the checkpoint (Workshop state with no counterpart in a transcript).
     Where a change rides inside an assistant message here (a record of its own in Workshop), the
     revert-protected cut moves to the start of that message's unit.
@@ -157,7 +190,7 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
         if trigger == "auto" and not self._starts_turn(state):
             return None  # runAgent checks once per turn, before the agent loop: never mid tool loop
         budget = state.model.input_budget
-        context = state.estimated_context_tokens()
+        context = self.context_tokens(state)
         if trigger == "auto" and context < budget * cfg.trigger_ratio:
             return None
         compacted_to = floor_index(state)
@@ -168,23 +201,16 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
         msgs = state.messages
         # A slash command makes no model message (agent.ts, replay: "only a generated message is model
         # input"): it weighs nothing and is no cut point.
-        commands = [i for i in range(compacted_to, n) if msgs[i].command is not None]
-        summary_chars = len(view.summary.text) + JSON_FRAMING_CHARS if view.summary else 0
-        total_weight = (
-            state.view_chars(compacted_to, n, view.cleared_through)
-            + JSON_FRAMING_CHARS * (n - compacted_to)
-            + summary_chars
-            - sum(self._weight(state, i) for i in commands)
-        )
-        per_weight = max(context, 1) / max(total_weight, 1)
+        weights = [self._weight(state, i) for i in range(compacted_to, n)]
+        total_weight = sum(weights) + self._summary_weight(state)
+        per_weight = context / total_weight if total_weight else 0.0
         tail_budget = budget * cfg.tail_ratio
         kept = 0.0
         keep_from = n - 1
         while keep_from >= compacted_to:
-            if msgs[keep_from].command is None:
-                kept += self._weight(state, keep_from) * per_weight
-                if kept >= tail_budget:
-                    break
+            kept += weights[keep_from - compacted_to] * per_weight
+            if kept >= tail_budget:
+                break
             keep_from -= 1
 
         def cut_point(i: int) -> bool:
@@ -230,8 +256,31 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
 
     @staticmethod
     def _weight(state: RunState, i: int) -> int:
-        """``projectionMessageWeight``: message ``i``'s serialized length, as the view shows it."""
-        return state.view_chars(i, i + 1, state.view.cleared_through) + JSON_FRAMING_CHARS
+        """``projectionMessageWeight`` of the model messages Workshop's replay makes of message ``i`` (none for a slash
+        command or the system prompt): :func:`projection_weight`."""
+        return projection_weight(state.messages[i], *_model_of(state))
+
+    @staticmethod
+    def _summary_weight(state: RunState) -> int:
+        """``projectionMessageWeight`` of the earlier summary's user message (0 when there is none)."""
+        summary = state.view.summary
+        return 0 if summary is None else _json_length({"role": "user", "content": summary.text, "timestamp": TIMESTAMP})
+
+    @classmethod
+    def context_tokens(cls, state: RunState) -> int:
+        """``contextTokens`` as ``runAgent`` computes it: the last step's ``usage.totalTokens`` (its prompt and its
+        reply; ``measuredTokens``) plus ``estimateProjectionTokens`` (ceil(weights / 4)) of the model messages that
+        usage did not cover (the last reply's tool results and everything after them). With no measured total
+        (before the first step, and after a compaction or a rollback, which delete it): ``estimateProjectionTokens``
+        of the whole projection, the summary included, plus ceil(system prompt length / 4)."""
+        if state.last_input_tokens is None or state.view_changed_since_request:
+            weight = sum(cls._weight(state, i) for i in range(floor_index(state), len(state)))
+            weight += cls._summary_weight(state)
+            system = js.utf16_length(state.messages[0].text) if state.has_system else 0
+            return -(-weight // 4) + -(-system // 4)
+        measured = state.last_input_tokens + (state.last_output_tokens or 0)
+        since = sum(cls._weight(state, i) for i in range(state.messages_at_last_request + 1, len(state)))
+        return measured + -(-since // 4)
 
     @staticmethod
     def _starts_turn(state: RunState) -> bool:
@@ -257,7 +306,7 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
     def over_trigger(self, state: RunState) -> bool:
         """``shouldCompactChat`` on the current view."""
         cfg = self.config
-        return state.estimated_context_tokens() >= state.model.input_budget * cfg.trigger_ratio
+        return self.context_tokens(state) >= state.model.input_budget * cfg.trigger_ratio
 
     @staticmethod
     def _rollback(state: RunState) -> Plan | None:
@@ -267,3 +316,79 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
         if target is None:
             return None
         return Plan(start=target.start, cleared_through=target.cleared_through, mode="rollback", restore=target)
+
+
+def _json_length(value: object) -> int:
+    """``JSON.stringify(value).length``: JavaScript's length (UTF-16 code units) of its JSON text."""
+    return js.utf16_length(js.dumps(value))
+
+
+def _model_of(state: RunState) -> tuple[str, str, str]:
+    """The ``api``, ``provider`` and ``id`` of the session's model, which the replay writes into every assistant
+    message: the run's model (the default one when the run names none) on the run's provider."""
+    provider = state.model.provider
+    return PI_API[provider], provider, state.model.name or DEFAULT_MODEL
+
+
+def pi_messages(m: Message, api: str, provider: str, model: str) -> list[dict[str, object]]:
+    """The pi messages Workshop's replay makes of log message ``m``, in order: none for a slash command (its record
+    "is for display; only a generated message is model input") or the system prompt (not in the projection); a user
+    message's text; an assistant message's thinking, text and tool-call blocks in one assistant message; one
+    ``toolResult`` message per result. A change or revert part is text of the message it rides in."""
+    if m.command is not None or m.role == "system":
+        return []
+    if m.role == "user":
+        return [{"role": "user", "content": m.text, "timestamp": TIMESTAMP}]
+    if m.role == "tool":
+        return [
+            {
+                "role": "toolResult",
+                "toolCallId": p.call_id,
+                "toolName": p.name,
+                "content": [{"type": "text", "text": p.text}],
+                "isError": p.is_error,
+                "timestamp": TIMESTAMP,
+            }
+            for p in m.results
+        ]
+    blocks: list[dict[str, object]] = [
+        {"type": "thinking", "thinking": p.text} for p in m.parts if p.kind == "thinking"
+    ]
+    text = "\n".join(p.text for p in m.parts if p.kind in ("text", "change", "revert") and p.text)
+    if text:
+        blocks.append({"type": "text", "text": text})
+    blocks.extend(
+        {"type": "toolCall", "id": p.call_id, "name": p.name, "arguments": _arguments(p.args)} for p in m.calls
+    )
+    return [
+        {
+            "role": "assistant",
+            "content": blocks,
+            "api": api,
+            "provider": provider,
+            "model": model,
+            "usage": ZERO_USAGE,
+            "stopReason": "stop",
+            "timestamp": TIMESTAMP,
+        }
+    ]
+
+
+def _arguments(args: str | None) -> object:
+    try:
+        return js.parse(args or "{}")
+    except ValueError:
+        return args or ""
+
+
+@functools.lru_cache(maxsize=65536)
+def projection_weight(m: Message, api: str, provider: str, model: str) -> int:
+    """``projectionMessageWeight`` summed over the pi messages of ``m`` (:func:`pi_messages`): the length of each one's
+    JSON. (Its replacement of attachment data longer than 64 characters by ``[binary]`` has nothing to replace here:
+    no message carries an attachment.) Memoised: messages are frozen."""
+    return sum(_json_length(x) for x in pi_messages(m, api, provider, model))
+
+
+def projection_tokens(messages: Sequence[Message], api: str, provider: str, model: str) -> int:
+    """``estimateProjectionTokens`` of the model messages of ``messages``: ceil(sum of weights / 4)."""
+    return -(-sum(projection_weight(m, api, provider, model) for m in messages) // 4)

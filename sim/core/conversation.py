@@ -47,6 +47,10 @@ class Part:
         is_error: a tool result that reports a failure.
         ref: a ``change`` part's change id, or the change id a ``revert`` part reverts.
         original_bytes: set when a tool result was bounded on entry: its size before bounding.
+        is_json: a tool result whose ``text`` is the JSON text of a value (an object, an array, a number, a
+            boolean, null) rather than a string. A client that keeps results as JSON values (effect-agent) encodes
+            such a result as the value, not as a quoted string; nothing else reads it. A view's edit that replaces
+            the text (a placeholder, a truncation) makes it a string again.
     """
 
     kind: PartKind
@@ -57,6 +61,7 @@ class Part:
     is_error: bool = False
     ref: str | None = None
     original_bytes: int | None = None
+    is_json: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in PART_KINDS:
@@ -67,6 +72,8 @@ class Part:
             raise InvalidConfig(f"a {self.kind} part needs ref (the change id)")
         if self.kind == "command" and not self.name:
             raise InvalidConfig("a command part needs name, e.g. 'compact'")
+        if self.is_json and self.kind != "tool_result":
+            raise InvalidConfig(f"is_json is for tool results only, not a {self.kind} part")
 
     @property
     def chars(self) -> int:

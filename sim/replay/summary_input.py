@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from policies import _js_json as js
 from policies.base import SummaryRequest
 from sim.core.conversation import Fact, Message
 from sim.core.invariants import minus, ranges
@@ -66,6 +67,8 @@ def summariser_input(
         for i in range(a, b)
         if not (retention.has_system and i == 0)
     )
+    if request.transcript == "blocks":
+        return _blocks_input(request, before, span, retention)
     kept_before = before.summary.facts if before.summary is not None else frozenset()
     candidates: list[Fact] = [f for f in retention.facts if f.id in kept_before]
     texts: list[str] = []
@@ -145,6 +148,140 @@ def _capped(
     if cut:
         candidates = [f for f in candidates if f.id in kept_before or f.text in body]
     return pieces, candidates
+
+
+#: The ``blocks`` transcript (effect-agent @4629174, ``packages/engine/src/compaction.ts``, ``renderForSummary`` and
+#: ``partText``; the request in ``packages/engine/src/index.ts``, ``compactContext``): a tool call's arguments are
+#: clipped at 500 characters of their JSON, and the instruction is followed by the transcript in these tags.
+BLOCK_CALL_CLIP = 500
+BLOCK_PREVIOUS = "[Previous summary]\n"
+BLOCK_OPEN, BLOCK_CLOSE = "\n\n<transcript>\n", "\n</transcript>"
+
+
+def _blocks_input(
+    request: SummaryRequest, before: View, span: tuple[int, ...], retention: Retention
+) -> SummariserInput:
+    """The ``blocks`` transcript (:class:`~policies.base.SummaryRequest`): each covered message as the log holds
+    it (``collectCoveredMessages`` hands ``renderForSummary`` the source messages, not the view's edited ones), a
+    ``[role]`` line over its rendered parts; the previous summary (unwrapped) as a first block; oldest and newest
+    blocks kept within ``input_max_chars`` less the instruction and that block. Lengths are JavaScript's (UTF-16
+    code units), as the real function measures and slices."""
+    messages = retention.ledger.messages
+    kept_before = before.summary.facts if before.summary is not None else frozenset()
+    candidates: list[Fact] = [f for f in retention.facts if f.id in kept_before]
+    blocks: list[list[str]] = []
+    texts: list[str] = []
+    copy_of = retention.reactions.copy_of
+    clip = request.clip_chars
+    for group in _tool_runs(span, messages):
+        parts = block_pieces([messages[i] for i in group], clip)
+        if parts is None:
+            continue
+        t = "".join(parts)
+        blocks.append(parts)
+        texts.append(t)
+        for i in group:
+            mid = messages[i].id
+            for f in retention.by_source.get(copy_of.get(mid, mid), ()):
+                if (
+                    f.id not in retention.lost_on_entry
+                    and f.text in t
+                    and f.id not in kept_before
+                    and f not in candidates
+                ):
+                    candidates.append(f)
+    previous = _unwrapped(before.summary.text, request.wrapper) if before.summary is not None else ""
+    fixed = js.utf16_length(request.prompt)
+    if before.summary is not None:
+        fixed += js.utf16_length(BLOCK_PREVIOUS) + js.utf16_length(previous) + 2
+    chosen = blocks
+    if request.input_max_chars is not None:
+        kept = ends_within([js.utf16_length(t) for t in texts], request.input_max_chars - fixed)
+        if kept is not None:
+            head, omitted, tail = kept
+            marker = request.input_marker.replace("{n}", str(omitted))
+            chosen = [*blocks[:head], [marker], *blocks[len(blocks) - tail :]] if omitted else blocks
+            body = "\n\n".join("".join(b) for b in chosen)
+            candidates = [f for f in candidates if f.id in kept_before or f.text in body]
+    # The previous summary's own text is counted as SummariserInput.previous; its label and joiner are pieces.
+    entries: list[list[str]] = ([[BLOCK_PREVIOUS]] if before.summary is not None else []) + chosen
+    pieces = [BLOCK_OPEN]
+    for j, b in enumerate(entries):
+        if j:
+            pieces.append("\n\n")
+        pieces.extend(b)
+    pieces.append(BLOCK_CLOSE)
+    return SummariserInput(span, tuple(pieces), tuple(candidates), previous)
+
+
+def _tool_runs(span: tuple[int, ...], messages: list[Message]) -> list[list[int]]:
+    """``span`` in the client's messages: one each, but consecutive tool messages (one per result here) are one, as
+    effect-agent holds a batch's results in one tool message."""
+    out: list[list[int]] = []
+    for i in span:
+        if out and messages[i].role == "tool" and messages[out[-1][-1]].role == "tool" and out[-1][-1] == i - 1:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
+
+
+def block_pieces(group: list[Message], clip: int | None) -> list[str] | None:
+    """One message of the ``blocks`` transcript (``group``: a message, or a batch's tool messages), in pieces:
+    ``[role]``, a newline, then the text of its parts joined by newlines (text as it is; thinking left out; a call
+    as ``[tool call NAME ARGS]``, its arguments' JSON clipped at 500 characters; a result as ``[tool result NAME:
+    JSON]``, the JSON of its value clipped at ``clip``), the whole text clipped at ``clip`` characters with ``…``;
+    None when the message renders empty."""
+    m = group[0]
+    texts: list[list[str]] = []
+    for p in (p for g in group for p in g.parts):
+        if p.kind == "thinking":
+            continue
+        if p.kind == "tool_call":
+            piece = [f"[tool call {p.name} ", js.slice16(js.dumps(_args_value(p.args)), BLOCK_CALL_CLIP), "]"]
+        elif p.kind == "tool_result":
+            result = js.result_json(p)
+            piece = [f"[tool result {p.name}: ", js.slice16(result, clip) if clip is not None else result, "]"]
+        elif p.text:
+            piece = [p.text]
+        else:
+            continue
+        texts.append(piece)
+    if not texts:
+        return None
+    parts = [x for j, t in enumerate(texts) for x in ([*t] if j == 0 else ["\n", *t])]
+    if clip is not None and sum(js.utf16_length(x) for x in parts) > clip:
+        parts = [*_head16(parts, clip), "…"]
+    return [f"[{m.role}]\n", *parts]
+
+
+def _args_value(args: str | None) -> object:
+    """A tool call's ``params`` as the engine holds them: its arguments' JSON value (the text itself when it is
+    not JSON)."""
+    try:
+        return js.parse(args or "{}")
+    except ValueError:
+        return args or ""
+
+
+def _head16(pieces: list[str], n: int) -> list[str]:
+    """The pieces of the first ``n`` UTF-16 code units of their concatenation."""
+    out: list[str] = []
+    for p in pieces:
+        if n <= 0:
+            break
+        size = js.utf16_length(p)
+        out.append(p if size <= n else js.slice16(p, n))
+        n -= size
+    return out
+
+
+def _unwrapped(text: str, wrapper: str) -> str:
+    """A summary as the summariser wrote it: ``text`` without what ``wrapper`` put around it."""
+    head, _, tail = wrapper.partition("{summary}")
+    if text.startswith(head) and text.endswith(tail) and len(text) >= len(head) + len(tail):
+        return text[len(head) : len(text) - len(tail)]
+    return text
 
 
 def ends_within(sizes: list[int], budget: int, joiner: int = 2) -> tuple[int, int, int] | None:

@@ -124,7 +124,7 @@ def test_a_cut_inside_a_thinking_tool_loop_falls_between_its_steps() -> None:
     """Workshop's ``canCut`` is the first model message of each chat record, and each model step is a record, so
     ``findCompactionBoundary`` may cut between two steps of one tool loop; ours cuts there too. The loop here is
     over (a user message followed it), so the thinking that opened it may go, as Anthropic lets it."""
-    drafts = [sys("s"), user("task " + LONG), asst("plan", thinking="think", calls=["l0"], id="l0a")]
+    drafts = [sys("s"), user("task " + LONG * 2), asst("plan", thinking="think", calls=["l0"], id="l0a")]
     drafts.append(tool("l0", "x" * 6000))
     for i in range(1, 8):
         drafts += [asst(f"step {i}", calls=[f"l{i}"], id=f"l{i}a"), tool(f"l{i}", "y" * 2500)]

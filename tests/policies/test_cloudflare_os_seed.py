@@ -17,9 +17,9 @@ import pytest
 
 import sim.replay.engine as engine_mod
 from policies.baselines import NoCompaction
-from policies.cloudflare_os import SUMMARY_PROMPT, CloudflareOS, CloudflareOSConfig
+from policies.cloudflare_os import SUMMARY_NOTE, SUMMARY_PROMPT, CloudflareOS, CloudflareOSConfig, projection_weight
 from sim.core.log import CompactionCreated, CompactionFailed
-from sim.core.model import ModelConfig
+from sim.core.model import DEFAULT_MODEL, ModelConfig
 from sim.core.retention import SummariserConfig
 from sim.core.view import View, fold
 from sim.replay.engine import RunConfig, run
@@ -129,10 +129,11 @@ def test_engine_compacts_before_the_turn_whose_context_reaches_085():
     """Seed: "Before each turn, the system compares accumulated context tokens against a configured budget"
 
     Also: "When context tokens hit this threshold, the next turn is flagged for compaction." The context
-    before a turn is the last provider-reported prompt plus chars/4 of what was appended since (reference
-    0(a): "last step's provider usage + chars/4 of messages added since"). The window is chosen so that the
-    third request's context is exactly at 85% of the budget (compacts); with a budget one token larger it
-    does not, nor at 84%.
+    before a turn is the last step's usage (reference 0(a): "last step's provider usage + chars/4 of messages added
+    since"): ``runAgent`` adds ``measuredTokens``, the step's ``usage.totalTokens`` (its prompt and its reply), and
+    ``estimateProjectionTokens`` (ceil(JSON length / 4)) of the model messages after that step. The window is
+    chosen so that the third request's context is exactly at 85% of the budget (compacts); with a budget one
+    token larger it does not, nor at 84%.
     """
     c = conv(
         sys("S" * 400),
@@ -144,7 +145,11 @@ def test_engine_compacts_before_the_turn_whose_context_reaches_085():
         asst("C" * 400),
     )
     ref = run(NoCompaction(), c, RunConfig(model=ModelConfig(context_window=10**6), tokenizer="chars4"))
-    est2 = ref.rows[1]["context_tokens"] + math.ceil((400 + 8000) / 4)  # reply B and user W since turn 1
+    w = projection_weight(c.messages[5], "anthropic-messages", "anthropic", DEFAULT_MODEL)  # user W, after reply B
+    assert w == len(
+        json.dumps({"role": "user", "content": "W" * 8000, "timestamp": 1_767_225_600_000}).replace(" ", "")
+    )
+    est2 = ref.rows[1]["context_tokens"] + ref.rows[1]["output_tokens"] + math.ceil(w / 4)
     b_hit = max(b for b in range(est2, 2 * est2) if est2 >= b * 0.85)
     reserve = 5_000
 
@@ -172,14 +177,17 @@ def test_estimate_without_usage_is_serialized_length_over_four():
     """Seed: "When the model provider lacks usage metadata, `estimateProjectionTokens` (lines 45-48)
     approximates token count from serialized projection length using a linear heuristic."
 
-    Before any request there is no provider usage: the context is ceil(chars / 4) of the chat.
+    Before any request there is no provider usage: ``runAgent`` takes ``estimateProjectionTokens`` of the whole
+    projection (ceil of the JSON lengths of its messages / 4) plus ceil(system prompt length / 4).
     """
     c = uniform()
     policy = CloudflareOS()
     st = state_of(policy, c, MODEL)
     assert st.last_input_tokens is None
-    est = st.estimated_context_tokens()
-    assert est == math.ceil(sum(m.chars for m in c.messages) / 4)
+    est = CloudflareOS.context_tokens(st)
+    weights = [projection_weight(m, "anthropic-messages", "anthropic", DEFAULT_MODEL) for m in c.messages[1:]]
+    assert est == math.ceil(sum(weights) / 4) + math.ceil(100 / 4)
+    assert weights[0] == len('{"role":"user","content":"","timestamp":1767225600000}') + 200
     # a budget whose trigger sits exactly at that estimate compacts; one token more does not
     b_hit = max(b for b in range(est, 2 * est) if est >= b * 0.85)
     hit = ModelConfig(context_window=b_hit + 1_000, output_reserve=1_000)
@@ -302,13 +310,14 @@ def test_protect_retained_reverts_lowers_the_cut_to_keep_the_change(with_revert)
 
     FAQ: "If any revert's source range falls outside the proposed boundary, the boundary expands to include
     that range." The change is at 5 and the revert at 17 (kept, the cut would be 14): the cut drops to 5. The
-    control has the same sizes with a plain text message at 17.
+    control has the same sizes with a plain text message at 17. (Messages of 300 characters: the span before 5
+    must outweigh the smallest hand-off, whose wrapper has the real one's length.)
     """
     over = {
-        5: user("", change("ch1", "x" * 200), id="chg"),
-        17: user("", revert("ch1", "x" * 200)) if with_revert else user("x" * 200),
+        5: user("", change("ch1", "x" * 300), id="chg"),
+        17: user("", revert("ch1", "x" * 300)) if with_revert else user("x" * 300),
     }
-    plan = decide(uniform(over=over), 6_800)
+    plan = decide(uniform(size=300, over=over), 6_800)
     assert plan is not None
     assert plan.start == (5 if with_revert else 14)
 
@@ -456,13 +465,14 @@ def test_summary_is_a_user_message_wrapped_in_prior_conversation():
     """Seed: "the **summary text** is appended to the chat log as a regular user message"
 
     Also "const summaryMessage = createUserMessage(summaryText);" and reference 0(a): "`user` message wrapped
-    in `<prior_conversation note="machine-generated…">`".
+    in `<prior_conversation note="machine-generated…">`" (``runAgent``: the note says the summary is
+    machine-generated, a record and no instructions; ours says so in our words, at the real note's length).
     """
     res, captured, _eng = run_capture(CloudflareOS(), chat(14), cfg())
     assert res.compactions
     after = next(c for c in captured if c.view.summary is not None)
     text = after.view.summary.text
-    assert text.startswith('<prior_conversation note="machine-generated')
+    assert text.startswith(f'<prior_conversation note="{SUMMARY_NOTE}">\n') and len(SUMMARY_NOTE) == 138
     assert text.rstrip().endswith("</prior_conversation>")
     assert after.rendered[1] == {"role": "user", "content": [{"type": "text", "text": text}]}
 

@@ -16,13 +16,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sim.replay.engine as engine_mod
+from policies import _js_json as js
 from policies.effect_agent import (
     PLACEHOLDER,
     SUMMARY_INPUT_BUDGET,
     EffectAgent,
     EffectAgentConfig,
     bound_result,
+    effect_message,
     message_tokens,
+    prompt_spans,
+    prompt_tokens,
 )
 from sim.core.conversation import Message, Part
 from sim.core.retention import SummariserConfig
@@ -95,19 +99,43 @@ def test_trigger_is_strictly_greater_than_the_limit() -> None:
 
 
 # -- item 7: the estimate -------------------------------------------------------------------------------------
-def test_message_estimate_is_the_json_length_over_four() -> None:
+# Printed by effect 4.0.0-rc.110 (the version effect-agent @4629174 pins) under node: JSON.stringify of the messages
+# the engine builds (Prompt.makeMessage / makePart for a tool result and a user's text; the golden file of
+# tests/conformance/test_conformance_effect_agent.py holds every shape the tests build).
+EFFECT_TOOL_JSON = (
+    '{"content":[{"id":"c1","name":"grep","result":"abc","isFailure":false,"providerExecuted":false,'
+    '"~effect/ai/Prompt/Part":"~effect/ai/Prompt/Part","type":"tool-result","options":{}}],'
+    '"~effect/ai/Prompt/Message":"~effect/ai/Prompt/Message","role":"tool","options":{}}'
+)
+EFFECT_USER_JSON = (
+    '{"content":[{"text":"éééééééééé","~effect/ai/Prompt/Part":"~effect/ai/Prompt/Part","type":"text","options":{}}],'
+    '"~effect/ai/Prompt/Message":"~effect/ai/Prompt/Message","role":"user","options":{}}'
+)
+
+
+def test_message_estimate_is_effects_own_json_over_four() -> None:
     """``estimateMessageTokens``: ``Math.ceil(utf8Length(JSON.stringify(message)) / 4)`` over the message as
-    Effect's ``Prompt`` holds it (each part's fields, ``type`` and ``options``)."""
+    Effect's ``Prompt`` holds it: each part's fields, its ``~effect/ai/Prompt/Part`` key, ``type`` and ``options``,
+    and the message's ``~effect/ai/Prompt/Message`` key (issue 35: the estimate lacked the type-id keys)."""
     m = Message("t", "tool", (Part("tool_result", "abc", call_id="c1", name="grep"),))
-    expected = (
-        '{"content":[{"id":"c1","name":"grep","isFailure":false,"result":"abc","providerExecuted":false,'
-        '"type":"tool-result","options":{}}],"role":"tool","options":{}}'
-    )
-    assert message_tokens(m) == math.ceil(len(expected) / 4)
+    assert js.dumps(effect_message([m])) == EFFECT_TOOL_JSON
+    assert message_tokens(m) == math.ceil(len(EFFECT_TOOL_JSON) / 4) == 66
     é = Message("u", "user", (Part("text", "é" * 10),))  # two UTF-8 bytes each
-    assert message_tokens(é) == math.ceil(
-        len('{"content":[{"text":"","type":"text","options":{}}],"role":"user","options":{}}') / 4 + 5
-    )
+    assert js.dumps(effect_message([é])) == EFFECT_USER_JSON
+    assert message_tokens(é) == math.ceil(len(EFFECT_USER_JSON.encode()) / 4)
+
+
+def test_a_batch_is_one_tool_message() -> None:
+    """The engine holds a batch's results as one tool message (``Prompt.makeMessage("tool", {content:
+    orderedResults.map(...)})``): sized as one (one message frame, the parts joined), not one a result."""
+    batch = [
+        Message("t1", "tool", (Part("tool_result", "abc", call_id="c1", name="grep"),)),
+        Message("t2", "tool", (Part("tool_result", "abc", call_id="c2", name="grep"),)),
+    ]
+    assert prompt_spans(batch, 0, 2) == [(0, 2)]
+    one = js.dumps(effect_message(batch))
+    assert one.count("~effect/ai/Prompt/Message") == 2 and one.count('"type":"tool-result"') == 2
+    assert prompt_tokens(batch) == math.ceil(len(one) / 4) < 2 * message_tokens(batch[0])
 
 
 def test_estimate_is_last_input_plus_last_output_plus_json_of_what_came_since() -> None:
@@ -151,6 +179,35 @@ def test_original_bytes_counts_the_json_encoded_result() -> None:
     )
     fits = Part("tool_result", "x" * 254, call_id="c", name="t")  # 256 bytes encoded
     assert bound_result(fits, 256) is fits
+
+
+# applyToolResultBounds (effect-agent @4629174) on JSON.stringify of an object, run under node with a 256-byte bound:
+# the envelope's head and tail are a prefix and a suffix of the object's compact JSON (integer-like keys first, as a
+# JavaScript object orders them), and originalBytes is that JSON's length.
+OBJECT_VALUE = '{"b": "x", "10": [1.0, 1e21], "a": "' + "y" * 400 + '"}'
+OBJECT_ENVELOPE = (
+    '{"truncatedToolResult":true,"originalBytes":431,"head":"{\\"10\\":[1,1e+21],\\"b\\":\\"x\\",\\"a\\":\\"'
+    + "y" * 60
+    + '","tail":"'
+    + "y" * 87
+    + '\\"}"}'
+)
+
+
+def test_an_object_result_is_bounded_as_its_json_value() -> None:
+    """``boundEncodedToolResult``: the bound applies to ``JSON.stringify`` of the result, which for an object is its
+    compact JSON, not a quoted string of it; the envelope carries the value's text, ``originalBytes`` its bytes, and
+    history keeps the envelope as an object (issue 35: an object result was bounded as a string)."""
+    part = Part("tool_result", OBJECT_VALUE, call_id="c", name="t", is_json=True)
+    out = bound_result(part, 256)
+    assert out.text == OBJECT_ENVELOPE and out.is_json and out.original_bytes == 431
+    assert len(out.text.encode()) <= 256
+    as_string = bound_result(Part("tool_result", OBJECT_VALUE, call_id="c", name="t"), 256)
+    assert json.loads(as_string.text)["originalBytes"] == len(json.dumps(OBJECT_VALUE).encode()) != 431
+    # within the bound the value passes as it is, and the estimate counts it as the object
+    small = Part("tool_result", '{"a": 1}', call_id="c", name="t", is_json=True)
+    assert bound_result(small, 256) is small
+    assert '"result":{"a":1}' in js.dumps(effect_message([Message("t", "tool", (small,))]))
 
 
 @settings(max_examples=150, deadline=None)
@@ -250,6 +307,64 @@ def test_a_prune_that_frees_nothing_is_skipped() -> None:
     assert EffectAgent._prune_bound(st_, 0) > 0  # the real bound moves ...
     assert len("ok") < len(PLACEHOLDER)  # ... over results shorter than the placeholder
     assert p.decide(st_, "auto") is None
+
+
+def test_a_prune_that_grows_the_prompt_in_tokens_is_skipped() -> None:
+    """Results of 48 characters are longer than the 35-character placeholder but tokenise shorter (``aaa...`` is a
+    few cl100k tokens, the placeholder more): clearing them frees characters and grows the prompt. The prune is
+    judged by the measure ``compaction-shrinks`` uses, so it is skipped (issue 35: in ``prune`` mode it was made,
+    and the invariant fired)."""
+    drafts = [sys("You are a research agent."), user("Find where the config is loaded.")]
+    for i in range(10):
+        drafts += [asst(f"step {i}", calls=[f"c{i}"]), tool(f"c{i}", "a" * 48)]
+    c = conv(*drafts, asst("done"))
+    assert len("a" * 48) > len(PLACEHOLDER)
+    res = run(policy(context_token_limit=400, keep_recent_tokens=0, mode="prune"), c, RunConfig())
+    assert res.compactions == [] and not res.violations
+
+
+def test_prune_mode_compacts_every_turn_when_results_cannot_bring_it_under() -> None:
+    """Declared ``compaction-loop``: the real engine compacts once per Turn and sends the request over the limit
+    ("the Turn proceeds anyway"); when clearing results cannot bring the view under the limit (the assistant's own
+    text fills it), ``prune`` mode clears one more result before every call, each time still over the limit. With
+    a summary it gets under, and does not loop."""
+    drafts = [sys("You are a research agent."), user("Find where the config is loaded.")]
+    for i in range(12):
+        drafts += [asst(f"thinking aloud {i} " + "w" * 1200, calls=[f"c{i}"]), tool(f"c{i}", f"hit {i} " + "r" * 400)]
+    c = conv(*drafts, asst("done"))
+    looping = run(policy(context_token_limit=2_000, keep_recent_tokens=300, mode="prune"), c, C4)
+    assert "compaction-loop" in {v.invariant for v in looping.violations} <= EffectAgent.known_deviations
+    assert [x["mode"] for x in looping.compactions].count("prune") > 3
+    summarising = run(policy(context_token_limit=2_000, keep_recent_tokens=300), c, C4)
+    assert not summarising.violations and summarising.compactions
+
+
+def test_summariser_transcript_is_render_for_summary_blocks(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``renderForSummary``: each covered message as ``[role]`` then a newline and its parts (a call ``[tool call NAME
+    ARGS]``, a result ``[tool result NAME: JSON]`` with the string result quoted, thinking left out), the text
+    clipped at 2,000 characters with ``…`` and no space; the request is the instruction, then the transcript in
+    ``<transcript>`` tags (issue 35: the transcript read ``user: `` ... `` …``, the shared default)."""
+    drafts = [sys("s"), user("task", id="task"), asst("a plan", thinking="secret plan"), user("go on")]
+    for i in range(6):
+        drafts += [asst(f"step {i}", calls=[f"c{i}"]), tool(f"c{i}", f"hit {i} " + "r" * 2500)]
+    c = conv(*drafts, asst("done"))
+    seen: list[str] = []
+    real = engine_mod.summariser_input
+
+    def spy(*a, **kw):  # type: ignore[no-untyped-def]
+        given = real(*a, **kw)
+        seen.append("".join(given.pieces))
+        return given
+
+    monkeypatch.setattr(engine_mod, "summariser_input", spy)
+    run(policy(context_token_limit=1_500, keep_recent_tokens=700, mode="summarize"), c, C4)
+    text = seen[0]
+    assert text.startswith(
+        "\n\n<transcript>\n[assistant]\na plan\n\n[user]\ngo on\n\n[assistant]\nstep 0\n[tool call grep {}]"
+    )
+    assert '\n\n[tool]\n[tool result grep: "hit 0 rrr' in text
+    assert "r…\n\n[assistant]" in text and text.endswith("\n</transcript>")
+    assert "secret plan" not in text and "user: " not in text and " …" not in text
 
 
 # -- declared: the run-status line -------------------------------------------------------------------------------

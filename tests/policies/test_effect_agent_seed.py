@@ -28,6 +28,8 @@ from policies.effect_agent import (
     EffectAgent,
     EffectAgentConfig,
     message_tokens,
+    prompt_spans,
+    prompt_tokens,
     view_tokens,
 )
 from policies.helpers import floor_index
@@ -37,7 +39,7 @@ from sim.core.cost import Pricer
 from sim.core.log import BudgetWarned, CompactionCreated, MessageAppended, RunFinished, encode_event
 from sim.core.model import DEFAULT_MODEL, MESSAGE_OVERHEAD, ModelConfig
 from sim.core.retention import SummariserConfig
-from sim.core.view import View, edited, fold, standard_rule
+from sim.core.view import View, fold
 from sim.replay.engine import RunConfig, run
 from sim.replay.model import render_message_anthropic
 from sim.replay.strategies import conversations, small_model
@@ -758,13 +760,15 @@ def test_prune_replaces_old_tool_results_with_the_placeholder():
     """Seed: "1. Prune replaces application Tool results older than the protected keepRecentTokens tail with
     "[tool result cleared by compaction]"."
 
-    Six results of 100 tokens of content (133 by the real ``estimateMessageTokens``, JSON framing included) and a
-    300-token tail: the two newest stay verbatim, the four older read exactly the placeholder. (Issue 11: the
-    real ``choosePruneBound`` weighs each tool message by its JSON estimate; this test used a 250-token tail
-    with content chars/4 before.)
+    Six results of 100 tokens of content (166 by the real ``estimateMessageTokens``: Effect's JSON of the message,
+    its type-id keys included) and a 340-token tail: the two newest stay verbatim, the four older read exactly the
+    placeholder. (Issue 11: the real ``choosePruneBound`` weighs each tool message by its JSON estimate; issue 35:
+    the JSON is Effect's own, 33 tokens more a message than the JSON this test counted before, with a 300-token
+    tail.)
     """
     assert PLACEHOLDER == "[tool result cleared by compaction]"
-    c, _, res, captured, _ = _pruned(keep=300)
+    assert {message_tokens(m) for m in grep_chat(6).messages if m.role == "tool"} == {166}
+    c, _, res, captured, _ = _pruned(keep=340)
     assert [x["mode"] for x in res.compactions] == ["prune"]
     shown = tool_contents(captured[-1].rendered)
     originals = {m.parts[0].call_id: m.parts[0].text for m in c.messages if m.role == "tool"}
@@ -838,9 +842,11 @@ def test_summarize_runs_only_if_pruning_was_not_enough():
     """Seed: "2. Summarize runs only if pruning was not enough (mode "prune-then-summarize", the default)."
 
     Where clearing old results brings the estimate under the limit, no summariser call is made; where it
-    cannot (the context is mostly the assistant's own text), the summariser runs.
+    cannot (the context is mostly the assistant's own text), the summariser runs. (Results of 800 characters: the
+    check after the prune is the JSON estimate of the whole view, above the anchored one by Effect's framing of
+    every message, and clearing four 400-character results does not make up for it.)
     """
-    _, _, enough, _, _ = _pruned(mode="prune-then-summarize")
+    _, _, enough, _, _ = _pruned(mode="prune-then-summarize", size=800)
     assert [x["mode"] for x in enough.compactions] == ["prune"]
     assert "summariser" not in [r["request_kind"] for r in enough.rows]
 
@@ -1211,16 +1217,10 @@ def test_limit_below_a_200k_window_leaves_room_for_output_and_summary():
 
 
 # -- the kept tail found by bisection is the one the seed's walk finds ------------------------------------
-def _reaches(state: object, i: int, keep_tokens: int, cleared_through: int) -> bool:
-    """Whether the messages from ``i`` on, each as the view would show it, estimate to ``keep_tokens`` or more."""
-    msgs = state.messages  # type: ignore[attr-defined]
-    total = 0
-    for j in range(i, len(msgs)):
-        m = msgs[j]
-        cleared = j < cleared_through and m.role == "tool"
-        shown = edited(m, (standard_rule(PLACEHOLDER),)) if cleared else m
-        total += message_tokens(shown) if shown is not None else 0
-    return total >= keep_tokens
+def _sum(msgs, i, cleared_through):  # type: ignore[no-untyped-def]
+    """The JSON estimate of the Prompt messages from log index ``i`` on, results before ``cleared_through``
+    cleared."""
+    return prompt_tokens(msgs[i:], cleared_through - i)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -1228,21 +1228,24 @@ def _reaches(state: object, i: int, keep_tokens: int, cleared_through: int) -> b
 def test_summary_cut_is_the_newest_message_that_reaches_keep_recent_tokens(
     conv: object, keep: int, data: st.DataObject
 ) -> None:
-    """``chooseSummarizeCut``: walking from the newest message, the cut is the first message at which the kept
-    estimates reach ``keepRecentTokens``; the floor when they never do. (Issue 11: the walk weighs
-    ``estimateMessageTokens``; this test compared a bisection on chars/4 with a walk before.)"""
+    """``chooseSummarizeCut``: walking from the newest Prompt message (a batch's tool messages are one), the cut is
+    the first at which the kept estimates reach ``keepRecentTokens``, moved down off a tool message to the assistant
+    message that made its calls; the floor when they never do. (Issue 11: the walk weighs ``estimateMessageTokens``;
+    this test compared a bisection on chars/4 with a walk before.)"""
     seen: list[bool] = []
 
     class Probe(EffectAgent):
         def decide(self, state, trigger):  # type: ignore[no-untyped-def]
             cleared = data.draw(st.integers(0, len(state)), label="cleared_through")
             cut, lo = self._summary_cut(state, keep, cleared), floor_index(state)
-            if keep <= 0:  # the newest message alone reaches it
-                seen.append(cut == max(len(state) - 1, lo))
-            elif cut == lo:
-                seen.append(lo >= len(state) or not _reaches(state, lo + 1, keep, cleared))
+            spans = prompt_spans(state.messages, lo, len(state))
+            starts = [a for a, _ in spans]
+            reached = [a for a in starts if _sum(state.messages, a, cleared) >= keep]
+            if not reached:
+                seen.append(cut == lo)
             else:
-                seen.append(_reaches(state, cut, keep, cleared) and not _reaches(state, cut + 1, keep, cleared))
+                at = max(reached)  # the newest Prompt message at which the tail reaches it
+                seen.append(cut == (at - 1 if state.messages[at].role == "tool" and at > lo else at))
             return super().decide(state, trigger)
 
     policy = Probe(EffectAgentConfig(context_token_limit=4_800, keep_recent_tokens=2_000, max_bytes=4_096))
