@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from policies._tail import client_estimate, summary_plan
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
-from policies.helpers import floor_index
+from policies.helpers import floor_index, smallest_summary_chars
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
 
@@ -25,6 +25,7 @@ SMALL_CTX_THRESHOLD_PERCENT = 0.75  # raise-only floor under SMALL_CTX_WINDOW (P
 SMALL_CTX_WINDOW = 512_000
 PROTECT_FIRST_N = 3  # ContextCompressor(protect_first_n=3)
 PROTECT_LAST_N = 20  # ContextCompressor(protect_last_n=20)
+PRESSURE_KEEP_LAST = 3  # under pressure the tail keeps 3 messages (the field notes' reading of the compressor)
 SUMMARY_RATIO, SUMMARY_MIN_TOKENS, SUMMARY_MAX_TOKENS = 0.20, 2_000, 10_000  # _SUMMARY_RATIO and its bounds
 SUMMARY_INPUT_CHARS = 160_000  # the summariser's input: head and tail with an omitted-middle marker
 PRUNED_TOOL_OUTPUT = "[Old tool output cleared to save context space]"  # the prune pre-pass's placeholder
@@ -82,6 +83,10 @@ class HermesAgent(Policy[HermesAgentConfig]):
       compressed size is known only once written); the earlier summary is updated, not discarded; the summary sits
       after the protected head, framed "REFERENCE ONLY".
 
+    Under pressure (the head, the tail and the smallest summary still over the threshold) the tail keeps only the
+    newest 3 messages; still over, no compression is made (Hermes' failure cooldown keeps it from compressing again
+    at once).
+
     Differences: ``protect_last_n`` counts messages (Hermes measures the tail by a token budget with a floor of 8
     messages and, under pressure, demotes large tool outputs inside it); the tail never starts inside the live turn
     or an atomic unit (the harness's contract: the cut moves back to the turn's user message); the failure cooldown,
@@ -125,4 +130,17 @@ class HermesAgent(Policy[HermesAgentConfig]):
             input_keep="ends",
             max_tokens=SUMMARY_MAX_TOKENS,
         )
-        return summary_plan(state, start, request, pinned=tuple(i for i in head if state.view.shows(i)))
+        pinned = tuple(i for i in head if state.view.shows(i))
+        plan = summary_plan(state, start, request, pinned=pinned)
+        if plan is None or trigger != "auto" or not self._still_over(state, plan):
+            return plan
+        # Under pressure Hermes keeps fewer of the newest messages (PRESSURE_KEEP_LAST); still over, it does not
+        # compress again into the same state (its failure cooldown).
+        tight = summary_plan(state, max(len(state) - PRESSURE_KEEP_LAST, floor_index(state)), request, pinned=pinned)
+        return tight if tight is not None and not self._still_over(state, tight) else None
+
+    def _still_over(self, state: RunState, plan: Plan) -> bool:
+        """Whether ``plan``'s view, its summary counted at the smallest the summariser writes, is still over the
+        threshold."""
+        tokens = state.view_size(plan.view_from(state.view).with_(summary=None))[0]
+        return tokens + smallest_summary_chars(state, SUMMARY_WRAPPER) // 4 >= self.threshold(state)

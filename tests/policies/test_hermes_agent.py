@@ -52,3 +52,13 @@ def test_known_deviation_revert_resolution() -> None:
     from tests.policies.reverts import shows_revert_resolution
 
     assert shows_revert_resolution(HermesAgent(HermesAgentConfig(protect_first_n=0, protect_last_n=4)))
+
+
+def test_under_pressure_the_tail_keeps_three_messages() -> None:
+    """When the head, the 20 newest messages and a summary would still be over the threshold, the tail keeps 3 (here
+    moved back to the live turn's user message: 4)."""
+    c = chat(12, 16_000)  # about 4,000 tokens a turn: the newest 20 messages (5 turns) alone pass 18,000
+    model = ModelConfig(context_window=24_000, output_reserve=1_000)  # 0.75 floor: 18,000
+    st = state_of(HermesAgent(), c, model, context=18_000)
+    plan = HermesAgent().decide(st, "auto")
+    assert plan is not None and plan.start == st.last_user_index == len(c.messages) - 4
