@@ -94,9 +94,12 @@ class NexAUToolResultCompaction(_NexAU):
       compacted" (calls and ids stay).
 
     Differences: nothing of a pending turn is cleared (the harness's contract).
+
+    Known deviation: ``compaction-loop``: clearing results keeps every message, so a view whose messages alone stay
+    over the threshold is compacted again after the next model call (NexAU checks after every call).
     """
 
-    known_deviations = frozenset()
+    known_deviations = frozenset({"compaction-loop"})
 
     def _plan(self, state: RunState, start: int) -> Plan | None:
         pf = state.protected_from

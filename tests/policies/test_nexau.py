@@ -59,3 +59,12 @@ def test_summary_strategy_and_runs() -> None:
         res = Engine(pol, c, SMALL).run()
         assert compaction_records(res) and not res.violations, type(pol).__name__
     assert shows_revert_resolution(NexAUSummary(NexAUConfig(threshold=0.5)))
+
+
+def test_known_deviation_compaction_loop() -> None:
+    """Long texts that no clearing touches keep the view over 0.75 of the window: NexAU compacts after every call."""
+    d = [sys("s", id="sys"), user("do it " + "q" * 20_000, id="task")]
+    for k in range(12):
+        d += [asst(f"step {k}", [call(f"c{k}")], id=f"a{k}"), tool(f"c{k}", "r" * 2_400, id=f"t{k}")]
+    res = Engine(NexAUToolResultCompaction(), conv(*d, asst("done", id="done")), SMALL).run()
+    assert "compaction-loop" in res.summary["violations_by_invariant"]
