@@ -8,7 +8,8 @@ newest item or pair whatever its size; ``drop_orphaned_tool_outputs``; ``Default
 plus 4 an item). The SDK's Runner reads the session once per run (``get_items`` before the new input is appended), so
 the window applies at each user turn and the run's own items accumulate on top. Defaults: the class has none
 (``window_size=None``, ``token_budget=None``: nothing dropped); 50 items is its docstring's example.
-``conformance/openai-agents-context-compaction/`` is not written yet (issue 32 lists it).
+``conformance/openai-agents-context-compaction/`` runs the package's own ``get_items`` on scripted histories and
+``tests/conformance/test_conformance_openai_agents_context_compaction.py`` compares this policy with what it kept.
 """
 
 from __future__ import annotations

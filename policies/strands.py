@@ -11,7 +11,8 @@ sliding_window_conversation_manager.py`` (``window_size=40``, ``should_truncate_
 (``apply_management`` in the ``finally`` of every invocation; ``reduce_context(e=...)`` on
 ``ContextWindowOverflowException``, then the event loop cycle again) and ``event_loop/event_loop.py``
 (``_estimate_input_tokens``: the last assistant's usage plus the new messages counted); ``reference/field-2026.md``
-§3. ``conformance/strands-agents/`` is not written yet (issue 32 lists it).
+§3. ``conformance/strands-agents/`` runs the package's own managers on scripted histories and
+``tests/conformance/test_conformance_strands_agents.py`` compares these policies with what they left.
 
 Strands keeps Bedrock-style messages: a batch's tool results are one user message of ``toolResult`` blocks, so a run
 of tool messages in the log counts as one Strands message (:func:`policies.autogen.unit_bounds`).
