@@ -40,6 +40,7 @@ from tests.policies.test_goose import compact_drops_live_turn
 from tests.policies.test_inspect_ai import trim_drops_live_turn
 from tests.policies.test_kimi_cli import kept_pair_over_trigger
 from tests.policies.test_letta import sliding_window_summarises_the_task
+from tests.policies.test_nexau import texts_over_the_threshold
 
 WINDOW = 8_000
 EXAMPLES = 60
@@ -273,6 +274,7 @@ HAND_BUILT = {
     ("adk-token", "compaction-shrinks"): adk_token_grows,
     ("goose", "live-turn"): compact_drops_live_turn,
     ("kimi-cli", "compaction-loop"): kept_pair_over_trigger,
+    ("nexau-tool-result-compaction", "compaction-loop"): texts_over_the_threshold,
     ("claude-code-microcompact", "compaction-loop"): lambda: _golden("claude-code-microcompact-refills-at-once"),
 }
 #: Hand-built cases counted with the run's default tokenizer, not chars4 (a golden counterexample of csim check).

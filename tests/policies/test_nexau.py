@@ -61,10 +61,16 @@ def test_summary_strategy_and_runs() -> None:
     assert shows_revert_resolution(NexAUSummary(NexAUConfig(threshold=0.5)))
 
 
-def test_known_deviation_compaction_loop() -> None:
-    """Long texts that no clearing touches keep the view over 0.75 of the window: NexAU compacts after every call."""
+def texts_over_the_threshold() -> Conversation:
+    """A task text no clearing touches, 5,000 tokens, and a tool loop of 600-token results: after clearing, the view
+    stays over 0.75 of an 8,000-token window (for ``test_properties.HAND_BUILT``)."""
     d = [sys("s", id="sys"), user("do it " + "q" * 20_000, id="task")]
     for k in range(12):
         d += [asst(f"step {k}", [call(f"c{k}")], id=f"a{k}"), tool(f"c{k}", "r" * 2_400, id=f"t{k}")]
-    res = Engine(NexAUToolResultCompaction(), conv(*d, asst("done", id="done")), SMALL).run()
+    return conv(*d, asst("done", id="done"))
+
+
+def test_known_deviation_compaction_loop() -> None:
+    """Long texts that no clearing touches keep the view over 0.75 of the window: NexAU compacts after every call."""
+    res = Engine(NexAUToolResultCompaction(), texts_over_the_threshold(), SMALL).run()
     assert "compaction-loop" in res.summary["violations_by_invariant"]
