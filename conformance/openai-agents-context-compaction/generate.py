@@ -23,7 +23,9 @@ from openai_agents_context_compaction import LocalCompactionSession
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "long"))
 from cases import CASES  # noqa: E402
+from conversations import load  # noqa: E402
 
 GOLDEN = HERE.parents[1] / "tests" / "golden" / "conformance" / "openai-agents-context-compaction.json"
 
@@ -72,12 +74,28 @@ async def run(case: dict[str, Any]) -> dict[str, Any]:
     return {"items": indices, "messages": list(dict.fromkeys(owner[k] for k in indices))}
 
 
+def long_runs() -> list[dict[str, Any]]:
+    """Each long conversation: at every user message after the first (a new run), ``get_items`` on the session so far,
+    50 items, as the Runner calls it; the messages it returned."""
+    out = []
+    for conv in load():
+        msgs = conv["messages"]
+        decisions = []
+        for k, m in enumerate(msgs):
+            if m["role"] == "user" and k > 0:
+                got = asyncio.run(run({"input": msgs[:k], "settings": {"window_size": 50, "token_budget": None}}))
+                decisions.append({"at": m["id"], "messages": " ".join(got["messages"])})
+        out.append({"conversation": conv["name"], "decisions": decisions})
+    return out
+
+
 def main() -> None:
     out = [{**case, "expected": asyncio.run(run(case))} for case in CASES]
     golden = {
         "package": "openai-agents-context-compaction",
         "version": version("openai-agents-context-compaction"),
         "cases": out,
+        "long": long_runs(),
     }
     GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
     print(f"wrote {len(out)} cases to {GOLDEN}")

@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 
 from policies.openai_agents_local import OpenAIAgentsLocal, OpenAIAgentsLocalConfig
+from sim.core.conversation import Conversation
 from sim.core.view import Messages, layout
 from tests.builders import case_conversation, conv, state_of, user
+from tests.conformance import long
 from tests.conformance.agreement import judge
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "openai-agents-context-compaction.json"
@@ -59,3 +61,41 @@ def test_golden_file_names_the_package_and_version() -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_case(case: dict[str, Any]) -> None:
     judge(case["name"], ours(case), case["expected"]["messages"], KNOWN)
+
+
+# -- long conversations (conformance/long/), decision by decision ------------------------------------------------
+LONG = DOC["long"]
+
+
+@pytest.mark.parametrize("entry", LONG, ids=[e["conversation"] for e in LONG])
+def test_long_decisions(entry: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """At every user turn of a long conversation: the messages ``get_items`` returns (50 items), against ours decided on
+    the same session (the package recomputes from the whole session each run). A difference counts as documented when
+    it is the ``partial-message`` class: every message the package returned is ours too, and each message only we
+    keep is an assistant message the package kept in part or a result of its calls."""
+    conv_ = long.by_name(entry["conversation"])
+    c = long.to_conversation(conv_)
+    pol = OpenAIAgentsLocal()
+    index = {m.id: i for i, m in enumerate(c.messages)}
+    agree = documented = 0
+    for d in entry["decisions"]:
+        k = index[d["at"]]
+        prefix = Conversation(c.id, c.messages[: k + 1])
+        st = state_of(pol, prefix)
+        plan = pol.decide(st, "auto")
+        view = st.view if plan is None else plan.view_from(st.view)
+        mine = [prefix.messages[i].id for i in range(1, k) if view.shows(i)]
+        theirs = d["messages"].split()
+        if mine == theirs:
+            agree += 1
+        elif set(theirs) <= set(mine) and all(
+            prefix.messages[index[x]].role in ("assistant", "tool") for x in set(mine) - set(theirs)
+        ):
+            documented += 1
+    n = len(entry["decisions"])
+    with capsys.disabled():
+        print(
+            f"\nopenai-agents-context-compaction {entry['conversation']}: {agree / n:.1%} of {n} user turns agree, "
+            f"{(agree + documented) / n:.1%} with {documented} partial-message"
+        )
+    assert agree + documented == n
