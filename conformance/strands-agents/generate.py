@@ -22,7 +22,9 @@ from strands.types.exceptions import ContextWindowOverflowException
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "long"))
 from cases import CASES  # noqa: E402
+from conversations import load  # noqa: E402
 
 GOLDEN = HERE.parents[1] / "tests" / "golden" / "conformance" / "strands-agents.json"
 
@@ -85,9 +87,32 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
     return {"messages": [m["cid"] for m in agent.messages], "truncated": truncated, "error": error}
 
 
+def long_runs() -> list[dict[str, Any]]:
+    """Each long conversation through an agent's history with the default sliding window: after every invocation
+    (before each user message after the first) ``apply_management``; the first message it left, each time."""
+    out = []
+    for conv in load():
+        manager = SlidingWindowConversationManager()
+        agent = Agent([])
+        decisions = []
+        msgs: list[dict[str, Any]] = []  # a batch's results one message, as the agent stores them
+        for m in conv["messages"]:
+            if m["role"] == "tool" and msgs and msgs[-1]["role"] == "tool":
+                msgs[-1] = {**msgs[-1], "results": msgs[-1]["results"] + m["results"]}
+            else:
+                msgs.append(m)
+        for k, m in enumerate(msgs):
+            if m["role"] == "user" and k > 0:
+                manager.apply_management(agent)
+                decisions.append({"at": m["id"], "first": agent.messages[0]["cid"] if agent.messages else None})
+            agent.messages.extend(to_strands([m]))
+        out.append({"conversation": conv["name"], "decisions": decisions})
+    return out
+
+
 def main() -> None:
     out = [{**case, "expected": run(case)} for case in CASES]
-    golden = {"package": "strands-agents", "version": version("strands-agents"), "cases": out}
+    golden = {"package": "strands-agents", "version": version("strands-agents"), "cases": out, "long": long_runs()}
     GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
     print(f"wrote {len(out)} cases to {GOLDEN}")
 

@@ -20,8 +20,10 @@ from policies.strands import (
     StrandsSummarizing,
     StrandsSummarizingConfig,
 )
-from sim.core.view import Messages, Summary, edit_parts, layout
+from sim.core.conversation import Conversation
+from sim.core.view import Messages, Summary, View, edit_parts, layout
 from tests.builders import case_conversation, conv, state_of, user
+from tests.conformance import long
 from tests.conformance.agreement import judge
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "strands-agents.json"
@@ -82,3 +84,30 @@ def test_golden_file_names_the_package_and_version() -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_case(case: dict[str, Any]) -> None:
     judge(case["name"], ours(case), case["expected"], KNOWN)
+
+
+# -- long conversations (conformance/long/), decision by decision ------------------------------------------------
+LONG = DOC["long"]
+
+
+@pytest.mark.parametrize("entry", LONG, ids=[e["conversation"] for e in LONG])
+def test_long_decisions(entry: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """After every invocation of a long conversation (the log holding a tool message per result, Strands a batch's
+    results as one message): the first message the sliding window leaves, ours decided on Strands' own previous state
+    (the view starts where Strands' history started)."""
+    c = long.to_conversation(long.by_name(entry["conversation"]))
+    index = {m.id: i for i, m in enumerate(c.messages)}
+    pol = StrandsSlidingWindow()
+    start, agree = 1, 0
+    for d in entry["decisions"]:
+        k = index[d["at"]]
+        prefix = Conversation(c.id, c.messages[: k + 1])
+        st = state_of(pol, prefix, view=View(start=start))
+        plan = pol.decide(st, "auto")
+        first = prefix.messages[plan.start if plan is not None else start].id
+        agree += first == d["first"]
+        start = index[d["first"]] if d["first"] is not None else start
+    n = len(entry["decisions"])
+    with capsys.disabled():
+        print(f"\nstrands-agents sliding {entry['conversation']}: {agree / n:.1%} of {n} invocations agree")
+    assert agree == n
