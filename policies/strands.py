@@ -121,8 +121,9 @@ class StrandsSlidingWindow(Policy[StrandsSlidingWindowConfig]):
     * **Overflow**: first, while ``should_truncate_results``, the oldest message with tool results has each result
       over 400 characters cut to its first and last 200 (once; a second overflow then trims).
 
-    Differences: the truncation keeps 50 tokens at each end (four characters a token) with our marker; the trim is
-    made safe (:func:`policies.helpers.safe_cut`): a trim past the last user message (the tool-pair fallback inside
+    Differences: the truncation keeps 50 tokens at each end (four characters a token) with our marker; neither the
+    truncation nor the trim touches an unresolved pending turn, and the trim is made safe
+    (:func:`policies.helpers.safe_cut`): a trim past the last user message (the tool-pair fallback inside
     a long live turn) is held at it, one inside a thinking tool loop moves to its start; ``pin_first`` and
     ``per_turn=N`` are not modelled.
 
@@ -179,6 +180,9 @@ class StrandsSlidingWindow(Policy[StrandsSlidingWindowConfig]):
             end += 1
         if not any(len(p.text) > 2 * PRESERVE_CHARS for k in range(i, end) for p in state.messages[k].results):
             return None
+        pf = state.protected_from
+        if pf is not None and end > pf:
+            return None  # nothing of an unresolved pending turn is edited (the harness's contract): trim instead
         edits = tuple(e for e in state.view.edits if e.rule != TRUNCATE) + (Edit(TRUNCATE, end),)
         plan = Plan(start=state.view.start, edits=edits, mode="truncate")
         return plan if plan_shrinks(state, plan) else None

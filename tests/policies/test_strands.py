@@ -9,7 +9,7 @@ from policies.strands import (
     StrandsSummarizing,
     StrandsSummarizingConfig,
 )
-from sim.core.conversation import Conversation
+from sim.core.conversation import Conversation, Message, Part
 from sim.core.model import ModelConfig
 from sim.replay.engine import Engine, RunConfig
 from tests.builders import asst, call, compaction_records, conv, request_turn, state_of, sys, tool, user
@@ -89,3 +89,19 @@ def test_known_deviation_revert_resolution() -> None:
 
     assert shows_revert_resolution(StrandsSlidingWindow(StrandsSlidingWindowConfig(window_size=10)))
     assert shows_revert_resolution(StrandsSummarizing())
+
+
+def test_overflow_truncation_leaves_a_pending_turn_alone() -> None:
+    """Found by ``benchmarks/check_policies.py`` at 10,000 examples: the oldest results inside an unresolved pending
+    turn are not truncated (the harness's contract); the overflow trims instead, or does nothing."""
+    c = conv(
+        sys("s", id="sys"),
+        user("do it", id="u0"),
+        asst("reading", [call("c1")], id="a0"),
+        tool("c1", "z" * 2_000, id="t0"),
+        Message("p", "assistant", (Part("text", "may I edit?"),), pending=True),
+        user("later", id="u1"),
+        asst("ok", id="d1"),
+    )
+    plan = StrandsSlidingWindow().decide(state_of(StrandsSlidingWindow(), c), "overflow")
+    assert plan is None or plan.mode != "truncate"
