@@ -36,6 +36,7 @@ bench: install
 conformance: install   # real packages in their own venvs (npm ones: node_modules there) regenerate tests/golden/conformance (conformance/README.md)
 	@set -e; for dir in conformance/*/; do \
 	  pkg=$$(basename $$dir); env=.venv-conformance/$$pkg; py=$(PYTHON); \
+	  test -f $$dir/generate.py || continue; \
 	  if [ -f $$dir/package.json ]; then \
 	    echo "== $$pkg (node $$(node --version))"; \
 	    mkdir -p $$env; cp $$dir/package.json $$env/package.json; \

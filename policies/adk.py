@@ -26,12 +26,14 @@ carrying its text and its facts. The ranges are kept in the view's checkpoint (`
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
+from sim.core.conversation import Message
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
-from sim.core.view import Injected, View
+from sim.core.view import Injected, Messages, View, layout
 
 TOKENS = {"tokens": True}
 #: The ADK docs' example (``docs/context/compaction.md``: ``compaction_interval=3, overlap_size=1``); the fields
@@ -53,9 +55,19 @@ SUMMARY_PROMPT = (
     "questions or tasks still open. Start with the language the user writes in, and name every tool the agent "
     "called exactly. Keep the rest short."
 )
+#: The agent's name when none is given (``LlmAgent(name=...)`` is required; the conformance generator's).
+AGENT_NAME = "agent"
+#: ``flows/llm_flows/context/_fencing.py``: how another agent's message is relayed as user context, each relayed
+#: text between the quote markers (``quote_untrusted``), the whole message after the preamble.
+OTHER_AGENT_CONTEXT_PREAMBLE_CHARS = 409  # ``OTHER_AGENT_CONTEXT_PREAMBLE``, 409 characters (2.13.0)
+QUOTED_CONTENT_CHARS = len("<<<BEGIN_QUOTED_AGENT_CONTENT>>>\n\n<<<END_QUOTED_AGENT_CONTENT>>>")
 #: The checkpoint entry that records the surviving compaction ranges.
 RANGES = "adk_ranges"
 SUMMARY_LABEL = "adk-summary"
+#: The checkpoint entry that records the log's length when the post-invocation compaction ran: asked again at the
+#: same point (``recheck_after_compaction``), only the request processor's token check remains.
+POST_AT = "adk_post_invocation_at"
+POST_MODES = frozenset({"sliding-window", "token-threshold-post-invocation"})
 
 Range = tuple[int, int]
 
@@ -71,12 +83,16 @@ class ADKConfig:
         token_threshold: compact when the latest prompt token count reaches this (> 0); unset with
             ``event_retention_size`` turns the token trigger off.
         event_retention_size: the newest raw events kept after a token compaction (>= 0).
+        agent_name: the ``LlmAgent``'s ``name`` (required by ADK; ``agent`` here). The post-invocation token check
+            estimates with no agent name, so it relays each function response as that agent's quoted transcript,
+            name included (:func:`relayed_chars`).
     """
 
     compaction_interval: int | None = None
     overlap_size: int | None = None
     token_threshold: int | None = field(default=None, metadata=TOKENS)
     event_retention_size: int | None = None
+    agent_name: str = AGENT_NAME
 
     def __post_init__(self) -> None:
         # EventsCompactionConfig's own checks: Field(gt=0) / Field(ge=0) and _validate_trigger_params.
@@ -92,6 +108,8 @@ class ADKConfig:
             raise InvalidConfig("token_threshold and event_retention_size must be set together (ADK raises too)")
         if (self.compaction_interval is None) != (self.overlap_size is None):
             raise InvalidConfig("compaction_interval and overlap_size must be set together (ADK raises too)")
+        if not self.agent_name:
+            raise InvalidConfig("agent_name must not be empty (an LlmAgent has a name)")
         if self.token_threshold is None and self.compaction_interval is None:
             raise InvalidConfig(
                 "at least one trigger must be set: token_threshold with event_retention_size, or "
@@ -190,6 +208,69 @@ def contains(outer: Range, inner: Range) -> bool:
     return outer[0] <= inner[0] and inner[1] <= outer[1]
 
 
+def event_chars(m: Message) -> int:
+    """``_count_chars_in_content`` of the event message ``m`` becomes: the text of each text part (thinking
+    included: a thought part carries text), and for a function call its name and ``json.dumps`` of its arguments,
+    for a function response its name and ``json.dumps`` of its response, ``{"result": output}`` (how ADK wraps a
+    tool's return value that is not a dict). JSON escapes every newline, quote and non-ASCII character, so a
+    tool-heavy session counts well over its raw characters."""
+    total = 0
+    for p in m.parts:
+        if p.kind == "tool_call":
+            total += len(p.name or "") + args_chars(p.args)
+        elif p.kind == "tool_result":
+            total += len(p.name or "") + len(json.dumps({"result": p.text}))
+        else:
+            total += len(p.text)
+    return total
+
+
+def args_chars(args: str | None) -> int:
+    """``len(json.dumps(function_call.args))``: the arguments as ADK holds them (a dict parsed from the call's JSON)
+    serialised again; nothing for no arguments (``if part.function_call.args``)."""
+    if not args:
+        return 0
+    try:
+        parsed = json.loads(args)
+    except ValueError:
+        return len(args)
+    return len(json.dumps(parsed)) if parsed else 0
+
+
+def relayed_chars(m: Message, agent: str) -> int:
+    """What the estimate counts of event ``m`` when it is made with no agent name, as the post-invocation token check
+    makes it (``_run_compaction_for_token_threshold`` passes ``agent_name=''``): every function response was called by
+    an author other than the (empty) current agent, so ``_present_other_agent_message`` relays its event as user
+    context (the preamble, then per response ``[agent] `name` tool returned result:`` and ``str()`` of the response
+    between quote markers), and the calls, left without responses, are dropped (``drop_orphaned_function_calls``)."""
+    if m.role == "tool":
+        total = OTHER_AGENT_CONTEXT_PREAMBLE_CHARS
+        for p in m.results:
+            head = f"[{agent}] `{p.name or ''}` tool returned result:\n"
+            total += len(head) + QUOTED_CONTENT_CHARS + len(str({"result": p.text}))
+        return total
+    return sum(len(p.text) for p in m.parts if p.kind != "tool_call")
+
+
+def contents_chars(state: RunState, view: View, end: int, relayed_by: str | None = None) -> int:
+    """The characters ADK's estimate counts in the contents ``view`` sends, log messages before ``end`` only: every
+    summary's text and each raw event's :func:`event_chars` (or, with ``relayed_by``, the estimate made with no agent
+    name: :func:`relayed_chars`). A walk over the view: ADK estimates only when no model call reported a count since
+    the last compaction, so this runs right after a compaction (or before the first call), not at every request."""
+    total = 0
+    for item in layout(view, min(end, len(state)), state.has_system):
+        if isinstance(item, Messages):
+            lo = max(item.a, base_index(state))
+            msgs = state.messages
+            if relayed_by is None:
+                total += sum(event_chars(msgs[i]) for i in range(lo, item.b))
+            else:
+                total += sum(relayed_chars(msgs[i], relayed_by) for i in range(lo, item.b))
+        else:
+            total += len(item.text)
+    return total
+
+
 class ADKCompaction(Policy[ADKConfig]):
     """Google ADK event compaction: the sliding window, the token threshold, or both (token first)."""
 
@@ -199,17 +280,24 @@ class ADKCompaction(Policy[ADKConfig]):
         "compaction-shrinks": "ADK appends a summary even when it is longer than the events it replaces",
         "revert-resolution": "ADK knows nothing of reverts",
     }
+    # After the post-invocation compaction the request processor checks the token threshold again before the same
+    # model call (a second compaction there is ADK's); after a request-time compaction ADK asks nothing more, and the
+    # policy declines (fewer than the retained events are left after the newest range).
+    recheck_after_compaction = True
 
     # -- the token count ADK compares -------------------------------------------------------------------
-    def prompt_token_count(self, state: RunState) -> int:
+    def prompt_token_count(self, state: RunState, end: int | None = None) -> int:
         """``_latest_prompt_token_count``: the prompt token count the provider reported for the newest model call made
-        since the last compaction; none since (or none at all): chars/4 of the request's contents (the system
-        instruction left out), ``_estimate_prompt_token_count``."""
+        since the last compaction; none since (or none at all): ``_estimate_prompt_token_count``, a quarter of the
+        characters of the request's contents (:func:`contents_chars`; the system instruction left out). With ``end``,
+        the post-invocation point's estimate: log messages before ``end`` (the new user message is not appended yet),
+        counted with no agent name, as the Runner's post-invocation token check counts (:func:`relayed_chars`)."""
         changed = state.view_changed_since_request
         if state.last_input_tokens is not None and not changed:
             return state.last_input_tokens
-        system = state.messages[0].chars if state.has_system else 0
-        return (state.chars_in_view() - system) // 4
+        if end is None:
+            return contents_chars(state, state.view, len(state)) // 4
+        return contents_chars(state, state.view, end, relayed_by=self.config.agent_name) // 4
 
     def over_trigger(self, state: RunState) -> bool | None:
         cfg = self.config
@@ -223,7 +311,9 @@ class ADKCompaction(Policy[ADKConfig]):
             return None  # ADK has no manual compaction and no compact-and-retry on overflow
         cfg = self.config
         n = len(state)
-        post = is_user_turn(state, n - 1)
+        # The first request of an invocation, unless the post-invocation compaction already ran for it (a second ask
+        # after it, ``recheck_after_compaction``, is the request processor's turn only).
+        post = is_user_turn(state, n - 1) and dict(state.view.checkpoint).get(POST_AT) != str(n)
         if not post and not (cfg.token and self.over_trigger(state)):
             return None  # neither point has anything to do: answered without reading the ranges
         pf = state.protected_from
@@ -231,7 +321,8 @@ class ADKCompaction(Policy[ADKConfig]):
         ranges = ranges_of(state.view)
         if post:
             # The previous invocation has just completed: the Runner's post-invocation compaction, which ran before
-            # this user message was appended (token threshold first, then the sliding window).
+            # this user message was appended (token threshold first, then the sliding window), so nothing of that
+            # message counts, the estimate included.
             done = min(n - 1, cap)
             plan = self._token(state, ranges, done, "token-threshold-post-invocation") if cfg.token else None
             if plan is None and cfg.sliding:
@@ -266,7 +357,8 @@ class ADKCompaction(Policy[ADKConfig]):
         """``_run_compaction_for_token_threshold_config`` over events ``[base, end)``."""
         cfg = self.config
         assert cfg.token_threshold is not None and cfg.event_retention_size is not None
-        if self.prompt_token_count(state) < cfg.token_threshold:
+        post = mode == "token-threshold-post-invocation"
+        if self.prompt_token_count(state, end if post else None) < cfg.token_threshold:
             return None
         base = base_index(state)
         last_end = ranges[-1][1] if ranges else base
@@ -298,12 +390,15 @@ class ADKCompaction(Policy[ADKConfig]):
         if removable <= latest:
             return None
         record = ";".join(f"{a}:{b}" for a, b in [*(r for r, _ in kept), new])
+        n = len(state)
+        post = mode in POST_MODES or dict(view.checkpoint).get(POST_AT) == str(n)
+        marks = ((POST_AT, str(n)),) if post else ()
         return Plan(
             start=new[1],
             injected=tuple(s for _, s in kept),
             summarize=True,
             summary_request=SummaryRequest(role="assistant", prompt=SUMMARY_PROMPT, clip_chars=MAX_TOOL_CONTENT_CHARS),
-            checkpoint=((RANGES, record),),
+            checkpoint=((RANGES, record), *marks),
             mode=mode,
         )
 
@@ -341,8 +436,10 @@ class ADKSliding(ADKCompaction):
     events of the overlap invocations (which left the view at the previous compaction); the earlier summary stays
     visible beside the new one as in ADK, so what is visible is the same, the new summary may be longer. The
     2,000-character cut applies to each message as a whole (ADK cuts each call's arguments and each response, not
-    text). Character counts are the log's, not the JSON of ``genai`` contents. Nothing of a pending turn is
-    compacted (ADK keeps a call that waits for a confirmation open, so its invocation stays out of the window).
+    text). The worth-it check compares the log's characters, where ADK compares the pydantic JSON of the contents
+    (``_serialized_size``) on both sides; the token estimate counts as ADK does (:func:`event_chars`). Nothing of a
+    pending turn is compacted (ADK keeps a call that waits for a confirmation open, so its invocation stays out of
+    the window).
     """
 
     Config = ADKSlidingConfig
@@ -354,8 +451,13 @@ class ADKToken(ADKCompaction):
 
     * When: before every model call (``CompactionRequestProcessor``, mid tool loop included) and after each
       invocation (the Runner tries it before the sliding window). The count is the prompt token count the provider
-      reported for the newest model call since the last compaction, else chars/4 of the request's contents.
-      Compacts when it is at or over ``token_threshold``.
+      reported for the newest model call since the last compaction, else a quarter of the characters of the request's
+      contents as ``_count_chars_in_content`` counts them (``json.dumps`` of each call's arguments and each
+      response: :func:`event_chars`); at the post-invocation point without the new user message, which ADK has not
+      appended yet, and, as the Runner's check passes no agent name, with each function response relayed as the
+      agent's quoted transcript and the calls dropped (:func:`relayed_chars`). Compacts when it is at or over
+      ``token_threshold``. After a post-invocation compaction the request processor checks again before the same
+      model call, on the estimate (no count is reported since), and may compact a second time, as ADK does.
     * What: the events after the latest compaction's end; with more than ``event_retention_size`` of them, all but
       the newest ``event_retention_size`` (the split moved earlier until no kept function response lacks its call,
       then cut back so no compacted call lacks its response). The latest summary is the seed: the summariser reads

@@ -14,18 +14,21 @@ summary. ``AssistantAgent`` keeps its system message apart and asks before every
 loop too), so every count and index below is over the messages after the system prompt, and these policies are
 asked before every request.
 
-AutoGen's messages map onto the log one to one (a user, an assistant or a function-result message each), except
-that AutoGen puts every result of one batch of calls in one ``FunctionExecutionResultMessage`` where the log may
-hold a tool message per result: where AutoGen drops "a leading function result message", these policies drop
-the whole run of tool messages there.
+AutoGen's messages map onto the log's (a user, an assistant or a function-result message each), except that an
+agent stores every result of one batch of calls as one ``FunctionExecutionResultMessage`` (``AssistantAgent`` adds
+the batch's results together), where the log may hold a tool message per result (a recording, the scenarios): so
+a run of tool messages counts as one AutoGen message everywhere these policies count (:func:`unit_starts`), and
+where AutoGen drops "a leading function result message" they drop the whole run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from policies.base import Plan, Policy, Trigger, register
 from policies.helpers import plan_shrinks
+from sim.core.conversation import Message
 from sim.core.errors import InvalidConfig
 from sim.core.invariants import minus, ranges
 from sim.core.state import RunState
@@ -45,6 +48,65 @@ SKIPPED = "Skipped {n} messages."
 def context_base(state: RunState) -> int:
     """The first message of AutoGen's context: past the system prompt, which the agent keeps apart."""
     return 1 if state.has_system else 0
+
+
+#: ``unit_starts`` prefix sums, keyed by the log's list of messages (held, so its id is not reused while the entry
+#: lives): extended as the log grows, O(new messages) per request. A cache: the sums are a function of the messages.
+_UNITS: dict[int, tuple[Sequence[Message], list[int]]] = {}
+
+
+def unit_starts(state: RunState) -> list[int]:
+    """``x[i]``: how many AutoGen messages log messages ``[0, i)`` are, a run of tool messages (one batch's results)
+    counting once."""
+    msgs = state.messages
+    hit = _UNITS.get(id(msgs))
+    if hit is None or hit[0] is not msgs or len(hit[1]) > len(msgs) + 1:
+        if len(_UNITS) >= 32:
+            _UNITS.clear()
+        hit = _UNITS[id(msgs)] = (msgs, [0])
+    prefix = hit[1]
+    for i in range(len(prefix) - 1, len(msgs)):
+        joins = msgs[i].role == "tool" and i > 0 and msgs[i - 1].role == "tool"
+        prefix.append(prefix[-1] + (0 if joins else 1))
+    return prefix
+
+
+def units(state: RunState, a: int, b: int) -> int:
+    """AutoGen messages among log messages ``[a, b)`` (``a`` a unit's start)."""
+    p = unit_starts(state)
+    return p[b] - p[a]
+
+
+def last_units(state: RunState, k: int, floor: int) -> int:
+    """The log index where the newest ``k`` AutoGen messages start (``messages[-k:]``), not below ``floor``. Walks
+    back over those ``k`` only."""
+    i, seen = len(state), 0
+    msgs = state.messages
+    while i > floor and seen < k:
+        i -= 1
+        while i > floor and msgs[i].role == "tool" and msgs[i - 1].role == "tool":
+            i -= 1
+        seen += 1
+    return i
+
+
+def first_units(state: RunState, k: int, base: int) -> int:
+    """The log index where the ``k``-th AutoGen message from ``base`` ends (``messages[:k]``)."""
+    i, seen, n = base, 0, len(state)
+    msgs = state.messages
+    while i < n and seen < k:
+        i += 1
+        while i < n and msgs[i].role == "tool" and msgs[i - 1].role == "tool":
+            i += 1
+        seen += 1
+    return i
+
+
+def unit_bounds(state: RunState, base: int, n: int) -> list[int]:
+    """Where each AutoGen message among log messages ``[base, n)`` starts, then ``n``."""
+    msgs = state.messages
+    starts = [i for i in range(base, n) if i == base or not (msgs[i].role == "tool" and msgs[i - 1].role == "tool")]
+    return [*starts, n]
 
 
 def past_results(state: RunState, i: int) -> int:
@@ -145,16 +207,16 @@ class AutoGenBufferedConfig:
 class AutoGenBuffered(Policy[AutoGenBufferedConfig]):
     """AutoGen BufferedChatCompletionContext: only the newest 5 messages, without a leading function result.
 
-    * ``get_messages`` before every model call: the last ``buffer_size`` messages of the context; when the first
-      of them is a function result message, it goes too (its call is not sent). Nothing else: no token count,
-      no summary, no notice of what was left out.
+    * ``get_messages`` before every model call: the last ``buffer_size`` messages of the context (a batch's results
+      one message, as the agent stores them); when the first of them is a function result message, it goes too (its
+      call is not sent). Nothing else: no token count, no summary, no notice of what was left out.
 
     Known deviations: a tool loop longer than the buffer leaves out the user message that started it
     (``live-turn``); the cut counts messages, so it falls inside the live thinking tool loop (``atomic-units``); AutoGen
     has no reverts (``revert-resolution``).
 
     Differences: nothing of an unresolved pending turn leaves the view (the harness's contract; AutoGen has no
-    such turns); a batch's results split over several tool messages leave together (AutoGen holds them in one).
+    such turns).
     """
 
     Config = AutoGenBufferedConfig
@@ -173,7 +235,7 @@ class AutoGenBuffered(Policy[AutoGenBufferedConfig]):
         if trigger != "auto":
             return None
         base, n = context_base(state), len(state)
-        first = past_results(state, max(base, n - self.config.buffer_size))
+        first = past_results(state, last_units(state, self.config.buffer_size, base))
         return kept_plan(state, [(first, n)])
 
 
@@ -214,7 +276,7 @@ class AutoGenHeadAndTail(Policy[AutoGenHeadAndTailConfig]):
 
     Differences: a placeholder that would make the view larger than the messages it stands for waits until it
     shrinks it (the first skipped message may be shorter than "Skipped 1 messages."); nothing of an unresolved
-    pending turn leaves the view; a batch's results split over several tool messages leave together.
+    pending turn leaves the view.
     """
 
     Config = AutoGenHeadAndTailConfig
@@ -234,11 +296,11 @@ class AutoGenHeadAndTail(Policy[AutoGenHeadAndTailConfig]):
         if trigger != "auto":
             return None
         base, n = context_base(state), len(state)
-        skipped = (n - base) - cfg.head_size - cfg.tail_size
+        skipped = units(state, base, n) - cfg.head_size - cfg.tail_size
         if skipped <= 0:
             return None
-        end = head_end(state, base + cfg.head_size)
-        tail = past_results(state, n - cfg.tail_size)
+        end = head_end(state, first_units(state, cfg.head_size, base))
+        tail = past_results(state, last_units(state, cfg.tail_size, base))
         note = Injected(SKIPPED.format(n=skipped), role="user", label="autogen-skipped")
         plan = kept_plan(state, [(base, end), (tail, n)], (note,))
         return plan if plan is not None and plan_shrinks(state, plan) else None
@@ -282,10 +344,11 @@ class AutoGenTokenLimited(Policy[AutoGenTokenLimitedConfig]):
 
     * ``get_messages`` before every model call: count the context's messages with the model client
       (``count_tokens``; exact here); while they count more than ``token_limit`` (unset: while the client's
-      ``remaining_tokens`` is negative, i.e. more than the model's window), pop the message at ``len // 2``, one at
-      a time: middle-out, not oldest first, so the oldest messages (the task) and the newest stay. Then, when the
-      first message left is a function result, it goes too. Popped calls and results are not paired up: a call
-      whose result was popped, or a result whose call was, is sent as it is (a provider rejects it).
+      ``remaining_tokens`` is negative, i.e. more than the model's window), pop the message at ``len // 2`` (a
+      batch's results one message), one at a time: middle-out, not oldest first, so the oldest messages (the task)
+      and the newest stay. Then, when the first message left is a function result, it goes too. Popped calls and
+      results are not paired up: a call whose result was popped, or a result whose call was, is sent as it is (a
+      provider rejects it).
 
     Known deviations: the pops split calls from their results (``tool-pairing``) and thinking tool loops
     (``atomic-units``), can take the last user message (``live-turn``), and know nothing of reverts
@@ -328,9 +391,15 @@ class AutoGenTokenLimited(Policy[AutoGenTokenLimitedConfig]):
         if trigger != "auto" or not self.over_trigger(state):
             return None
         base, n = context_base(state), len(state)
-        sizes = [tokens(state, i, i + 1) for i in range(base, n)]
+        starts = [
+            i
+            for i in range(base, n)
+            if i == base or not (state.messages[i].role == "tool" == state.messages[i - 1].role)
+        ]
+        bounds = [*starts, n]
+        sizes = [tokens(state, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
         lo, hi = middle_out(sizes, self.limit(state))
-        kept = still_shown(state, [(base, base + lo), (base + hi, n)])
+        kept = still_shown(state, [(base, bounds[lo]), (bounds[hi], n)])
         first = next((a for a, b in kept if a < b), n)
         if first < n and state.messages[first].role == "tool":
             later = past_results(state, first)

@@ -410,10 +410,13 @@ class InspectEdit(_InspectPolicy[InspectEditConfig]):
 
     Each edit is a bound (results, or thinking, before it are edited), so a tool message that holds several
     results (inspect has one tool message per result) is cleared or kept whole: kept, when the newest
-    ``keep_tool_uses`` reach into it. Not modelled: ``keep_tool_inputs=False`` (inspect deletes the call and
-    its result and puts ``[Tool call: NAME (parameters and results removed from history)]`` text in the
-    assistant message; a view cannot turn a call into text), and a thinking-only message left empty is not
-    sent (inspect sends it with empty content).
+    ``keep_tool_uses`` reach into it. Parallel results that arrived out of call order (a read's before the glob's
+    it was issued after) are cleared by call order, as ``edit.py`` clears them: a result cleared although a kept
+    one came before it gets an edit of its own tools' results, up to it; when a kept result of the same tool sits
+    in that range a bound cannot tell the two apart, and it stays. Not modelled: ``keep_tool_inputs=False``
+    (inspect deletes the call and its result and puts ``[Tool call: NAME (parameters and results removed from
+    history)]`` text in the assistant message; a view cannot turn a call into text), and a thinking-only message
+    left empty is not sent (inspect sends it with empty content).
 
     Known deviation: ``keep_tool_uses`` counts uses, not the batches they came in, so when the newest assistant
     message made more than ``keep_tool_uses`` parallel calls, the oldest results of that very batch read
@@ -441,28 +444,39 @@ class InspectEdit(_InspectPolicy[InspectEditConfig]):
         results, thinking = self._rules()
         current = {e.rule: e.before for e in state.view.edits}
         ceiling = _ceiling(state)
+        bound, late = self._results_bound(state, results)
         bounds = {
-            results: min(self._results_bound(state, results), ceiling),
+            results: min(bound, ceiling),
             thinking: min(self._thinking_bound(state), ceiling),
         }
-        edits = tuple(Edit(r, max(b, current.get(r, 0))) for r, b in bounds.items() if max(b, current.get(r, 0)) > 0)
+        edits = [Edit(r, max(b, current.get(r, 0))) for r, b in bounds.items() if max(b, current.get(r, 0)) > 0]
+        main = max(bounds[results], current.get(results, 0))
+        # Results cleared by call order that sit after a kept one (parallel results that arrived out of order): one
+        # edit per set of their tools, reaching past the newest of them; earlier such edits stay while they reach past
+        # the main bound (inspect's running view keeps what it cleared).
+        extra = {e.rule: e.before for e in state.view.edits if e.rule not in bounds and e.before > main}
+        for rule, before in self._late_edits(state, results, late, main, ceiling):
+            extra[rule] = max(before, extra.get(rule, 0))
+        edits += [Edit(r, b) for r, b in extra.items()]
         view, n = state.view, len(state)
         start, spans = view.start, view.spans
         trailing = self._trailing_assistants(state)
         if trailing is not None:  # shown messages from ``trailing`` on leave the view; later ones join the tail
             spans = tuple((a, min(b, trailing)) for a, b in (*view.spans, (view.start, n)) if a < trailing)
             start = n
-        plan = Plan(start=start, spans=spans, edits=edits, mode="edit")
+        plan = Plan(start=start, spans=spans, edits=tuple(edits), mode="edit")
         return plan if self._fits(state, plan) else None
 
-    def _results_bound(self, state: RunState, rule: Rule) -> int:
-        """Results before this index are cleared: the oldest message holding a result of the newest
-        ``keep_tool_uses`` uses (calls listed newest first, each counted once its result was seen)."""
+    def _results_bound(self, state: RunState, rule: Rule) -> tuple[int, dict[str, int]]:
+        """Results before the first index are cleared: the oldest message holding a result of the newest
+        ``keep_tool_uses`` uses (calls listed newest first, each counted once its result was seen). Second: the
+        results at or after that index that ``edit.py`` clears all the same (call id -> message index), because
+        their call came before a kept one although their result arrived after its result."""
         keep = self.config.keep_tool_uses
         if keep == 0:
-            return len(state)
+            return len(state), {}
         seen: dict[str, int] = {}
-        kept = 0
+        kept: set[str] = set()
         bound = len(state)
         for i in _newest_first(state):
             m = state.messages[i]
@@ -473,11 +487,36 @@ class InspectEdit(_InspectPolicy[InspectEditConfig]):
             elif m.role == "assistant":
                 for c in reversed(m.calls):
                     if c.call_id in seen and not (c.name and c.name in rule.exclude_tools):
-                        kept += 1
+                        kept.add(c.call_id)
                         bound = min(bound, seen[c.call_id])
-                        if kept == keep:
-                            return bound
-        return 0  # fewer uses than kept: nothing to clear
+                        if len(kept) == keep:
+                            late = {cid: j for cid, j in seen.items() if j >= bound and cid not in kept}
+                            return bound, late
+        return 0, {}  # fewer uses than kept: nothing to clear
+
+    @staticmethod
+    def _late_edits(
+        state: RunState, rule: Rule, late: dict[str, int], main: int, ceiling: int
+    ) -> list[tuple[Rule, int]]:
+        """Edits that clear the ``late`` results (call id -> message index) and nothing kept: a rule of their tools'
+        names, up to the message after the newest of them. None when a kept result of one of those tools sits in
+        that range (a bound cannot tell them apart: the result stays, as before this was modelled), or when the
+        range reaches into a pending turn."""
+        late = {cid: j for cid, j in late.items() if j >= main}
+        if not late:
+            return []
+        names = frozenset(p.name for j in set(late.values()) for p in state.messages[j].results if p.call_id in late)
+        if None in names:
+            return []
+        before = max(late.values()) + 1
+        if before > ceiling:
+            return []
+        for j in range(main, before):
+            for p in state.messages[j].results:
+                if p.call_id not in late and p.name in names and rule.selects(p):
+                    return []
+        tools = frozenset(n for n in names if n is not None)
+        return [(Rule(kinds=rule.kinds, tools=tools, exclude_tools=rule.exclude_tools, text=rule.text), before)]
 
     def _thinking_bound(self, state: RunState) -> int:
         """Thinking before this index is dropped: the ``keep_thinking_turns``-th newest assistant message."""

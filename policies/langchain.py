@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import bisect
 import functools
+import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, newest_results_bound, plan_shrinks
+from sim.core.conversation import Message
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
-from sim.core.view import Edit, Rule, View
+from sim.core.view import Edit, Messages, Rule, View, edited, edited_chars, layout
 
 # count_tokens_approximately: ceil(characters / chars_per_token) per message plus 3 tokens a message.
 CHARS_PER_TOKEN = 4.0
@@ -33,12 +36,15 @@ CHARS_PER_TOKEN = 4.0
 # 3.3, "estimated in an offline experiment, comparing with Claude's token-counting API").
 ANTHROPIC_CHARS_PER_TOKEN = 3.3
 EXTRA_TOKENS_PER_MESSAGE = 3
-# Characters count_tokens_approximately adds that our message sizes leave out: the role name (4 to 9
-# characters; 6 on average) on every message, and per tool call the repr of its dict around the name,
-# arguments and id (``[{'name': ..., 'args': ..., 'id': ..., 'type': 'tool_call'}]``, 52 characters) plus
-# the call id twice (in the call and in its ToolMessage; ids of about 8 characters here).
-ROLE_CHARS = 6
-CALL_FRAMING_CHARS = 52 + 2 * 8
+# Characters count_tokens_approximately adds that our message sizes leave out: the message's OpenAI role name
+# (``_get_message_openai_role``: "system" here, the others counted per message by :func:`extra_chars`), and per tool
+# call the repr of ``AIMessage.tool_calls`` around each call's name, arguments and id (``[{'name': ..., 'args': ...,
+# 'id': ..., 'type': 'tool_call'}]``: 55 characters a call, the list's brackets and separators shared out) plus the
+# call id itself, once in that repr and once more as the ToolMessage's ``tool_call_id``: each id counts twice, at its
+# real length (Claude Code's ``toolu_`` ids are 30 characters, the scenarios' ``call_0001`` 9).
+ROLE_CHARS = len("system")
+CALL_FRAMING_CHARS = 55
+OPENAI_ROLE = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 # use_usage_metadata_scaling: the estimate is scaled by the provider's last total, by at most 1.25.
 USAGE_SCALE_CAP = 1.25
 
@@ -62,16 +68,24 @@ Kind = Literal["tokens", "messages", "fraction"]
 KINDS: tuple[Kind, ...] = ("tokens", "messages", "fraction")
 
 
-# -- LangChain's approximate count, from the state's prefix sums -------------------------------------------
+# -- LangChain's approximate count, from prefix sums over the log ---------------------------------------------
 def approx_tokens(state: RunState, view: View | None = None, chars_per_token: float = CHARS_PER_TOKEN) -> int:
     """``count_tokens_approximately`` of the messages ``view`` (default: the current one) shows, the system
-    prompt left out: characters (plus role names and tool-call framing) over ``chars_per_token``, plus 3 tokens
-    a message. O(spans + edits): the state's prefix sums, not a walk over messages."""
+    prompt left out: per message, its characters as the view's edits leave them plus its role name, tool-call
+    framing and call ids (:func:`message_extra`) over ``chars_per_token``, rounded up, plus 3. O(spans + edits):
+    prefix sums of those per-message counts, one per rule set and ratio, extended as the log grows."""
     v = state.view if view is None else view
-    chars, messages, calls = view_counts(state, v)
-    return math.ceil((chars + ROLE_CHARS * messages + CALL_FRAMING_CHARS * calls) / chars_per_token) + (
-        EXTRA_TOKENS_PER_MESSAGE * messages
-    )
+    total = 0
+    for item in layout(v, len(state), state.has_system):
+        if isinstance(item, Messages):
+            a = max(item.a, 1 if state.has_system else 0)
+            if a < item.b:
+                prefix = _counts(state, item.rules, chars_per_token)
+                total += prefix[item.b] - prefix[a]
+        else:  # the summary, an injected message: a message of its role, its text counted
+            chars = len(item.text) + len(OPENAI_ROLE[item.role])
+            total += math.ceil(chars / chars_per_token) + EXTRA_TOKENS_PER_MESSAGE
+    return total
 
 
 def view_counts(state: RunState, view: View) -> tuple[int, int, int]:
@@ -85,11 +99,53 @@ def view_counts(state: RunState, view: View) -> tuple[int, int, int]:
 def suffix_tokens(state: RunState, a: int, chars_per_token: float) -> int:
     """The approximate count of log messages ``[a, n)`` as stored (``_partial_token_counter``: no usage
     scaling)."""
-    n = len(state)
-    chars, calls = state.chars(a, n), state.tool_uses(View(start=a))
-    return math.ceil((chars + ROLE_CHARS * (n - a) + CALL_FRAMING_CHARS * calls) / chars_per_token) + (
-        EXTRA_TOKENS_PER_MESSAGE * (n - a)
+    prefix = _counts(state, (), chars_per_token)
+    return prefix[len(state)] - prefix[a]
+
+
+def message_extra(m: Message) -> int:
+    """What ``count_tokens_approximately`` counts in ``m`` besides its text, arguments and names: its role name, 55
+    characters of repr per tool call, the call id of every call and every result (LangChain's edits keep ids), and
+    the difference between each call's arguments as the log holds them (JSON) and as LangChain counts them (the repr
+    of the parsed dict: a quote inside a string is one character there, two in JSON)."""
+    ids = sum(len(p.call_id or "") for p in m.parts if p.kind in ("tool_call", "tool_result"))
+    return (
+        len(OPENAI_ROLE[m.role]) + CALL_FRAMING_CHARS * len(m.calls) + ids + sum(_repr_delta(p.args) for p in m.calls)
     )
+
+
+def _repr_delta(args: str | None) -> int:
+    if not args:
+        return 0
+    try:
+        return len(repr(json.loads(args))) - len(args)
+    except ValueError:
+        return 0
+
+
+#: Prefix sums of each message's approximate count, keyed by the log's list of messages (held, so its id is not
+#: reused while the entry lives), the rules that edit the messages and the ratio. A log only grows, so an entry is
+#: extended, never recomputed: O(new messages) per request. A cache, not state: every sum is a function of the
+#: messages alone.
+_COUNTS: dict[tuple[int, tuple[Rule, ...], float], tuple[Sequence[Message], list[int]]] = {}
+
+
+def _counts(state: RunState, rules: tuple[Rule, ...], chars_per_token: float) -> list[int]:
+    msgs = state.messages
+    key = (id(msgs), rules, chars_per_token)
+    hit = _COUNTS.get(key)
+    if hit is None or hit[0] is not msgs or len(hit[1]) > len(msgs) + 1:
+        if len(_COUNTS) >= 256:
+            _COUNTS.clear()
+        hit = _COUNTS[key] = (msgs, [0])
+    prefix = hit[1]
+    for m in msgs[len(prefix) - 1 :]:
+        if rules and edited(m, rules) is None:  # every part dropped: the message is not sent
+            prefix.append(prefix[-1])
+            continue
+        chars = edited_chars(m, rules) + message_extra(m)
+        prefix.append(prefix[-1] + math.ceil(chars / chars_per_token) + EXTRA_TOKENS_PER_MESSAGE)
+    return prefix
 
 
 # -- trigger and keep specifications --------------------------------------------------------------------

@@ -72,6 +72,13 @@ def case(name: str, kind: str, msgs: list[Msg], **settings: Any) -> dict[str, An
     return {"name": name, "kind": kind, "input": msgs, "settings": settings}
 
 
+def split(c: dict[str, Any]) -> dict[str, Any]:
+    """``c`` with ``log: one-result-per-message``: AutoGen gets each batch's results as one message, as an agent
+    stores them; the test's log holds one tool message per result (``t<s>.<j>``), as recordings and the scenarios
+    do, and counts a run of them as AutoGen's one."""
+    return {**c, "log": "one-result-per-message"}
+
+
 # agent_run(6) holds 14 messages: u0, then a0 t0 ... a5 t5, then done.
 CASES: list[dict[str, Any]] = [
     # -- BufferedChatCompletionContext -------------------------------------------------------------------------
@@ -106,4 +113,10 @@ CASES: list[dict[str, Any]] = [
     case("tok-chat-without-tools", "token_limited", chat(8), token_limit=200),
     case("tok-window-of-the-client", "token_limited", agent_run(10, lines=20), window=1_500),
     case("tok-window-not-reached", "token_limited", agent_run(10), window=100_000),
+    # -- a batch's results one AutoGen message, one tool message each in the log ------------------------------------
+    split(case("buf-split-batch-keeps-the-task", "buffered", agent_run(2, batch=2, final=False), buffer_size=5)),
+    split(case("buf-split-batches", "buffered", agent_run(5, batch=3), buffer_size=5)),
+    split(case("ht-split-batches", "head_and_tail", agent_run(6, batch=2), head_size=1, tail_size=5)),
+    split(case("ht-split-head-ends-on-results", "head_and_tail", agent_run(6, batch=3), head_size=3, tail_size=4)),
+    split(case("tok-split-batches", "token_limited", agent_run(6, batch=3), token_limit=700)),
 ]

@@ -39,7 +39,9 @@ from autogen_core.models import (
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "long"))
 from cases import CASES  # noqa: E402
+from conversations import load  # noqa: E402
 
 GOLDEN = HERE.parents[1] / "tests" / "golden" / "conformance" / "autogen-core.json"
 
@@ -117,12 +119,72 @@ async def run(case: dict[str, Any]) -> dict[str, Any]:
     return {"view": view, "tokens": tokens, "settings": settings}
 
 
+# -- long conversations (conformance/long/): before every model call, what get_messages() returns ------------------
+def grouped(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A run of tool messages as the one ``FunctionExecutionResultMessage`` an agent stores, with the run's first id."""
+    out: list[dict[str, Any]] = []
+    for m in msgs:
+        if m["role"] == "tool" and out and out[-1]["role"] == "tool":
+            out[-1] = {**out[-1], "results": out[-1]["results"] + m["results"]}
+        else:
+            out.append(m)
+    return out
+
+
+async def long_run(conv: dict[str, Any], kind: str, settings: dict[str, Any]) -> dict[str, Any]:
+    msgs = grouped(conv["messages"])
+    messages = to_autogen(msgs)
+    pos = {id(m): k for k, m in enumerate(messages)}
+    if kind == "buffered":
+        ctx: Any = BufferedChatCompletionContext(**settings)
+    elif kind == "head_and_tail":
+        ctx = HeadAndTailChatCompletionContext(**settings)
+    else:
+        ctx = TokenLimitedChatCompletionContext(CountingClient(0), **settings)  # type: ignore[arg-type]
+    decisions = []
+    for m, raw in zip(messages, msgs, strict=True):
+        if raw["role"] == "assistant":
+            seen = await ctx.get_messages()
+            decisions.append({"at": raw["id"], "view": compact([pos.get(id(x), str(x.content)) for x in seen])})
+        await ctx.add_message(m)
+    return {"conversation": conv["name"], "kind": kind, "settings": settings, "decisions": decisions}
+
+
+def compact(view: list[int | str]) -> str:
+    """A view as runs of positions in the stored messages (``0-4,9-12``), an injected message's text in its place."""
+    runs: list[str] = []
+    start = prev = None
+    for x in [*view, None]:
+        if isinstance(x, int) and prev is not None and x == prev + 1:
+            prev = x
+            continue
+        if start is not None:
+            runs.append(f"{start}-{prev}")
+        start = prev = x if isinstance(x, int) else None
+        if isinstance(x, str):
+            runs.append(x)
+    return ",".join(runs)
+
+
+def long_section() -> list[dict[str, Any]]:
+    out = []
+    for conv in load():
+        whole = sum(message_tokens(m) for m in to_autogen(grouped(conv["messages"])))
+        for kind, settings in (
+            ("buffered", {"buffer_size": 5}),
+            ("head_and_tail", {"head_size": 1, "tail_size": 5}),
+            ("token_limited", {"token_limit": whole // 3}),
+        ):
+            out.append(asyncio.run(long_run(conv, kind, settings)))
+    return out
+
+
 def main() -> None:
     out = []
     for case in CASES:
         expected = asyncio.run(run(case))
         out.append({**case, "settings": expected.pop("settings"), "expected": expected})
-    golden = {"package": "autogen-core", "version": version("autogen-core"), "cases": out}
+    golden = {"package": "autogen-core", "version": version("autogen-core"), "cases": out, "long": long_section()}
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
     print(f"wrote {len(out)} cases to {GOLDEN} (autogen-core {golden['version']})")

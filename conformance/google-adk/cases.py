@@ -35,8 +35,11 @@ def tool(id: str, results: list[Msg]) -> Msg:
     return {"id": id, "role": "tool", "results": results}
 
 
-def lines(step: str, n: int, width: int = 40) -> str:
-    """A tool output of ``n`` lines of ``width`` characters that names its step."""
+def lines(step: str, n: int, width: int = 40, quoted: bool = False) -> str:
+    """A tool output of ``n`` lines of ``width`` characters that names its step; ``quoted``: JSON-like lines with
+    quotes (a listing of records), whose every quote and newline ``json.dumps`` escapes."""
+    if quoted:
+        return "\n".join(f'{{"hotel": "{step}-{i:03d}", "note": "a \\"quiet\\" room"}}' for i in range(n))
     return "\n".join(f"{step} line {i:03d} ".ljust(width, ".") for i in range(n))
 
 
@@ -58,6 +61,7 @@ def agent(
     batch: int = 1,
     usage: list[int] | None = None,
     split: bool = False,
+    quoted: bool = False,
 ) -> list[Msg]:
     """``turns`` invocations, each a user message, ``steps`` rounds of an assistant message calling ``batch`` tools
     and one tool event with their responses (``out`` lines each; one event per response with ``split``), then an
@@ -75,7 +79,8 @@ def agent(
             calls_made += 1
             msgs.append(assistant(f"Searching ({k}.{s}).", f"a{k}_{s}", calls, usage=u))
             results = [
-                {"call_id": c["id"], "name": "search", "text": lines(f"r{k}.{s}.{j}", out)} for j, c in enumerate(calls)
+                {"call_id": c["id"], "name": "search", "text": lines(f"r{k}.{s}.{j}", out, quoted=quoted)}
+                for j, c in enumerate(calls)
             ]
             if split:
                 msgs.extend(tool(f"t{k}_{s}_{j}", [r]) for j, r in enumerate(results))
@@ -214,7 +219,40 @@ CASES: list[dict[str, Any]] = [
         token_threshold=1_000,
         event_retention_size=2,
     ),
+    # The estimate counts ``json.dumps`` of each response: quoted, many-line outputs count over their raw characters
+    # (before the closing turn raw chars/4 would be 715, under the threshold; ADK's estimate is 884).
+    case(
+        "token-estimate-counts-json",
+        "token",
+        closing(agent(2, 2, out=12, quoted=True)),
+        token_threshold=800,
+        event_retention_size=3,
+    ),
+    # The post-invocation check runs before the next user message is appended: its estimate leaves that long message
+    # out and stays under the threshold; the request processor, with it, compacts before the model call.
+    case(
+        "token-post-invocation-estimate-without-the-new-message",
+        "token",
+        [
+            *chat(3),
+            user("Compare the two ryokan we liked, with prices and the walk to the station. " * 6, "u9"),
+            assistant("Here is the comparison.", "a9"),
+        ],
+        token_threshold=200,
+        event_retention_size=1,
+    ),
     # -- both pairs: the token trigger first, then the sliding window -----------------------------------------
+    # After the post-invocation sliding compaction no count is reported yet, so the request processor estimates
+    # before the next model call, still over the threshold with the new long message, and compacts a second time.
+    case(
+        "both-second-compaction-before-the-same-call",
+        "both",
+        [*chat(2), user("Compare the two ryokan we liked, with prices. " * 9, "u9"), assistant("Compared.", "a9")],
+        token_threshold=100,
+        event_retention_size=0,
+        compaction_interval=2,
+        overlap_size=0,
+    ),
     case(
         "both-token-wins",
         "both",

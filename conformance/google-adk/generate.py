@@ -28,7 +28,11 @@ from typing import Any
 from google.adk.agents import LlmAgent
 from google.adk.apps.app import App, EventsCompactionConfig
 from google.adk.apps.base_events_summarizer import BaseEventsSummarizer
-from google.adk.apps.compaction import _run_compaction_for_sliding_window, _run_compaction_for_token_threshold_config
+from google.adk.apps.compaction import (
+    _estimate_prompt_token_count,
+    _run_compaction_for_sliding_window,
+    _run_compaction_for_token_threshold_config,
+)
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions, EventCompaction
 from google.adk.flows.llm_flows.context._compaction import _process_compaction_events
@@ -37,7 +41,9 @@ from google.genai import types
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "long"))
 from cases import CASES  # noqa: E402
+from conversations import load, model_calls  # noqa: E402
 
 GOLDEN = HERE.parents[1] / "tests" / "golden" / "conformance" / "google-adk.json"
 AGENT = "agent"
@@ -160,11 +166,49 @@ async def run(case: dict[str, Any]) -> dict[str, Any]:
     return {"compactions": compactions, "contents": contents}
 
 
+# -- long conversations (conformance/long/) ------------------------------------------------------------------------
+def long_counts(conv: dict[str, Any]) -> dict[str, Any]:
+    """``_estimate_prompt_token_count`` of the session's events before each model call (no compaction)."""
+    msgs = conv["messages"]
+    events, invocation = [], ""
+    for k, m in enumerate(msgs):
+        if m["role"] == "user":
+            invocation = f"inv-{m['id']}"
+        events.append(to_event(m, invocation, float(k + 1)))
+    counts = [
+        _estimate_prompt_token_count(events=events[:i], current_branch=None, agent_name=AGENT) or 0
+        for i in model_calls(msgs)
+    ]
+    return {"conversation": conv["name"], "counts": counts}
+
+
+def long_runs(conv: dict[str, Any]) -> list[dict[str, Any]]:
+    """The session replayed through ADK's compaction as the cases are, no usage reported (so every token check
+    estimates): token threshold at a quarter of the whole session's estimate, keeping 5 events; the docs' sliding
+    window (every 3 invocations, overlap 1)."""
+    whole = long_counts(conv)["counts"][-1]
+    settings = (
+        ("token", {"token_threshold": max(1, whole // 4), "event_retention_size": 5}),
+        ("sliding", {"compaction_interval": 3, "overlap_size": 1}),
+    )
+    return [
+        {
+            "conversation": conv["name"],
+            "kind": kind,
+            "settings": st,
+            "expected": asyncio.run(run({"input": conv["messages"], "settings": st})),
+        }
+        for kind, st in settings
+    ]
+
+
 def main() -> None:
     out = []
     for case in CASES:
         out.append({**case, "expected": asyncio.run(run(case))})
-    golden = {"package": "google-adk", "version": version("google-adk"), "cases": out}
+    convs = load()
+    long = {"counts": [long_counts(c) for c in convs], "runs": [r for c in convs for r in long_runs(c)]}
+    golden = {"package": "google-adk", "version": version("google-adk"), "cases": out, "long": long}
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
     print(f"wrote {len(out)} cases to {GOLDEN} (google-adk {golden['version']})")

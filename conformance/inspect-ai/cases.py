@@ -151,8 +151,18 @@ def _edit_cases() -> list[dict[str, Any]]:
         "path": "/memories/notes.md",
         "file_text": "parser bug in tokenize()",
     }
+    # A parallel batch whose results arrive out of call order (the read before the glob it was issued after):
+    # edit.py lists uses by call order, so the glob is the oldest use and is cleared although its result is newer
+    # than the read's, which is kept.
+    out_of_order = [
+        asst(2, "Listing and reading at once.", [("c1", "glob"), ("c2", "read_file")]),
+        tool(3, "c2", "read_file"),
+        tool(4, "c1", "glob", chars=2_000),
+        *steps(5, 2, start_call=3),
+    ]
     return [
         compact("edit_keeps_newest_3", "edit", {}, HIGH, [*task(), *steps(2, 5)]),
+        compact("edit_out_of_order_parallel_results", "edit", {}, HIGH, [*task(), *out_of_order]),
         compact("edit_thinking_keep_1", "edit", {}, HIGH, [*task(), *steps(2, 4, thinking=True)]),
         compact("edit_parallel_batch_split", "edit", {}, HIGH, [*task(), *parallel]),
         compact(
@@ -259,7 +269,18 @@ def _handler_cases() -> list[dict[str, Any]]:
     big = 4000  # tool output characters: about 1,000 tokens a step, so framing is a small share of a count
     script = [*task(), *steps(2, 12, chars=big), asst(26, "All steps done.")]
     longer = [*task(), *steps(2, 16, chars=big), asst(34, "All steps done.")]
+    # Out-of-order parallel results, the glob's large: cleared by call order, the view fits the threshold; kept,
+    # it would not (inspect's "fits" against an "insufficient").
+    late_glob = [
+        *task(),
+        asst(2, "Listing and reading at once.", [("c1", "glob"), ("c2", "read_file")]),
+        tool(3, "c2", "read_file"),
+        tool(4, "c1", "glob", chars=3 * big),
+        *steps(5, 2, start_call=3, chars=2_400),
+        asst(9, "All steps done."),
+    ]
     return [
+        handler("handler_edit_out_of_order_fits", "edit", {"threshold": 4_000}, {"threshold": 4_000}, late_glob),
         handler("handler_below_threshold", "edit", {"threshold": 50_000}, {"threshold": 50_000}, script),
         handler("handler_edit_batched", "edit", {"threshold": 6_800}, {"threshold": 6_800}, longer),
         handler("handler_trim_running_view", "trim", {"threshold": 6_800}, {"threshold": 6_800}, longer),

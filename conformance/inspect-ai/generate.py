@@ -24,6 +24,7 @@ What is recorded (``expected``), in one shape for both sides (the test builds ou
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 import sys
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import inspect_ai
-from cases import CASES, expand
+from cases import CASES, expand, handler
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
@@ -58,9 +59,14 @@ from inspect_ai.model._providers.mockllm import MockLLM
 from inspect_ai.tool import ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "conformance" / "long"))
+from conversations import load  # noqa: E402
+
 OUT = ROOT / "tests" / "golden" / "conformance" / "inspect-ai.json"
 STRATEGIES = {"edit": CompactionEdit, "trim": CompactionTrim, "summary": CompactionSummary, "auto": CompactionAuto}
 WRAPPER_OPEN = "<summary>\n"
+#: Added to each call's reported input tokens: 0 for the cases; the long runs' request framing (:func:`engine_count`).
+REPORTED_EXTRA = 0
 WRAPPER_CLOSE = "\n</summary>"
 
 
@@ -207,7 +213,7 @@ async def run_handler(case: dict[str, Any]) -> dict[str, Any]:
         }
         if len(summariser.inputs) > seen:
             req["summarised"] = summarised(summariser.inputs[-1], prefix_len(msgs))
-        used = await model.count_tokens(sent)
+        used = await model.count_tokens(sent) + REPORTED_EXTRA
         req["tokens"] = used
         requests.append(req)
         await handler.record_output(
@@ -220,12 +226,93 @@ async def run_handler(case: dict[str, Any]) -> dict[str, Any]:
     return {"requests": requests}
 
 
+# -- long conversations (conformance/long/): the handler before every model call ---------------------------------
+def long_messages(conv: dict[str, Any]) -> list[dict[str, Any]]:
+    """A long conversation in the cases' form: the system prompt, one tool message per result."""
+    out: list[dict[str, Any]] = [{"id": "m0", "role": "system", "text": conv["system"]}]
+    for m in conv["messages"]:
+        if m["role"] == "tool":
+            for j, r in enumerate(m["results"]):
+                rid = m["id"] if len(m["results"]) == 1 else f"{m['id']}.{j}"
+                out.append({"id": rid, "role": "tool", "call_id": r["call_id"], "name": r["name"], "text": r["text"]})
+        elif m["role"] == "assistant":
+            calls = [{"id": c["id"], "name": c["name"], "args": json.loads(c["args"])} for c in m["calls"]]
+            out.append({"id": m["id"], "role": "assistant", "text": m["text"], **({"calls": calls} if calls else {})})
+        else:
+            out.append({"id": m["id"], "role": "user", "text": m["text"]})
+    return out
+
+
+def digest(request: dict[str, Any]) -> dict[str, Any]:
+    """A request of a long run, small: whether it compacted (or the error), how many messages and cleared results it
+    sent, and a hash of the whole view (both sides describe views alike, so equal views hash alike)."""
+    if "error" in request:
+        return {"before": request["before"], "error": request["error"]}
+    view = request["view"]
+    cleared = sum(1 for v in view if v.get("role") == "tool" and v.get("result") != "=")
+    text = json.dumps(view, sort_keys=True)
+    return {
+        "before": request["before"],
+        "compacted": request["compacted"],
+        "messages": len(view),
+        "cleared": cleared,
+        "view": hashlib.sha256(text.encode()).hexdigest()[:16],
+    }
+
+
+def q(text: str) -> int:
+    return math.ceil(len(text) / 4)
+
+
+async def engine_count(self: MockLLM, input: Any, config: Any = None) -> int:
+    """The count the simulator's engine reports for a request with its ``chars4`` tokenizer: 3 for the request, per
+    message 4 plus a quarter of each text (rounded up), per call or result 3 more plus its name's and arguments'
+    quarters. The long runs count with it, so they compare inspect's strategies on the counts our engine reports
+    (as ``conformance/autogen-core`` does), not two tokenizers' margins at each threshold crossing. The request's 3
+    are counted where inspect counts what is not a message: ``count_tool_tokens`` (the tools' JSON embedded in one
+    user message, empty here as none are offered) counts them, and each call's reported usage adds them
+    (:data:`REPORTED_EXTRA`), as the provider's count of a request holds them."""
+    if all(isinstance(m, ChatMessageUser) and not _text(m) for m in input):
+        return 3
+    total = 0
+    for m in input:
+        total += 4 + q(_text(m))
+        if isinstance(m, ChatMessageTool):
+            total += 3 + q(m.function or "")
+        if isinstance(m, ChatMessageAssistant):
+            total += sum(3 + q(tc.function) + q(json.dumps(tc.arguments)) for tc in m.tool_calls or [])
+    return total
+
+
+async def long_section() -> list[dict[str, Any]]:
+    global REPORTED_EXTRA
+    out = []
+    MockLLM.count_tokens = engine_count  # type: ignore[method-assign,assignment]
+    REPORTED_EXTRA = 3
+    for conv in load():
+        msgs = long_messages(conv)
+        whole = sum(len(expand(m.get("text", ""))) for m in msgs) // 4
+        for strategy in ("edit", "trim"):
+            threshold = {"threshold": whole // 3}
+            case = handler(f"long_{strategy}_{conv['name']}", strategy, threshold, threshold, msgs, window=1_000_000)
+            requests = (await run_handler(case))["requests"]
+            out.append(
+                {
+                    "conversation": conv["name"],
+                    "strategy": strategy,
+                    "settings": case["settings"],
+                    "requests": [digest(r) for r in requests],
+                }
+            )
+    return out
+
+
 async def main() -> None:
     out = []
     for case in CASES:
         run = run_handler if case["settings"]["mode"] == "handler" else run_compact
         out.append({**case, "expected": await run(case)})
-    doc = {"package": "inspect-ai", "version": inspect_ai.__version__, "cases": out}
+    doc = {"package": "inspect-ai", "version": inspect_ai.__version__, "cases": out, "long": await long_section()}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}: {len(out)} cases, inspect-ai {inspect_ai.__version__}", file=sys.stderr)

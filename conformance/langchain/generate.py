@@ -26,7 +26,9 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "long"))
 from cases import CASES  # noqa: E402
+from conversations import claude_ids, load, model_calls  # noqa: E402
 
 GOLDEN = HERE.parents[1] / "tests" / "golden" / "conformance" / "langchain.json"
 FAKE_SUMMARY = "FAKE SUMMARY"
@@ -111,6 +113,84 @@ def run_summarize(case: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# -- long conversations (conformance/long/): every model call, decision by decision -------------------------------
+def flat(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A long conversation's messages with one tool message per result, as LangChain's ToolMessages are."""
+    out: list[dict[str, Any]] = []
+    for m in msgs:
+        if m["role"] == "tool":
+            out += [
+                {"id": m["id"] if len(m["results"]) == 1 else f"{m['id']}.{j}", "role": "tool", **r}
+                for j, r in enumerate(m["results"])
+            ]
+        elif m["role"] == "assistant":
+            out.append({**m, "calls": [{**c, "args": json.loads(c["args"])} for c in m["calls"]]})
+        else:
+            out.append(m)
+    return out
+
+
+def long_counts(conv: dict[str, Any]) -> dict[str, Any]:
+    """``count_tokens_approximately`` of the history before each model call."""
+    msgs = to_langchain(flat(conv["messages"]))
+    return {
+        "conversation": conv["name"],
+        "counts": [count_tokens_approximately(msgs[:i]) for i in model_calls(flat(conv["messages"]))],
+    }
+
+
+def long_summarization(conv: dict[str, Any]) -> dict[str, Any]:
+    """``SummarizationMiddleware.before_model`` before each model call on the agent's state (which it rewrites when it
+    summarises), triggered at a quarter of the whole conversation's count, keeping the default 20 messages."""
+    flat_msgs = flat(conv["messages"])
+    whole = to_langchain(flat_msgs)
+    trigger = count_tokens_approximately(whole) // 4
+    middleware = SummarizationMiddleware(FakeListChatModel(responses=[FAKE_SUMMARY]), trigger=("tokens", trigger))
+    state: list[AnyMessage] = []
+    decisions = []
+    for m, lc in zip(flat_msgs, whole, strict=True):
+        if m["role"] == "assistant":
+            update = middleware.before_model({"messages": state}, None)  # type: ignore[arg-type]
+            kept = None
+            if update is not None:
+                state = list(update["messages"][1:])
+                kept = state[1].id if len(state) > 1 else None
+            decisions.append({"at": m["id"], "kept_from": kept})
+        state.append(lc)
+    return {"conversation": conv["name"], "trigger": trigger, "decisions": decisions}
+
+
+def long_clear(conv: dict[str, Any]) -> dict[str, Any]:
+    """``ClearToolUsesEdit`` (through ``ContextEditingMiddleware.wrap_model_call``) before each model call on the whole
+    history, triggered at a third of the whole conversation's count: how many results it cleared."""
+    flat_msgs = flat(conv["messages"])
+    whole = to_langchain(flat_msgs)
+    trigger = count_tokens_approximately(whole) // 3
+    middleware = ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=trigger)])
+    decisions = []
+    seen: list[list[AnyMessage]] = []
+
+    def handler(request: ModelRequest) -> str:
+        seen.append(list(request.messages))
+        return "ok"
+
+    for i in model_calls(flat_msgs):
+        request = ModelRequest(model=FakeListChatModel(responses=["ok"]), messages=whole[:i])
+        middleware.wrap_model_call(request, handler)
+        cleared = [m.id for m in seen[-1] if isinstance(m, ToolMessage) and m.response_metadata.get("context_editing")]
+        decisions.append({"at": flat_msgs[i]["id"], "cleared": len(cleared)})
+    return {"conversation": conv["name"], "trigger": trigger, "decisions": decisions}
+
+
+def long_section() -> dict[str, Any]:
+    convs = load()
+    return {
+        "counts": [long_counts(c) for conv in convs for c in (conv, claude_ids(conv))],
+        "summarization": [long_summarization(c) for c in convs],
+        "clear_tool_uses": [long_clear(c) for c in convs],
+    }
+
+
 def main() -> None:
     out = []
     for case in CASES:
@@ -121,6 +201,7 @@ def main() -> None:
         "version": version("langchain"),
         "langchain_core": version("langchain-core"),
         "cases": out,
+        "long": long_section(),
     }
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")

@@ -8,6 +8,7 @@ apply it; whole runs use the ``chars4`` tokenizer.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -22,6 +23,7 @@ from policies.adk import (
     ADKSlidingConfig,
     ADKToken,
     ADKTokenConfig,
+    contents_chars,
     ranges_of,
 )
 from policies.base import Plan
@@ -31,7 +33,7 @@ from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.core.view import Injected, Messages, Summary, View, layout
 from sim.replay.engine import RunConfig, run
-from tests.builders import Draft, asst, compaction_records, conv, state_of, sys, tool, user
+from tests.builders import Draft, asst, call, compaction_records, conv, state_of, sys, tool, user
 
 C4 = RunConfig(model=ModelConfig(), tokenizer="chars4")
 
@@ -217,11 +219,83 @@ def test_token_threshold_boundary(reported: int, fires: bool) -> None:
 
 def test_token_count_falls_back_to_chars_over_4() -> None:
     """No reported count since the last compaction: ``_estimate_prompt_token_count``, the characters of the
-    request's contents (the system instruction is not among them) over 4."""
+    request's contents (the system instruction is not among them) over 4, each function call and response counted as
+    ``_count_chars_in_content`` counts it: the name and ``json.dumps`` of the arguments or of ``{"result": output}``."""
     pol = token(token_threshold=1_000, event_retention_size=2)
-    st = state_of(pol, loop(4))
-    system = st.messages[0].chars
-    assert pol.prompt_token_count(st) == (st.chars_in_view() - system) // 4
+    c = loop(4)
+    st = state_of(pol, c)
+    chars = 0
+    for m in c.messages[1:]:
+        for p in m.parts:
+            if p.kind == "tool_call":
+                chars += len(p.name or "") + (len(json.dumps(json.loads(p.args))) if p.args and p.args != "{}" else 0)
+            elif p.kind == "tool_result":
+                chars += len(p.name or "") + len(json.dumps({"result": p.text}))
+            else:
+                chars += len(p.text)
+    assert pol.prompt_token_count(st) == chars // 4
+
+
+def tool_heavy(steps: int, lines: int = 40) -> Conversation:
+    """One invocation of ``steps`` calls whose outputs are many short lines with quotes (a listing, a JSON log):
+    JSON escapes every newline and quote, so ADK counts such a session well over its raw characters."""
+    d: list[Draft] = [sys("You are a travel agent."), user("Plan the trip to Kyoto.", id="task")]
+    for s in range(steps):
+        d.append(asst(f"Searching {s}.", [call(f"c{s}", "search", '{"q":"kyoto ' + str(s) + '"}')], id=f"a{s}"))
+        body = "\n".join(f'{{"hotel": "h{s}-{i}", "note": "a \\"quiet\\" room"}}' for i in range(lines))
+        d.append(tool(f"c{s}", body, id=f"t{s}"))
+    return conv(*d)
+
+
+def test_estimate_counts_json_escapes_of_a_tool_heavy_session() -> None:
+    """A session of many-line, quoted tool outputs: ADK's estimate (JSON of each response) is more than 10% over the
+    raw characters over 4, and a threshold between the two compacts, as ADK does (the estimate of csim before it
+    counted JSON was the raw one, and did not compact)."""
+    c = tool_heavy(6)
+    pol = token(token_threshold=10, event_retention_size=2)
+    st = state_of(pol, c)
+    raw = (st.chars_in_view() - st.messages[0].chars) // 4
+    estimate = pol.prompt_token_count(st)
+    assert estimate > 1.1 * raw
+    between = token(token_threshold=(raw + estimate) // 2, event_retention_size=2)
+    assert between.decide(state_of(between, c), "auto") is not None
+
+
+def test_post_invocation_estimate_leaves_out_the_new_user_message() -> None:
+    """``Runner._run_post_invocation_compaction`` runs before the next user message is appended: with no reported
+    count, its estimate leaves that message out. Under the threshold without it and over with it, the post-invocation
+    point does nothing and the request processor compacts before the model call, with the message counted."""
+    base = chat(4, then=None)
+    big = "Now compare every ryokan we saw so far, one by one, with prices and the walk to the station. " * 8
+    c = conv(*base.messages, user(big, id="next"))
+    pol0 = token(token_threshold=10**6, event_retention_size=2)
+    st0 = state_of(pol0, c)
+    without = contents_chars(st0, st0.view, len(c.messages) - 1) // 4
+    with_it = pol0.prompt_token_count(st0)
+    assert with_it - without >= len(big) // 4 - 1
+    pol = token(token_threshold=without + 1, event_retention_size=2)
+    plan = pol.decide(state_of(pol, c), "auto")
+    assert plan is not None and plan.mode == "token-threshold"  # not the post-invocation compaction
+
+
+def test_a_second_compaction_before_the_same_model_call() -> None:
+    """Both pairs set: after an invocation the sliding window compacts (post-invocation), then before the next model
+    call the request processor finds the estimate (no count reported since that compaction) still over the threshold
+    and compacts again; asked once more, the policy declines."""
+    pol = ADKCompaction(ADKConfig(compaction_interval=2, overlap_size=0, token_threshold=100, event_retention_size=0))
+    assert pol.recheck_after_compaction
+    c = conv(*chat(2, then=None).messages, user("Compare the two ryokan we liked, with prices. " * 9, id="next"))
+    st0 = state_of(pol, c)
+    assert contents_chars(st0, st0.view, len(c.messages) - 1) // 4 < 100  # the post-invocation token check: under
+    first = pol.decide(state_of(pol, c), "auto")
+    assert first is not None and first.mode == "sliding-window"
+    st = state_of(pol, c)
+    view = apply(st, first, "S1" + "." * 300)
+    second = pol.decide(state_of(pol, c, view=view), "auto")
+    assert second is not None and second.mode == "token-threshold"
+    st2 = state_of(pol, c, view=view)
+    third = pol.decide(state_of(pol, c, view=apply(st2, second, "S2")), "auto")
+    assert third is None
 
 
 def test_token_keeps_the_newest_events() -> None:

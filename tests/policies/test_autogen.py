@@ -20,7 +20,6 @@ from policies.autogen import (
     AutoGenTokenLimited,
     AutoGenTokenLimitedConfig,
     middle_out,
-    tokens,
 )
 from policies.base import Policy
 from sim.core.conversation import Conversation
@@ -222,31 +221,26 @@ def test_token_limited_never_brings_back_what_it_dropped() -> None:
     """Found by ``csim check --policy autogen-token-limited --examples 10000``: AutoGen recomputes the middle from
     the whole list, which moves right as the list grows, so a later call would send a message an earlier one
     left out; the engine refused that plan (``plan-invalid``) and the run overflowed. The view is now AutoGen's
-    cut less what it had already dropped."""
+    cut less what it had already dropped: the recorded case runs clean, and on a view that already left out a
+    message AutoGen's cut of the whole log keeps (the oldest), the plan leaves it out still."""
     from pathlib import Path
 
-    from policies.base import Plan, Trigger
-    from sim.core.invariants import ranges
-    from sim.core.state import RunState
+    from sim.core.view import View
     from sim.formats.native import read as read_native
 
     path = Path(__file__).parents[1] / "golden" / "counterexamples" / "autogen-token-limited-middle-moves-right.jsonl"
     [c] = read_native(path).conversations
-    comebacks: list[int] = []
-
-    class Watched(AutoGenTokenLimited):
-        def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-            if trigger == "auto" and self.over_trigger(state):  # AutoGen's cut of the whole log, before the clip
-                base, n = 1, len(state)
-                lo, hi = middle_out([tokens(state, i, i + 1) for i in range(base, n)], self.limit(state))
-                shown = {i for a, b in ranges(state.view, n) for i in range(a, b)}
-                comebacks.extend(i for i in (*range(base, base + lo), *range(base + hi, n)) if i not in shown)
-            return super().decide(state, trigger)
-
-    res = Engine(Watched(), c, RunConfig(model=small_model(8_000), deep_checks=True)).run()
-    assert comebacks  # the case itself: AutoGen would send a dropped message again
+    res = Engine(AutoGenTokenLimited(), c, RunConfig(model=small_model(8_000), deep_checks=True)).run()
     unexpected = {v.invariant for v in res.violations} - AutoGenTokenLimited.known_deviations
     assert not unexpected and res.summary["finish_reason"] != "context-overflow"
+    d: list[Draft] = [sys("You are a coding agent.")]
+    for k in range(6):
+        d += [user(f"question {k} " + "q" * 400, id=f"u{k}"), asst(f"answer {k} " + "a" * 400, id=f"a{k}")]
+    c2 = conv(*d)
+    pol = AutoGenTokenLimited(AutoGenTokenLimitedConfig(token_limit=1_000))
+    hidden = View(start=2)  # an earlier call left out u0 (index 1)
+    plan = pol.decide(state_of(pol, c2, view=hidden), "auto")
+    assert plan is not None and not plan.view_from(hidden).shows(1)
 
 
 def token_limited_drops_live_turn() -> Conversation:
@@ -287,3 +281,32 @@ def test_middle_out_is_autogens_pop_loop(sizes: list[int], limit: int) -> None:
         left.pop(len(left) // 2)
     lo, hi = middle_out(sizes, limit)
     assert [i for i in range(len(sizes)) if not lo <= i < hi] == left
+
+
+def test_a_batch_of_results_counts_as_one_message() -> None:
+    """An agent stores a parallel batch's results as one ``FunctionExecutionResultMessage``; a log may hold one tool
+    message per result (a recording, the scenarios). The task, a batch of two calls and its two results, a call and
+    its result: five AutoGen messages, so ``buffer_size=5`` keeps the task (counted per log message, six, it went);
+    head-and-tail skips ``7 - 1 - 5`` AutoGen messages, not ``9 - 1 - 5`` log messages."""
+    c = conv(
+        sys("You are a coding agent.", id="sys"),
+        user("Fix the failing test.", id="task"),
+        asst("two reads", [call("r1"), call("r2")], id="a1"),
+        tool("r1", "one", id="t1"),
+        tool("r2", "two", id="t2"),
+        asst("one more", [call("r3")], id="a2"),
+        tool("r3", "three", id="t3"),
+    )
+    pol = AutoGenBuffered()
+    plan = pol.decide(state_of(pol, c), "auto")
+    assert plan is None  # all five AutoGen messages fit: the view already shows them, the task included
+    more = conv(
+        *c.messages,
+        asst("and two more", [call("r4"), call("r5")], id="a3"),
+        tool("r4", "four", id="t4"),
+        tool("r5", "five", id="t5"),
+    )
+    ht = AutoGenHeadAndTail()
+    plan = ht.decide(state_of(ht, more), "auto")
+    assert plan is not None and plan.injected is not None
+    assert plan.injected[0].text == "Skipped 1 messages."  # 7 AutoGen messages: task, a1, R, a2, R, a3, R

@@ -508,3 +508,19 @@ def test_trim_keeps_the_input_and_only_moves_forward(c: Conversation) -> None:
     for r in compaction_records(res):
         assert r.view.start >= last and all(r.view.shows(i) for i in range(1, 2))
         last = r.view.start
+
+
+def test_edit_clears_out_of_order_parallel_results_by_call_order() -> None:
+    """``edit.py`` lists tool uses in call order: a glob and a read issued together, the read's result arriving first,
+    then two more steps. Keeping 3, the glob (the oldest call) is cleared although its result is newer than the
+    read's, which stays; a bound alone would have kept both."""
+    c = chat(
+        asst("list and read", [call("g", "glob"), call("r", "read_file")], id="batch"),
+        tool("r", "read " + "r" * OUT, name="read_file", id="tr"),
+        tool("g", "glob " + "g" * OUT, name="glob", id="tg"),
+        *steps(2),
+    )
+    _, after = forced(InspectEdit(InspectEditConfig(threshold=HIGH)), c)
+    shown_results = results(c, after)
+    assert shown_results["g"] == TOOL_RESULT_REMOVED
+    assert shown_results["r"].startswith("read ") and shown_results["c1"].startswith("out 1")

@@ -383,3 +383,27 @@ def test_property_the_kept_messages_start_on_a_call_never_a_result(steps: int, k
     assert st_.messages[plan.start].role != "tool"
     assert len(st_) - plan.start >= min(keep, len(st_) - 1) or st_.protected_from is not None
     assert plan.view_from(st_.view).shows(st_.last_user_index)
+
+
+def with_ids(steps: int, ids: list[str]) -> Conversation:
+    """A tool loop of ``steps`` calls whose ids are ``ids`` (one a step), each call answered by its ToolMessage."""
+    d: list[Draft] = [sys("You are a coding agent."), user("Fix the failing test in app.py.", id="task")]
+    for i in range(steps):
+        d.append(asst(f"step {i}", [call(ids[i], "Read", json.dumps({"file_path": f"src/m{i}.py"}))], id=f"a{i}"))
+        d.append(tool(ids[i], f"line {i}\n" * 40, name="Read", id=f"t{i}"))
+    return conv(*d)
+
+
+def test_call_ids_count_twice_at_their_real_length() -> None:
+    """``count_tokens_approximately`` counts each call id twice: in ``repr(AIMessage.tool_calls)`` and as the
+    ToolMessage's ``tool_call_id``. Claude Code's ids (``toolu_`` and 24 characters: 30) against ids of 2 characters:
+    per call 2 x 28 characters more, a quarter of them in tokens (each message rounded up). csim counted ids at a
+    fixed 8 characters before, whatever their length, so the two counts were equal."""
+    steps = 12
+    short = [f"c{i:01d}"[:2] for i in range(steps)]
+    claude = [f"toolu_01{i:022d}" for i in range(steps)]
+    assert {len(x) for x in claude} == {30} and {len(x) for x in short} == {2}
+    pol = LangChainSummarization()
+    a = approx_tokens(state_of(pol, with_ids(steps, short)), chars_per_token=4.0)
+    b = approx_tokens(state_of(pol, with_ids(steps, claude)), chars_per_token=4.0)
+    assert b - a == steps * 2 * 7  # 28 more characters in each of the two messages of a step: 7 tokens each

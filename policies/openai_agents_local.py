@@ -1,0 +1,134 @@
+"""OpenAI Agents SDK ``LocalCompactionSession`` (PyPI ``openai-agents-context-compaction``): a sliding window over
+the session's items, by count and by tokens, that never splits a call from its output.
+
+Read: the ``openai-agents-context-compaction`` package 0.3.0, ``openai_agents_context_compaction/session.py``
+(``LocalCompactionSession.get_items``, ``_boundary_aware_compact_with_indices``: the backward walk with an item
+budget and a token budget, a call and its output kept or left together as a pair, the soft limit that keeps the
+newest item or pair whatever its size; ``drop_orphaned_tool_outputs``; ``DefaultTokenCounter``: ``max(1, len // 4)``
+plus 4 an item). The SDK's Runner reads the session once per run (``get_items`` before the new input is appended), so
+the window applies at each user turn and the run's own items accumulate on top. Defaults: the class has none
+(``window_size=None``, ``token_budget=None``: nothing dropped); 50 items is its docstring's example.
+``conformance/openai-agents-context-compaction/`` runs the package's own ``get_items`` on scripted histories and
+``tests/conformance/test_conformance_openai_agents_context_compaction.py`` compares this policy with what it kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from policies.autogen import kept_plan
+from policies.base import Plan, Policy, Trigger, register
+from policies.helpers import floor_index
+from sim.core.conversation import Message
+from sim.core.errors import InvalidConfig
+from sim.core.state import RunState
+
+WINDOW_SIZE = 50  # the class docstring's example, LocalCompactionSession(underlying, window_size=50)
+ITEM_OVERHEAD = 4  # each item's cost is token_counter(text) + 4
+
+
+def items_of(m: Message) -> list[tuple[str, str | None, int]]:
+    """The Responses items a message becomes, oldest first, each ``(kind, call id, tokens)``: a user or assistant
+    message item for its text, a ``function_call`` per call, a ``function_call_output`` per result; tokens by
+    ``DefaultTokenCounter`` (``max(1, characters // 4)``) plus 4."""
+    out: list[tuple[str, str | None, int]] = []
+    text = "\n".join(p.text for p in m.parts if p.kind == "text")
+    if m.role in ("user", "assistant") and (text or not m.calls):
+        out.append(("message", None, max(1, len(text) // 4) + ITEM_OVERHEAD))
+    for p in m.parts:
+        if p.kind == "tool_call":
+            out.append(("call", p.call_id, max(1, len(f"{p.name} {p.args or ''}") // 4) + ITEM_OVERHEAD))
+        elif p.kind == "tool_result":
+            out.append(("output", p.call_id, max(1, len(p.text) // 4) + ITEM_OVERHEAD))
+    return out
+
+
+@dataclass(frozen=True)
+class OpenAIAgentsLocalConfig:
+    """``LocalCompactionSession``'s parameters, its names.
+
+    Attributes:
+        window_size: the most items kept (50, the docstring's example); unset: no count limit.
+        token_budget: the most tokens kept, by the default counter; unset (the default): no token limit.
+    """
+
+    window_size: int | None = WINDOW_SIZE
+    token_budget: int | None = field(default=None, metadata={"tokens": True})
+
+    def __post_init__(self) -> None:
+        if self.window_size is not None and self.window_size < 1:
+            raise InvalidConfig(f"window_size={self.window_size!r} must be >= 1, or unset")
+        if self.token_budget is not None and self.token_budget <= 0:
+            raise InvalidConfig(f"token_budget={self.token_budget!r} must be a positive integer (the package raises)")
+        if self.window_size is None and self.token_budget is None:
+            raise InvalidConfig("set window_size or token_budget: with neither, the session keeps everything")
+
+
+@register("openai-agents-local-compaction")
+class OpenAIAgentsLocal(Policy[OpenAIAgentsLocalConfig]):
+    """OpenAI Agents SDK LocalCompactionSession: at each user turn, the newest 50 session items, calls with outputs.
+
+    * **When**: ``get_items`` at the start of each run (each user turn), before the new user message joins; the run's
+      own items are sent as they come.
+    * **Kept** (``_boundary_aware_compact_with_indices``): walking back from the newest item, an output whose call is
+      in the session takes two slots and its pair's tokens, a regular message one; an item or pair that does not fit
+      is skipped (older, smaller ones may still fit) until a budget is exhausted; the newest is kept whatever it
+      costs (the soft limit). Items keep their order; calls and outputs left without their pair are dropped.
+
+    Differences: a log message is kept when any of its items is, with its whole unit (an assistant message whose
+    text is kept and whose calls are not is sent whole, calls with their results); what an earlier turn dropped
+    stays dropped, where the package recomputes from the whole session each run (a pair skipped for its size comes
+    back once newer items leave); nothing of an unresolved pending turn leaves the view.
+
+    Known deviation: ``revert-resolution`` (the session knows nothing of reverts): a change compacted away is
+    not brought back for a revert that comes later.
+    """
+
+    Config = OpenAIAgentsLocalConfig
+    known_deviations = frozenset({"revert-resolution"})
+    when = frozenset({"user_turn"})
+
+    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
+        if trigger != "auto" or len(state) < 2:
+            return None
+        cfg = self.config
+        end = len(state) - 1  # the new user message is appended after get_items
+        base = floor_index(state)
+        items = [(i, *it) for i in range(base, end) for it in items_of(state.messages[i])]
+        if cfg.token_budget is None and cfg.window_size is not None and len(items) <= cfg.window_size:
+            return None
+        calls = {cid: k for k, (_, kind, cid, _) in enumerate(items) if kind == "call"}
+        slots, tokens = cfg.window_size, cfg.token_budget
+        kept: set[int] = set()
+        for k in range(len(items) - 1, -1, -1):
+            if slots == 0 or tokens == 0:
+                break
+            i, kind, cid, cost = items[k]
+            if kind == "call":
+                continue  # budgeted with its output
+            if kind == "output":
+                if cid not in calls:
+                    continue
+                need, cost = 2, cost + items[calls[cid]][3]
+                members: tuple[int, ...] = (i, items[calls[cid]][0])
+            else:
+                need, members = 1, (i,)
+            fits = (slots is None or slots >= need) and (tokens is None or tokens >= cost)
+            if fits or not kept:
+                kept.update(members)
+                if not fits:
+                    slots, tokens = (0 if slots is not None else None), (0 if tokens is not None else None)
+                    continue
+                slots = None if slots is None else slots - need
+                tokens = None if tokens is None else tokens - cost
+        # A kept message takes its whole atomic unit along (a call with every result of its batch), so the view never
+        # sends a call without its results.
+        whole: set[int] = set()
+        for i in kept:
+            a = state.unit_start(i)
+            b = a + 1
+            while b < end and state.unit_start(b) == a:
+                b += 1
+            whole.update(range(a, b))
+        ranges = [(i, i + 1) for i in sorted(whole)] + [(end, len(state))]
+        return kept_plan(state, ranges)
