@@ -63,6 +63,11 @@ class Coder(Policy[CoderConfig]):
 
     Config = CoderConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": (
+            "coder knows nothing of reverts: a change compacted away is not brought back for its revert"
+        )
+    }
 
     def threshold_percent(self, state: RunState) -> int:
         pct = self.config.compression_threshold

@@ -75,6 +75,11 @@ class CopilotInfiniteSessions(Policy[CopilotInfiniteSessionsConfig]):
 
     Config = CopilotInfiniteSessionsConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": (
+            "Copilot knows nothing of reverts: a change compacted away is not brought back for its revert"
+        )
+    }
 
     def over_trigger(self, state: RunState) -> bool:
         return client_estimate(state) >= self.config.background_compaction_threshold * state.model.context_window
@@ -111,6 +116,11 @@ class VSCodeCopilotChat(Policy[VSCodeCopilotChatConfig]):
 
     Config = VSCodeCopilotChatConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": (
+            "VS Code knows nothing of reverts: a change compacted away is not brought back for its revert"
+        )
+    }
 
     @property
     def retry_on_overflow(self) -> int:

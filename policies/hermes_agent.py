@@ -98,6 +98,11 @@ class HermesAgent(Policy[HermesAgentConfig]):
 
     Config = HermesAgentConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": (
+            "Hermes Agent knows nothing of reverts: a change compacted away is not brought back for its revert"
+        )
+    }
 
     def threshold(self, state: RunState) -> float:
         cfg = self.config

@@ -1,6 +1,7 @@
 """inspect_ai compaction: the four strategies of ``src/inspect_ai/model/_compaction/`` as policies.
 
-One module because the four strategies share the handler (trigger, prefix, overflow) and the summary.
+The handler the strategies share (trigger, prefix, overflow), the summary, trim and auto are here; the edit
+strategy is :mod:`policies.inspect_ai_edit`.
 
 Source read: ``UKGovernmentBEIS/inspect_ai@499e6152`` (2026-08-22; the catalogue's commit, whose
 compaction files are byte-identical to the PyPI release 0.3.261 that ``conformance/inspect-ai`` runs):
@@ -56,7 +57,7 @@ from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import first_user_index, plan_shrinks
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
-from sim.core.view import Edit, Injected, Rule, View
+from sim.core.view import Injected, View
 
 #: ``edit.py`` ``TOOL_RESULT_REMOVED``: what a cleared tool result reads.
 TOOL_RESULT_REMOVED = "(Tool result removed)"
@@ -94,7 +95,7 @@ MIN_CLIP_CHARS = 102
 C = TypeVar("C")
 
 
-def _check_threshold(threshold: float) -> None:
+def check_threshold(threshold: float) -> None:
     if not threshold > 0:
         raise InvalidConfig(
             f"threshold={threshold!r} must be positive: a share of the window (at most 1) or a token count (above 1)"
@@ -113,7 +114,7 @@ class InspectSummaryConfig:
     threshold: float = 0.9
 
     def __post_init__(self) -> None:
-        _check_threshold(self.threshold)
+        check_threshold(self.threshold)
 
 
 @dataclass(frozen=True)
@@ -131,40 +132,7 @@ class InspectAutoConfig:
     native: bool = True
 
     def __post_init__(self) -> None:
-        _check_threshold(self.threshold)
-
-
-@dataclass(frozen=True)
-class InspectEditConfig:
-    """``CompactionEdit(threshold=0.9, keep_thinking_turns=1, keep_tool_uses=3, exclude_tools=None)``.
-
-    Attributes:
-        threshold: as for :class:`InspectSummaryConfig` (``edit.py`` default 0.9).
-        keep_tool_uses: the newest tool uses (call with its result) kept; older results read
-            ``(Tool result removed)`` (``edit.py`` default 3; 0 clears every one).
-        keep_thinking_turns: assistant messages, newest first, that keep their thinking; unset keeps all
-            (inspect's ``"all"``) (``edit.py`` default 1).
-        exclude_tools: tools whose results are never cleared and do not count against ``keep_tool_uses``;
-            ``-P exclude_tools=a,b`` (``edit.py`` default none).
-    """
-
-    threshold: float = 0.9
-    keep_tool_uses: int = 3
-    keep_thinking_turns: int | None = 1
-    exclude_tools: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        _check_threshold(self.threshold)
-        if isinstance(self.exclude_tools, str):  # built directly from "a,b"
-            object.__setattr__(
-                self, "exclude_tools", tuple(t.strip() for t in self.exclude_tools.split(",") if t.strip())
-            )
-        if not all(isinstance(t, str) and t for t in self.exclude_tools):
-            raise InvalidConfig(f"exclude_tools={self.exclude_tools!r} must be tool names (give several as 'a,b')")
-        if self.keep_tool_uses < 0:
-            raise InvalidConfig(f"keep_tool_uses={self.keep_tool_uses!r} must be >= 0 (0 clears every result)")
-        if self.keep_thinking_turns is not None and self.keep_thinking_turns < 0:
-            raise InvalidConfig(f"keep_thinking_turns={self.keep_thinking_turns!r} must be >= 0, or unset to keep all")
+        check_threshold(self.threshold)
 
 
 @dataclass(frozen=True)
@@ -181,7 +149,7 @@ class InspectTrimConfig:
     preserve: float = 0.8
 
     def __post_init__(self) -> None:
-        _check_threshold(self.threshold)
+        check_threshold(self.threshold)
         if not 0 <= self.preserve <= 1:
             raise InvalidConfig(f"preserve={self.preserve!r} must be in [0, 1]")
 
@@ -226,20 +194,20 @@ def context_tokens(state: RunState, view: View | None = None) -> int:
     return request_overhead(state) + state.view_size(view)[0]
 
 
-def _newest_first(state: RunState) -> Iterator[int]:
+def newest_first(state: RunState) -> Iterator[int]:
     """Indices the view shows, newest first (the system prompt left out)."""
     v, lo = state.view, (1 if state.has_system else 0)
     for a, b in reversed((*v.spans, (v.start, len(state)))):
         yield from range(min(b, len(state)) - 1, max(a, lo) - 1, -1)
 
 
-def _ceiling(state: RunState) -> int:
+def turn_ceiling(state: RunState) -> int:
     """Nothing from an unresolved pending turn on is compacted (our addition)."""
     pf = state.protected_from
     return len(state) if pf is None else pf
 
 
-class _InspectPolicy(Policy[C]):
+class InspectPolicy(Policy[C]):
     """The handler's part: trigger, force on overflow, nothing on ``/compact``; subclasses compact."""
 
     def _threshold(self, state: RunState) -> int:
@@ -271,8 +239,8 @@ class _InspectPolicy(Policy[C]):
 def _summary_cut(state: RunState, keep: range) -> int | None:
     """Everything shown after ``keep`` (the input, or nothing for native) leaves the view: no tail is kept,
     but a pending turn stays (our addition). None when nothing would leave."""
-    cut = max(_ceiling(state), state.view.start)
-    return cut if any(i < cut and i not in keep for i in _newest_first(state)) else None
+    cut = max(turn_ceiling(state), state.view.start)
+    return cut if any(i < cut and i not in keep for i in newest_first(state)) else None
 
 
 def _summary_plan(state: RunState) -> Plan | None:
@@ -307,7 +275,7 @@ def _fit_clip(state: RunState, plan: Plan) -> int | None:
     tool outputs). None when it fits already, or when no clip would do (the summary then fails, as inspect's
     does after its 12 passes)."""
     after = plan.view_from(state.view)
-    span = [i for i in _newest_first(state) if not after.shows(i)]
+    span = [i for i in newest_first(state) if not after.shows(i)]
     sizes = [state.view_size(View(start=i))[0] - state.view_size(View(start=i + 1))[0] for i in span]
     fixed = _text_tokens(state, plan.summary_request.prompt)
     if state.view.summary is not None:
@@ -328,7 +296,7 @@ def _fit_clip(state: RunState, plan: Plan) -> int | None:
 
 
 @register("inspect-summary")
-class InspectSummary(_InspectPolicy[InspectSummaryConfig]):
+class InspectSummary(InspectPolicy[InspectSummaryConfig]):
     """inspect_ai CompactionSummary: at 0.9 of the window, system + input + a user summary, no tail kept.
 
     ``summary.py``: the summariser sees system + input + the conversation from the last summary message
@@ -354,7 +322,7 @@ class InspectSummary(_InspectPolicy[InspectSummaryConfig]):
 
 
 @register("inspect-auto")
-class InspectAuto(_InspectPolicy[InspectAutoConfig]):
+class InspectAuto(InspectPolicy[InspectAutoConfig]):
     """inspect_ai CompactionAuto: at 0.9 of the window, provider-native compaction, else the summary.
 
     ``auto.py``: ``CompactionNative`` first; on ``NotImplementedError`` (or any error) ``CompactionSummary``.
@@ -394,159 +362,8 @@ class InspectAuto(_InspectPolicy[InspectAutoConfig]):
         )
 
 
-@register("inspect-edit")
-class InspectEdit(_InspectPolicy[InspectEditConfig]):
-    """inspect_ai CompactionEdit: at 0.9 of the window, clear all but the newest 3 tool results and old thinking.
-
-    ``edit.py``, on the running view: (1) thinking is dropped from every assistant message but the newest
-    ``keep_thinking_turns``; (2) tool uses (a call with its result in the view; ``tool_search`` and
-    ``exclude_tools`` skipped) are listed in call order and all but the newest ``keep_tool_uses`` have their
-    result replaced by ``(Tool result removed)``, calls and ids kept; (3) trailing assistant messages are
-    dropped. As compaction runs only at threshold crossings and replaces the running view, clearing is
-    batched: results that arrive after a compaction stay whole until the next crossing. Edit is idempotent,
-    so the re-application loop never helps: a result still over the threshold is "insufficient".
-    Defaults: ``threshold`` 0.9, ``keep_tool_uses`` 3, ``keep_thinking_turns`` 1, no ``exclude_tools``
-    (§B5, §F, ``edit.py``).
-
-    Each edit is a bound (results, or thinking, before it are edited), so a tool message that holds several
-    results (inspect has one tool message per result) is cleared or kept whole: kept, when the newest
-    ``keep_tool_uses`` reach into it. Parallel results that arrived out of call order (a read's before the glob's
-    it was issued after) are cleared by call order, as ``edit.py`` clears them: a result cleared although a kept
-    one came before it gets an edit of its own tools' results, up to it; when a kept result of the same tool sits
-    in that range a bound cannot tell the two apart, and it stays. Not modelled: ``keep_tool_inputs=False``
-    (inspect deletes the call and its result and puts ``[Tool call: NAME (parameters and results removed from
-    history)]`` text in the assistant message; a view cannot turn a call into text), and a thinking-only message
-    left empty is not sent (inspect sends it with empty content).
-
-    Known deviation: ``keep_tool_uses`` counts uses, not the batches they came in, so when the newest assistant
-    message made more than ``keep_tool_uses`` parallel calls, the oldest results of that very batch read
-    ``(Tool result removed)`` in the request that answers them (``live-turn``: the newest tool results
-    cleared); ``edit.py`` does the same, and with ``keep_tool_uses`` 0 clears them all.
-    """
-
-    Config = InspectEditConfig
-    known_deviations = frozenset({"live-turn"})
-    deviation_reasons = {
-        "live-turn": (
-            "when the last reply made more than keep_tool_uses parallel calls, inspect clears the oldest of their "
-            "results in the request that answers them"
-        ),
-    }
-
-    def _rules(self) -> tuple[Rule, Rule]:
-        excluded = NEVER_CLEARED | frozenset(self.config.exclude_tools)
-        return (
-            Rule(kinds=frozenset({"tool_result"}), text=TOOL_RESULT_REMOVED, exclude_tools=excluded),
-            Rule(kinds=frozenset({"thinking"}), action="drop"),
-        )
-
-    def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
-        results, thinking = self._rules()
-        current = {e.rule: e.before for e in state.view.edits}
-        ceiling = _ceiling(state)
-        bound, late = self._results_bound(state, results)
-        bounds = {
-            results: min(bound, ceiling),
-            thinking: min(self._thinking_bound(state), ceiling),
-        }
-        edits = [Edit(r, max(b, current.get(r, 0))) for r, b in bounds.items() if max(b, current.get(r, 0)) > 0]
-        main = max(bounds[results], current.get(results, 0))
-        # Results cleared by call order that sit after a kept one (parallel results that arrived out of order): one
-        # edit per set of their tools, reaching past the newest of them; earlier such edits stay while they reach past
-        # the main bound (inspect's running view keeps what it cleared).
-        extra = {e.rule: e.before for e in state.view.edits if e.rule not in bounds and e.before > main}
-        for rule, before in self._late_edits(state, results, late, main, ceiling):
-            extra[rule] = max(before, extra.get(rule, 0))
-        edits += [Edit(r, b) for r, b in extra.items()]
-        view, n = state.view, len(state)
-        start, spans = view.start, view.spans
-        trailing = self._trailing_assistants(state)
-        if trailing is not None:  # shown messages from ``trailing`` on leave the view; later ones join the tail
-            spans = tuple((a, min(b, trailing)) for a, b in (*view.spans, (view.start, n)) if a < trailing)
-            start = n
-        plan = Plan(start=start, spans=spans, edits=tuple(edits), mode="edit")
-        return plan if self._fits(state, plan) else None
-
-    def _results_bound(self, state: RunState, rule: Rule) -> tuple[int, dict[str, int]]:
-        """Results before the first index are cleared: the oldest message holding a result of the newest
-        ``keep_tool_uses`` uses (calls listed newest first, each counted once its result was seen). Second: the
-        results at or after that index that ``edit.py`` clears all the same (call id -> message index), because
-        their call came before a kept one although their result arrived after its result."""
-        keep = self.config.keep_tool_uses
-        if keep == 0:
-            return len(state), {}
-        seen: dict[str, int] = {}
-        kept: set[str] = set()
-        bound = len(state)
-        for i in _newest_first(state):
-            m = state.messages[i]
-            if m.role == "tool":
-                seen.update(
-                    (p.call_id, i) for p in m.parts if p.kind == "tool_result" and p.call_id and rule.selects(p)
-                )
-            elif m.role == "assistant":
-                for c in reversed(m.calls):
-                    if c.call_id in seen and not (c.name and c.name in rule.exclude_tools):
-                        kept.add(c.call_id)
-                        bound = min(bound, seen[c.call_id])
-                        if len(kept) == keep:
-                            late = {cid: j for cid, j in seen.items() if j >= bound and cid not in kept}
-                            return bound, late
-        return 0, {}  # fewer uses than kept: nothing to clear
-
-    @staticmethod
-    def _late_edits(
-        state: RunState, rule: Rule, late: dict[str, int], main: int, ceiling: int
-    ) -> list[tuple[Rule, int]]:
-        """Edits that clear the ``late`` results (call id -> message index) and nothing kept: a rule of their tools'
-        names, up to the message after the newest of them. None when a kept result of one of those tools sits in
-        that range (a bound cannot tell them apart: the result stays, as before this was modelled), or when the
-        range reaches into a pending turn."""
-        late = {cid: j for cid, j in late.items() if j >= main}
-        if not late:
-            return []
-        names = frozenset(p.name for j in set(late.values()) for p in state.messages[j].results if p.call_id in late)
-        if None in names:
-            return []
-        before = max(late.values()) + 1
-        if before > ceiling:
-            return []
-        for j in range(main, before):
-            for p in state.messages[j].results:
-                if p.call_id not in late and p.name in names and rule.selects(p):
-                    return []
-        tools = frozenset(n for n in names if n is not None)
-        return [(Rule(kinds=rule.kinds, tools=tools, exclude_tools=rule.exclude_tools, text=rule.text), before)]
-
-    def _thinking_bound(self, state: RunState) -> int:
-        """Thinking before this index is dropped: the ``keep_thinking_turns``-th newest assistant message."""
-        keep = self.config.keep_thinking_turns
-        if keep is None:
-            return 0
-        if keep == 0:
-            return len(state)
-        seen = 0
-        for i in _newest_first(state):
-            if state.messages[i].role == "assistant":
-                seen += 1
-                if seen == keep:
-                    return i
-        return 0
-
-    @staticmethod
-    def _trailing_assistants(state: RunState) -> int | None:
-        """Where the view's trailing run of assistant messages starts (they are dropped), None if it ends
-        otherwise or the run is protected."""
-        first = None
-        for i in _newest_first(state):
-            if state.messages[i].role != "assistant":
-                break
-            first = i
-        return first if first is not None and first < _ceiling(state) else None
-
-
 @register("inspect-trim")
-class InspectTrim(_InspectPolicy[InspectTrimConfig]):
+class InspectTrim(InspectPolicy[InspectTrimConfig]):
     """inspect_ai CompactionTrim: at 0.9 of the window, keep system + input + the newest 80% of messages.
 
     ``trim.py`` / ``model/_trim.py`` ``trim_messages`` on the running view: the conversation (the view after
@@ -573,7 +390,7 @@ class InspectTrim(_InspectPolicy[InspectTrimConfig]):
 
     def _compact(self, state: RunState, trigger: Trigger) -> Plan | None:
         inputs = input_indices(state)
-        conversation = [i for i in reversed(list(_newest_first(state))) if i >= inputs.stop]
+        conversation = [i for i in reversed(list(newest_first(state))) if i >= inputs.stop]
         if not conversation:
             return None
         best, total = None, None
@@ -614,5 +431,5 @@ class InspectTrim(_InspectPolicy[InspectTrimConfig]):
         # never below the current tail's start: kept messages before it stay pinned (the same view; a start moved
         # back would read as un-compacting)
         start = max(start, state.view.start)
-        start = min(start, max(_ceiling(state), state.view.start))
+        start = min(start, max(turn_ceiling(state), state.view.start))
         return Plan(start=start, pinned=tuple(i for i in (*inputs, *kept) if i < start), mode="trim")

@@ -101,9 +101,11 @@ class LangMem(Policy[LangMemConfig]):
       ``max_tokens`` less its tokens of them), and the LLM sees "Summary of the conversation so far: ..." after the
       system prompt, then the unsummarised messages.
 
-    Known deviations: the cut knows calls and results, not thinking tool loops (``atomic-units``); it may pass the
-    last user message when the live turn alone is over the budget (``live-turn``); LangMem has no reverts
-    (``revert-resolution``).
+    Known deviations: the cut may pass the last user message when the live turn alone is over the budget
+    (``live-turn``); LangMem has no reverts (``revert-resolution``). The cut knows calls and results, not thinking
+    tool loops, so a history that reached the threshold all at once could be cut inside the live loop, which Anthropic
+    rejects without interleaved thinking; asked before every call, as in a replay, LangMem's cut reaches the newest
+    message, and no replay has shown it (not declared).
 
     Differences: the summary is a user message (LangMem's is a system message; the view's summary roles are user and
     assistant); a cut among the results of a batch held in several tool messages moves past the rest of them
@@ -113,12 +115,8 @@ class LangMem(Policy[LangMemConfig]):
     """
 
     Config = LangMemConfig
-    known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})
+    known_deviations = frozenset({"live-turn", "revert-resolution"})
     deviation_reasons = {
-        "atomic-units": (
-            "LangMem's cut knows calls and results, so it can drop the reply whose thinking opened the live tool loop"
-            " (Anthropic rejects that request without interleaved thinking)"
-        ),
         "live-turn": "LangMem can pass the last user message when the live turn alone is over the budget",
         "revert-resolution": "LangMem has no reverts",
     }

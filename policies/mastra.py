@@ -70,6 +70,11 @@ class MastraObservationalMemory(Policy[MastraObservationalMemoryConfig]):
 
     Config = MastraObservationalMemoryConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": (
+            "Mastra knows nothing of reverts: a change compacted away is not brought back for its revert"
+        )
+    }
 
     def unobserved_tokens(self, state: RunState) -> int:
         """Tokens of the unobserved messages before the live turn (the ones an observation would take)."""

@@ -100,6 +100,12 @@ class NexAUToolResultCompaction(_NexAU):
     """
 
     known_deviations = frozenset({"compaction-loop"})
+    deviation_reasons = {
+        "compaction-loop": (
+            "clearing results keeps every message, so a view whose messages alone"
+            " stay over the threshold is cleared again before every call"
+        )
+    }
 
     def _plan(self, state: RunState, start: int) -> Plan | None:
         pf = state.protected_from
@@ -128,6 +134,11 @@ class NexAUSummary(_NexAU):
     """
 
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": (
+            "NexAU knows nothing of reverts: a change compacted away is not brought back for its revert"
+        )
+    }
 
     def _plan(self, state: RunState, start: int) -> Plan | None:
         return summary_plan(state, start, SummaryRequest(prompt=SUMMARY_PROMPT, role="user"))

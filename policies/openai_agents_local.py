@@ -86,6 +86,11 @@ class OpenAIAgentsLocal(Policy[OpenAIAgentsLocalConfig]):
 
     Config = OpenAIAgentsLocalConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": (
+            "the session knows nothing of reverts: a change compacted away is not brought back for its revert"
+        )
+    }
     when = frozenset({"user_turn"})
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:

@@ -71,6 +71,9 @@ class Pi(Policy[PiConfig]):
 
     Config = PiConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": "pi knows nothing of reverts: a change compacted away is not brought back for its revert"
+    }
 
     def over_trigger(self, state: RunState) -> bool:
         return client_estimate(state) > state.model.context_window - self.config.reserve_tokens

@@ -133,6 +133,11 @@ class StrandsSlidingWindow(Policy[StrandsSlidingWindowConfig]):
 
     Config = StrandsSlidingWindowConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": (
+            "Strands knows nothing of reverts: a change compacted away is not brought back for its revert"
+        )
+    }
 
     @property
     def retry_on_overflow(self) -> int:
@@ -232,6 +237,11 @@ class StrandsSummarizing(Policy[StrandsSummarizingConfig]):
 
     Config = StrandsSummarizingConfig
     known_deviations = frozenset({"revert-resolution"})
+    deviation_reasons = {
+        "revert-resolution": (
+            "Strands knows nothing of reverts: a change compacted away is not brought back for its revert"
+        )
+    }
 
     @property
     def retry_on_overflow(self) -> int:

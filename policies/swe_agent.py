@@ -224,6 +224,12 @@ class JetBrainsSummary(Policy[JetBrainsSummaryConfig]):
             plan = self._mask_only(state)
         return plan if plan is not None and plan_shrinks(state, plan) else None
 
+    def over_trigger(self, state: RunState) -> bool:
+        """The study's trigger counts turns, not tokens: ``n + keep_last_m_turns`` turns not yet summarised."""
+        due = self.config.n + self.config.keep_last_m_turns
+        start = floor_index(state)
+        return state.tool_uses(View(start=start)) >= due and len(turn_starts(state, start)) >= due
+
     def _summary(self, state: RunState) -> Plan | None:
         cfg = self.config
         start = floor_index(state)

@@ -33,6 +33,7 @@ from sim.replay.checker import CheckReport, check_policy, effective_params
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.strategies import conversations, small_model
 from tests.builders import state_of
+from tests.policies.reverts import revert_after_compaction
 from tests.policies.test_adk import adk_token_grows
 from tests.policies.test_autogen import token_limited_drops_live_turn
 from tests.policies.test_cline import sdk_summarises_the_task
@@ -287,6 +288,8 @@ HAND_BUILT = {
     ("inspect-trim", "atomic-units"): _live_thinking_loop,
     ("langchain-summarization", "atomic-units"): _live_thinking_loop,
     ("cline-legacy", "atomic-units"): _live_thinking_loop,
+    ("strands-sliding-window", "revert-resolution"): revert_after_compaction,
+    ("strands-summarizing", "revert-resolution"): revert_after_compaction,
     ("letta", "atomic-units"): _live_thinking_loop,
     ("langchain-clear-tool-uses", "live-turn"): lambda: _clears_the_newest_batch(9000, 40),
     ("inspect-edit", "live-turn"): lambda: _clears_the_newest_batch(13000, 400),  # over 0.9 of the window

@@ -344,7 +344,9 @@ class Engine:
         # fit the window falls back to the separate request, as Claude Code falls back when its fork fails.
         fork = self.policy.summary_call == "fork" and self.config.cache == "provider"
         if fork:
-            fork_tokens = self._prompt(before, self.measure.head_tokens(False), self._instruction(request.prompt))
+            fork_tokens = self._prompt(
+                before, self.measure.head_tokens(False), self.measure.instruction_tokens(request.prompt)
+            )
             fork = fits_window(fork_tokens, self.model, max_output=cap)
             if fork:
                 input_tokens = fork_tokens
@@ -468,10 +470,6 @@ class Engine:
         )
         return status, tokens, in_view
 
-    def _instruction(self, text: str) -> int:
-        """Tokens of a forked summariser request's instruction (a user message of its own; none when empty)."""
-        return self.measure.instruction_tokens(text) if text else 0
-
     def _auto_compact(self, k: int, after_rollback: bool) -> None:
         """The policy's automatic compaction before the request answered by message ``k``; in lockstep, the
         rollback the members agree on (the others fork off in ``_sync``)."""
@@ -587,7 +585,7 @@ class Engine:
         to its ``after_compaction`` term and rounding. A test holds the blocks to the request's tokens where
         nothing rewrote the log."""
         head = self.measure.head_tokens(grace)
-        tail = self._instruction(status or "") if fork else self.measure.status_tokens(status)
+        tail = self.measure.instruction_tokens(status or "") if fork else self.measure.status_tokens(status)
         when, kind = self.clock.now if now is None else now, "instruction" if fork else "status"
         return self.cache.usage(view, head, grace, status, tail, when, self.billing.model_name, kind).fitted(tokens)
 

@@ -190,8 +190,8 @@ class Counted:
         return MESSAGE_OVERHEAD + self.count(status) if status else 0
 
     def instruction_tokens(self, text: str) -> int:
-        """Tokens of a forked summariser request's instruction, a user message of its own."""
-        return MESSAGE_OVERHEAD + self.text_tokens(text)
+        """Tokens of a forked summariser request's instruction, a user message of its own (none when empty)."""
+        return MESSAGE_OVERHEAD + self.text_tokens(text) if text else 0
 
     # -- whole requests ---------------------------------------------------------------------------------
     def head_tokens(self, grace: bool) -> int:

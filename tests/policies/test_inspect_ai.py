@@ -21,8 +21,6 @@ from policies.inspect_ai import (
     TOOL_RESULT_REMOVED,
     InspectAuto,
     InspectAutoConfig,
-    InspectEdit,
-    InspectEditConfig,
     InspectSummary,
     InspectSummaryConfig,
     InspectTrim,
@@ -31,6 +29,7 @@ from policies.inspect_ai import (
     input_indices,
     threshold_tokens,
 )
+from policies.inspect_ai_edit import InspectEdit, InspectEditConfig
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
 from sim.core.log import CompactionCreated, CompactionFailed, MessageAppended

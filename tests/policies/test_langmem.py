@@ -200,7 +200,7 @@ def test_a_cut_among_a_batchs_results_moves_past_them() -> None:
 def test_a_thinking_tool_loop_is_cut_inside() -> None:
     """LangMem keeps calls with results and knows nothing of thinking loops, so its cut may fall inside one: over,
     as here, that is accepted (its thinking may go); inside the live loop, without interleaved thinking, it is a
-    request Anthropic rejects (known deviation ``atomic-units``)."""
+    request Anthropic rejects (a history reaching the threshold at once; no replay reaches it, see the docstring)."""
     loop = [asst("", [call("k1")], thinking="plan", id="k1"), tool("k1", "r" * 400, id="r1")]
     loop += [asst("", [call("k2")], id="k2"), tool("k2", "r" * 400, id="r2"), asst("done", id="done")]
     c = chat(user("Fix it.", id="u0"), *loop, *turns(2, 1))
