@@ -20,7 +20,7 @@ demo: install
 	$(BIN)/csim demo --out reports/demo
 
 test: install lint
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -n auto --dist loadfile   # each test module in one worker
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -n auto --dist loadgroup  # a test module per worker; the policy checks of tests/test_properties.py one policy each (tests/conftest.py)
 
 lint: install   # ruff (lint and format) and mypy (strict on the core and policies/): part of make test, so of CI
 	$(BIN)/ruff check .

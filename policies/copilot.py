@@ -107,8 +107,9 @@ class VSCodeCopilotChat(Policy[VSCodeCopilotChatConfig]):
       as the summarised round's summary.
 
     Differences: the turn's user message stays in view before the kept round (VS Code's summary restates it; the
-    harness keeps the live turn's user message); Anthropic thinking re-attached after the summary, the "simple mode"
-    fallback, ``maxToolResultLength`` truncation and the cache breakpoints are not modelled.
+    harness keeps the live turn's user message); VS Code re-attaches the Anthropic thinking that opened the live turn
+    after the summary, here its whole opening round (its calls and results too: a view keeps a unit whole); the
+    "simple mode" fallback, ``maxToolResultLength`` truncation and the cache breakpoints are not modelled.
 
     Known deviation: ``revert-resolution`` (VS Code knows nothing of reverts): a change compacted away is not brought
     back for a revert that comes later.
@@ -146,5 +147,27 @@ class VSCodeCopilotChat(Policy[VSCodeCopilotChatConfig]):
         cut = keep_reverts(state, unit_floor(state, start if pf is None else min(start, pf)))
         if cut <= lu:
             return summary_plan(state, cut, request)
-        plan = Plan(start=cut, pinned=(lu,), summarize=True, summary_request=request, summary_slot=0)
+        plan = Plan(
+            start=cut,
+            pinned=(lu,),
+            spans=_thinking_opening(state, lu, cut),
+            summarize=True,
+            summary_request=request,
+            summary_slot=0,
+        )
         return plan if plan_shrinks(state, plan) else None
+
+
+def _thinking_opening(state: RunState, lu: int, cut: int) -> tuple[tuple[int, int], ...]:
+    """The live turn's opening round when its reply opened with thinking and the cut leaves it: VS Code re-attaches
+    that thinking after the summary (Anthropic requires it while the turn is in progress)."""
+    i = lu + 1
+    if i >= cut or state.messages[i].role != "assistant":
+        return ()
+    first = next((p for p in state.messages[i].parts if p.kind != "text" or p.text.strip()), None)
+    if first is None or first.kind != "thinking":
+        return ()
+    end = i + 1
+    while end < cut and state.messages[end].role == "tool":
+        end += 1
+    return ((i, end),)
