@@ -32,6 +32,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_sweep.py
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_requests.py
+	$(BIN)/python benchmarks/bench_scale.py --runs 3   # each figure as a ratio to its floor (issue 31); writes benchmarks/results/scale-<commit>.json
 
 conformance: install   # real packages in their own venvs (npm ones: node_modules there) regenerate tests/golden/conformance (conformance/README.md)
 	@set -e; for dir in conformance/*/; do \

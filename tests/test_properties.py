@@ -20,7 +20,15 @@ import re
 from typing import Any
 
 import pytest
-from broken_policies import BROKEN, OPEN_ISSUES, ClearsPendingResults, DropsPendingTurn, GrowsView, RewritesLog
+from broken_policies import (
+    BROKEN,
+    OPEN_ISSUES,
+    ClearsPendingResults,
+    DropsLastUser,
+    DropsPendingTurn,
+    GrowsView,
+    RewritesLog,
+)
 from hypothesis import HealthCheck, Phase, find, given, settings
 
 from policies import POLICIES, load_policy_class, make_policy
@@ -29,12 +37,12 @@ from sim.core.conversation import Conversation, Message, Part, validate
 from sim.core.invariants import NAMES as INVARIANTS
 from sim.core.model import ModelConfig
 from sim.core.state import RunState
-from sim.replay.checker import CheckReport, check_policy, effective_params
+from sim.replay.checker import CheckReport, check_policy, effective_params, generated
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.strategies import conversations, small_model
 from tests.builders import state_of
 from tests.policies.reverts import revert_after_compaction
-from tests.policies.test_adk import adk_token_grows
+from tests.policies.test_adk import adk_sliding_grows, adk_token_grows
 from tests.policies.test_autogen import token_limited_drops_live_turn
 from tests.policies.test_cline import sdk_summarises_the_task
 from tests.policies.test_goose import compact_drops_live_turn
@@ -62,10 +70,22 @@ QUICK = settings(
 
 
 @functools.cache
+def corpus() -> tuple[Conversation, ...]:
+    """The generated conversations every bundled policy is checked on: drawn once per worker, not once per policy
+    (drawing them is about a third of a check)."""
+    return generated(EXAMPLES, window=WINDOW)
+
+
+@functools.cache
 def report_for(name: str) -> CheckReport:
     """One check per bundled policy, shared by the pass test and the deviation tests."""
     return check_policy(
-        name, POLICY_PARAMS.get(name, {}), examples=EXAMPLES, window=WINDOW, allow=OPEN_ISSUES.get(name, {})
+        name,
+        POLICY_PARAMS.get(name, {}),
+        examples=EXAMPLES,
+        window=WINDOW,
+        allow=OPEN_ISSUES.get(name, {}),
+        corpus=corpus(),
     )
 
 
@@ -291,6 +311,11 @@ HAND_BUILT = {
     ("strands-sliding-window", "revert-resolution"): revert_after_compaction,
     ("strands-summarizing", "revert-resolution"): revert_after_compaction,
     ("letta", "atomic-units"): _live_thinking_loop,
+    ("kimi-cli", "atomic-units"): _live_thinking_loop,
+    ("opencode", "atomic-units"): _live_thinking_loop,
+    ("roo-code", "atomic-units"): _live_thinking_loop,
+    ("deep-agents", "atomic-units"): _live_thinking_loop,
+    ("mastra-observational-memory", "revert-resolution"): revert_after_compaction,
     ("langchain-clear-tool-uses", "live-turn"): lambda: _clears_the_newest_batch(9000, 40),
     ("inspect-edit", "live-turn"): lambda: _clears_the_newest_batch(13000, 400),  # over 0.9 of the window
     ("cloudflare-os", "live-turn"): _cloudflare_live_turn,
@@ -302,13 +327,17 @@ HAND_BUILT = {
     ("cline", "live-turn"): sdk_summarises_the_task,
     ("letta", "live-turn"): sliding_window_summarises_the_task,
     ("adk-token", "compaction-shrinks"): adk_token_grows,
+    ("adk-sliding", "compaction-shrinks"): adk_sliding_grows,
     ("goose", "live-turn"): compact_drops_live_turn,
     ("kimi-cli", "compaction-loop"): kept_pair_over_trigger,
     ("nexau-tool-result-compaction", "compaction-loop"): texts_over_the_threshold,
     ("claude-code-microcompact", "compaction-loop"): lambda: _golden("claude-code-microcompact-refills-at-once"),
 }
 #: Parameters a hand-built case sets beyond the check's (a deviation of one mode only).
-HAND_BUILT_PARAMS = {("effect-agent", "compaction-loop"): {"mode": "prune"}}
+HAND_BUILT_PARAMS = {
+    ("effect-agent", "compaction-loop"): {"mode": "prune"},
+    ("adk-sliding", "compaction-shrinks"): {"compaction_interval": "3", "overlap_size": "0"},
+}
 #: Hand-built cases counted with the run's default tokenizer, not chars4 (a golden counterexample of csim check).
 COUNTED = {("claude-code-microcompact", "compaction-loop")}
 
@@ -398,6 +427,26 @@ def test_broken_policy_is_caught_by_its_own_invariant(cls: type[Policy]) -> None
         assert "policy bug" in text or "AttributeError" in text
     else:
         assert f"[{target}]" in text
+
+
+def test_a_corpus_that_fails_is_searched_and_shrunk() -> None:
+    """Checked over a shared corpus, a broken policy is still reported by Hypothesis's shrunk counterexample, not by
+    the corpus conversation that first failed."""
+    cls = DropsLastUser
+    report = check_policy(
+        ref(cls),
+        {},
+        window=WINDOW,
+        tokenizer="chars4",
+        max_turns=BROKEN_TURNS,
+        allow=set(INVARIANTS) - {BROKEN[cls]},
+        corpus=corpus(),
+    )
+    ce = report.counterexample
+    assert not report.passed and ce is not None
+    assert ce.invariants() == [BROKEN[cls]]
+    assert len(ce.conversation.messages) <= MAX_COUNTEREXAMPLE
+    assert ce.conversation not in corpus()  # the search's own, shrunk
 
 
 def test_counterexample_shows_the_conversation_as_generated() -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -242,6 +242,28 @@ class _Failed(Exception):
     """Raised from one place only, so Hypothesis sees every failure as the same bug and shrinks it."""
 
 
+def generated(examples: int, *, window: int = 8_000, max_turns: int = 40) -> tuple[Conversation, ...]:
+    """``examples`` conversations drawn as :func:`check_policy` draws them (derandomized: the same every call), to
+    pass as its ``corpus`` to many checks at once: each check then replays them without generating its own."""
+    out: list[Conversation] = []
+
+    @settings(
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=(Phase.generate,),
+        verbosity=Verbosity.quiet,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
+    @given(conversations(window=window, max_turns=max_turns).map(_Shown))
+    def collect(shown: _Shown) -> None:
+        out.append(shown.conversation)
+
+    collect()
+    return tuple(out)
+
+
 def check_policy(
     policy_ref: str,
     params: dict[str, str],
@@ -254,6 +276,7 @@ def check_policy(
     allow: Iterable[str] = (),
     scenarios: bool = False,
     progress: Callable[[int], None] | None = None,
+    corpus: Sequence[Conversation] | None = None,
 ) -> CheckReport:
     """Fuzz ``policy_ref`` over generated conversations; see the module docstring.
 
@@ -271,6 +294,11 @@ def check_policy(
         scenarios: also run the policy once on each bundled scenario at its default length (200K window, the
             given parameters unscaled) and report how often it acted there.
         progress: called with the number of examples run so far, after each one.
+        corpus: conversations to replay instead of generating them (``examples``, ``max_turns`` and the
+            generation are then unused): a test suite that checks fifty policies generates one set
+            (:func:`generated`) and replays it under each. If one fails, Hypothesis searches as usual, so the
+            counterexample is shrunk; should the search not meet a failure, the corpus's failing conversation is
+            reported unshrunk.
     """
     cls = load_policy_class(policy_ref)
     run_params, notes = effective_params(cls, params, window)
@@ -308,10 +336,33 @@ def check_policy(
         raise _Failed(", ".join(found.invariants()))
 
     passed = True
-    try:
-        inner()
-    except _Failed:
-        passed = False
+    if corpus is None:
+        try:
+            inner()
+        except _Failed:
+            passed = False
+    else:
+        for conv in corpus:
+            count += 1
+            found = _replay(cls, run_params, conv, config, known | allowed, deviations)
+            if found is not None:
+                searched = check_policy(
+                    policy_ref,
+                    params,
+                    examples=examples,
+                    seed=seed,
+                    window=window,
+                    max_turns=max_turns,
+                    tokenizer=tokenizer,
+                    allow=allow,
+                    scenarios=scenarios,
+                    progress=progress,
+                )  # a search of its own, so the counterexample is shrunk
+                if searched.counterexample is not None:
+                    return searched
+                failure.append(found)  # the search met none: the corpus's, unshrunk
+                passed = False
+                break
     activity = deviations.activity
     if passed and activity.failed:
         passed = False
@@ -443,4 +494,4 @@ def _lockstep_difference(
     return None
 
 
-__all__ = ["CheckReport", "Counterexample", "check_policy", "effective_params"]
+__all__ = ["CheckReport", "Counterexample", "check_policy", "effective_params", "generated"]

@@ -371,13 +371,18 @@ def test_token_deviation_atomic_units() -> None:
     assert any(v.invariant == "atomic-units" for v in res.violations)
 
 
+def adk_sliding_grows() -> Conversation:
+    """Three one-word invocations, then the next question: with an interval of 3 and no overlap the first
+    compaction summarises them into a longer summary."""
+    short = [x for k in range(3) for x in (user(f"q{k}", id=f"u{k}"), asst("ok", id=f"a{k}"))]
+    return conv(sys("You are a travel agent."), *short, user("next", id="next"), asst("ok", id="done"))
+
+
 def test_deviation_compaction_shrinks() -> None:
     """Known deviation ``compaction-shrinks``: ADK appends a summary even when it is longer than what it replaced
     ("Compaction grew the request by %d characters": it only logs it); its only guard compares the range with the
     previous summary, and the first compaction has none."""
-    short = [x for k in range(3) for x in (user(f"q{k}", id=f"u{k}"), asst("ok", id=f"a{k}"))]
-    c = conv(sys("You are a travel agent."), *short, user("next", id="next"), asst("ok", id="done"))
-    res = run(sliding(compaction_interval=3, overlap_size=0), c, C4)
+    res = run(sliding(compaction_interval=3, overlap_size=0), adk_sliding_grows(), C4)
     recs = compaction_records(res)
     assert recs and recs[0].tokens_after >= recs[0].tokens_before
     assert any(v.invariant == "compaction-shrinks" for v in res.violations)
