@@ -118,8 +118,9 @@ def _pooled(g: pd.DataFrame) -> str:
 def retention_table(results: Results, table: pd.DataFrame) -> pd.DataFrame:
     """Per configuration (``table`` from :func:`sim.report.figures.summary`): mean cost and retention over
     conversations, the needs its stopped runs never reached (lost, in that retention only), then the share of the
-    judged needs visible (%) pooled by fact kind and by round bin, each with its number of needs in brackets; a
-    blank where the configuration had no need of that kind or round."""
+    judged needs visible (%) pooled over its runs (weighted by needs, where the mean weighs conversations alike),
+    in all, by fact kind and by round bin, each with its number of needs in parentheses; a blank where the
+    configuration had no need of that kind or round."""
     facts = results.facts
     unreached = results.runs.groupby("config")["facts_unreached"].sum()
     f = binned(facts)
@@ -135,6 +136,7 @@ def retention_table(results: Results, table: pd.DataFrame) -> pd.DataFrame:
                 "cost per conversation (USD)": f"{r['cost_usd_mean']:,.3f}",
                 "retention (%)": "n/a" if pd.isna(ret) else f"{100 * ret:.1f}",
                 "needs never reached": f"{int(unreached.get(r['config'], 0)):,}",
+                "all judged (%)": _pooled(mine),
                 **{f"{k} (%)": _pooled(mine[mine["kind"] == k]) for k in kinds},
                 **{f"round {n} (%)": _pooled(mine_b[mine_b["bin"] == n]) for n in rounds},
             }
