@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CSIM = [sys.executable, "-m", "sim"]
 
-COMPARE_FIGURES = ("cost-retention", "context", "cumulative-cost", "retention", "violations")
-COMPARE_TABLES = ("compare", "compare-diff", "violations")
+COMPARE_FIGURES = ("cost-retention", "context", "cumulative-cost", "retention", "retention-rounds", "violations")
+COMPARE_TABLES = ("compare", "compare-diff", "retention-cost", "violations")
 RUN_FIGURES = ("view-size", "compactions")
 RUN_TABLES = ("overview", "compactions", "facts-lost", "facts-missed", "run-violations")
 
@@ -126,8 +126,14 @@ def test_sweep_report_has_every_figure_and_table(sweep_report: tuple[Path, Path]
     page = (out / "compare.html").read_text(encoding="utf-8")
     for name in COMPARE_FIGURES:
         _assert_figure(page, name)
+    for name in COMPARE_TABLES:
+        _section(page, "div", f"table-{name}")
     assert _table_rows(page, "compare") == runs["config"].nunique() == 4
     assert _table_rows(page, "compare-diff") == 3  # every configuration but the baseline
+    # retention beside cost, by kind and by compaction round: one row per configuration, the rounds it saw
+    rounds = _section(page, "div", "table-retention-cost")
+    assert _table_rows(page, "retention-cost") == 4 and "round 0 (%)" in rounds and "round 1 (%)" in rounds
+    assert "cost per conversation (USD)" in rounds and "artifact (%)" in rounds
     assert _table_rows(page, "violations") >= 1 and "revert-resolution" in _section(page, "div", "table-violations")
     assert "ForgetsReverts" in _section(page, "div", "table-violations")
     assert "--run " in _section(page, "div", "table-violations"), "each violation points to its run"

@@ -52,6 +52,9 @@ FACT_COLUMNS: dict[str, str] = {
     "fact": "string",
     "kind": "string",
     "age_messages": "int64",
+    #: Compactions between the fact's source entering the log and this request (sim.replay.retention);
+    #: nullable: results written before the column have none.
+    "round": "Int64",
     "visible": "bool",
 }
 
@@ -86,6 +89,10 @@ SUMMARY_COLUMNS: dict[str, str] = {
     "facts_visible": "int64",
     "facts_unreached": "int64",
     "retention_recall": "float64",
+    #: Recall of the needs judged after 0, 1, and 2 or more compactions of their source (sim.replay.result).
+    "retention_round0": "float64",
+    "retention_round1": "float64",
+    "retention_round2plus": "float64",
     "task_success": "float64",
     "reacquisitions": "int64",
     "repeated_work": "int64",

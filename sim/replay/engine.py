@@ -262,7 +262,7 @@ class Engine:
             if self._reactive:
                 signals_lost(self, before, view, cid)
         self.state.checkpoints.append(view)
-        lost = self.retention.lost(before, view)
+        lost = self.retention.compacted(before, view)
         self.log.append(
             CompactionCreated(
                 cid, self.state.turn, trigger, plan.mode, view, tokens_before, tokens_after, summarised, lost
@@ -306,7 +306,7 @@ class Engine:
         for name, detail in check_compaction(self.state, before, view, self._edit_changes(before, view)):
             self._violate(name, "agent", f"rollback {cid}: {detail}")
         self.state.view = view
-        lost = self.retention.lost(before, view)
+        lost = self.retention.compacted(before, view)
         self.log.append(
             CompactionCreated(
                 cid, self.state.turn, trigger, "rollback", view, tokens_before, tokens_after, (0, 0), lost

@@ -28,7 +28,8 @@ class RunResult:
     violations: list[Violation]
     log: RunLog
     summary: dict[str, Any]
-    #: One row per (fact, request that needed it): kind, age in messages since its source, visible or not.
+    #: One row per (fact, request that needed it): kind, age in messages since its source, compaction round
+    #: (:mod:`sim.replay.retention`), visible or not.
     fact_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -105,6 +106,7 @@ def run_result(
             k: {"needed": v[0], "visible": v[1], "recall": v[1] / v[0] if v[0] else None}
             for k, v in sorted(by_kind.items())
         },
+        **retention_by_round(retention.rows),
         "task_success": task_success,
         **reactions.summary(),
         "finish_reason": reason,
@@ -129,6 +131,29 @@ def run_result(
     )
 
 
+#: The rounds ``runs.parquet`` holds a recall for: ``retention_round0``, ``retention_round1`` and the rest pooled.
+ROUND_COLUMNS = ("retention_round0", "retention_round1", "retention_round2plus")
+
+
+def retention_by_round(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Recall by compaction round over a run's judged needs: ``retention_by_round`` (round -> needed, visible,
+    recall) and the :data:`ROUND_COLUMNS` (None where no need fell in the round). A need a stopped run never
+    reached was never judged, so it has no round: it counts against ``retention_recall`` only."""
+    by: dict[int, list[int]] = {}
+    for r in rows:
+        v = by.setdefault(r["round"], [0, 0])
+        v[0] += 1
+        v[1] += r["visible"]
+    later = [v for k, v in by.items() if k >= 2]
+    pooled = [by.get(0, [0, 0]), by.get(1, [0, 0]), [sum(v[0] for v in later), sum(v[1] for v in later)]]
+    return {
+        "retention_by_round": {
+            k: {"needed": v[0], "visible": v[1], "recall": v[1] / v[0]} for k, v in sorted(by.items())
+        },
+        **{c: (v[1] / v[0] if v[0] else None) for c, v in zip(ROUND_COLUMNS, pooled, strict=True)},
+    }
+
+
 def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
@@ -141,4 +166,4 @@ def count(items: Iterable[str]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-__all__ = ["RunIdentity", "RunResult", "count", "run_result"]
+__all__ = ["ROUND_COLUMNS", "RunIdentity", "RunResult", "count", "retention_by_round", "run_result"]

@@ -8,12 +8,18 @@ message, or a copy of it the reactive agent made (:class:`sim.replay.reactive.Re
 holds the fact's text (not replaced, dropped or truncated away). A fact bounded away as its source entered the log
 (a truncated tool result) is lost from the start.
 
+Each row also says the fact's compaction round: how many compactions (rollbacks included: each is a compaction
+record of the log) came between its source entering the log and the request that needs it, 0 when none did. The
+engine tells of each one through :meth:`Retention.compacted`. Recall by round says whether a policy keeps what
+it has compacted once and loses it over several, as a summary of a summary does.
+
 What a compaction loses (:meth:`Retention.lost`) is tested only on the facts whose visibility it can have changed,
 so a compaction costs the size of what it touched, not of the conversation.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any
 
 from sim.core.conversation import Conversation, Fact, Message
@@ -60,8 +66,11 @@ class Retention:
         self.needed = self.visible = 0
         #: Per fact kind: [needed, visible].
         self.by_kind: dict[str, list[int]] = {}
-        #: One row per (fact, request that needed it): kind, age in messages since its source, visible or not.
+        #: One row per (fact, request that needed it): kind, age in messages since its source, its compaction
+        #: round, visible or not.
         self.rows: list[dict[str, Any]] = []
+        #: The log's length at each compaction, oldest first: a source at index ``i`` went through those after it.
+        self.compacted_at: list[int] = []
 
     def copy(self, ledger: Ledger, reactions: Reactions) -> Retention:
         """This record over a copied run's ``ledger`` and ``reactions``."""
@@ -69,6 +78,7 @@ class Retention:
         other.__dict__.update(self.__dict__)
         other.ledger, other.reactions = ledger, reactions
         other.lost_on_entry, other.due, other.rows = set(self.lost_on_entry), list(self.due), list(self.rows)
+        other.compacted_at = list(self.compacted_at)
         other.by_kind = {k: list(v) for k, v in self.by_kind.items()}
         return other
 
@@ -91,13 +101,15 @@ class Retention:
             k = self.by_kind.setdefault(f.kind, [0, 0])
             k[0] += 1
             k[1] += ok
+            src = self.ledger.index.get(f.source, 0)  # a source never appended counts from the start, as its age
             self.rows.append(
                 {
                     "turn": turn,
                     "fact": f.id,
                     "kind": f.kind,
                     "visible": bool(ok),
-                    "age_messages": n - self.ledger.index.get(f.source, 0),
+                    "age_messages": n - src,
+                    "round": len(self.compacted_at) - bisect_right(self.compacted_at, src),
                 }
             )
         self.needed += len(due)
@@ -134,6 +146,12 @@ class Retention:
             if new is old or (rule_for(old, rules).action == "truncate" and f.text in new.text):  # type: ignore[union-attr]
                 return True
         return False
+
+    def compacted(self, before: View, after: View) -> str:
+        """A compaction (or rollback) took the view from ``before`` to ``after``, the log as it is now: counted
+        for the rounds of the facts needed later; returns what it lost (:meth:`lost`)."""
+        self.compacted_at.append(len(self.ledger.messages))
+        return self.lost(before, after)
 
     def lost(self, before: View, after: View) -> str:
         """Ids of the facts established so far that ``before`` showed and ``after`` does not (comma-joined).

@@ -215,7 +215,8 @@ def _index(data: Any, src: Path, row: Any) -> str:
 {r["conversation"].nunique()} conversations.</p>
 <ul>
 <li><a href="compare.html">Policy comparison</a>: cost against retention with the Pareto frontier, context per
-request, cumulative cost, retention by fact kind and age, invariant violations, and the comparison table.</li>
+request, cumulative cost, retention by fact kind, age and compaction round (beside cost), invariant violations, and
+the comparison table.</li>
 <li><a href="run.html">One run in depth</a>: <b>{e(str(row["config"]))}</b> on {e(str(row["conversation"]))}
 (seed {row["seed"]}, run key <code>{e(str(row["run_key"]))}</code>, {row["compaction_count"]} compactions):
 the view over time, each compaction, the summaries, the facts lost.</li>

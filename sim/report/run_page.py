@@ -264,6 +264,8 @@ def facts_missed(results: Results, run_key: str) -> pd.DataFrame:
                 "kind": first["kind"],
                 "first missed at turn": int(first["turn"]),
                 "age then (messages)": int(first["age_messages"]),
+                # compactions its source had been through by then (results older than the column have none)
+                "round then": int(first["round"]) if pd.notna(first.get("round")) else None,
                 "times missed": len(g),
             }
         )
@@ -276,6 +278,7 @@ def facts_missed(results: Results, run_key: str) -> pd.DataFrame:
             "kind",
             "first missed at turn",
             "age then (messages)",
+            "round then",
             "times missed",
         ],
     )

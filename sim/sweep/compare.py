@@ -19,6 +19,8 @@ did not do the rest of its task: its retention counts every need it never reache
 that stopped early does not sit on the frontier with a perfect score. ``success`` is the share of a run's tasks
 (user requests) done: not left unfinished by a stop, and with ``--agent reactive`` not failed by unrepaired
 errors (sim.core.agent); ``trajectory`` the agent requests a run made (a reactive agent's extra ones included).
+``retention_r0``, ``retention_r1`` and ``retention_r2plus`` are the recall of the needs judged after 0, 1, and 2 or
+more compactions of their source (sim.replay.retention); a run with no need in a round has no figure for it.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ METRICS: dict[str, str] = {
     "cache_hit_share": "cache_hit",
     "peak_context_tokens": "peak_context",
     "retention_recall": "retention",
+    "retention_round0": "retention_r0",
+    "retention_round1": "retention_r1",
+    "retention_round2plus": "retention_r2plus",
     "task_success": "success",
     "agent_requests": "trajectory",
     "reacquisitions": "reacquisitions",
