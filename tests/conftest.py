@@ -8,13 +8,25 @@ fewer examples for a quick edit-test loop. Choose with ``HYPOTHESIS_PROFILE=dev`
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
 
+from sim.replay.strategies import fixed_constants
+
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None, max_examples=60)
 settings.register_profile("dev", max_examples=30)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _draws_independent_of_imports() -> Iterator[None]:
+    """Every Hypothesis test draws as in a fresh process, whatever the worker imported before
+    (:func:`sim.replay.strategies.fixed_constants`): otherwise a derandomised search depends on which test
+    modules and policies its worker happened to load first."""
+    with fixed_constants():
+        yield
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import functools
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -457,6 +460,33 @@ def test_counterexample_shows_the_conversation_as_generated() -> None:
 
 
 # -- determinism ------------------------------------------------------------------------------------
+_IMPORTS_BETWEEN = """
+import sys
+from pathlib import Path
+from sim.replay.checker import check_policy
+def report():
+    return check_policy("sliding-window", {}, examples=15, window=8000, tokenizer="chars4").render()
+first = report()
+folder = Path(sys.argv[1])
+numbers = ", ".join(str(i) for i in range(0, 4000, 7))
+words = ", ".join(repr(f"w{i}") for i in range(300))
+(folder / "many_constants.py").write_text(f"VALUES = ({numbers})\\nWORDS = ({words})\\n")
+sys.path.insert(0, str(folder))
+import many_constants  # a local module: Hypothesis would draw from its constants
+print("same" if report() == first else "different")
+"""
+
+
+def test_check_draws_the_same_whatever_the_process_imported(tmp_path: Path) -> None:
+    """A local module imported between two checks (a user's, another policy's) does not change what the second
+    draws: Hypothesis's pool of local constants is kept out of a check. In a fresh process, where nothing pins it
+    (this suite pins it for every test, ``tests/conftest.py``)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORTS_BETWEEN, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "same", out.stderr
+
+
 @pytest.mark.parametrize("policy", ["cloudflare-os", ref(GrowsView)])
 def test_check_policy_is_deterministic(policy: str) -> None:
     """Same call, same report text: a pass with its deviation counts, and a shrunk counterexample."""

@@ -10,8 +10,9 @@ configurations, as ``csim sweep`` makes, differs from the run alone). Everything
 including a context overflow, is a legitimate outcome: a policy may fail to fit, it may not send an
 invalid request.
 
-Hypothesis runs programmatically and derandomized, without its example database, so the same call
-gives the same report byte for byte (``csim check`` in CI must be repeatable). On failure,
+Hypothesis runs programmatically and derandomized, without its example database and without the constants
+of the modules the process happens to have loaded (:func:`sim.replay.strategies.fixed_constants`), so the same
+call gives the same report byte for byte, in any process (``csim check`` in CI must be repeatable). On failure,
 Hypothesis shrinks and replays the minimal failing example last; the inner test records every
 failing example in a closure, so what is left there after the run is the shrunk one.
 """
@@ -37,7 +38,7 @@ from sim.core.tokenizers import get_tokenizer
 from sim.replay.activity import Activity, ScenarioRun, Watch, acts_of, scenario_runs, watch
 from sim.replay.engine import Engine, RunConfig, RunResult
 from sim.replay.lockstep import run_many
-from sim.replay.strategies import conversations, describe, small_model
+from sim.replay.strategies import conversations, describe, fixed_constants, small_model
 
 # Defaults applied to a policy whose configuration is sized for a 200K window and would never act
 # inside the checker's small one. Each is reported in CheckReport.notes when applied.
@@ -260,7 +261,8 @@ def generated(examples: int, *, window: int = 8_000, max_turns: int = 40) -> tup
     def collect(shown: _Shown) -> None:
         out.append(shown.conversation)
 
-    collect()
+    with fixed_constants():
+        collect()
     return tuple(out)
 
 
@@ -338,7 +340,8 @@ def check_policy(
     passed = True
     if corpus is None:
         try:
-            inner()
+            with fixed_constants():
+                inner()
         except _Failed:
             passed = False
     else:

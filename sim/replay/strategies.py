@@ -29,9 +29,12 @@ How it is built, and why:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from hypothesis import strategies as st
+from hypothesis.internal.conjecture import providers as _providers
 
 from sim.core.conversation import Conversation, Fact, Message, Part, Tool, validate
 from sim.core.model import MESSAGE_OVERHEAD, PART_OVERHEAD, ModelConfig
@@ -46,6 +49,34 @@ FACT_KINDS = ("recall", "artifact", "decision", "constraint", "continuation")
 # turn and the newest unit still fit with room for the next reply.
 UNIT_SHARE = 0.30
 TURN_SHARE = 0.42
+
+
+@contextmanager
+def fixed_constants() -> Iterator[None]:
+    """Draw as if no module of one's own were loaded: the same examples whatever the process imported before.
+
+    Hypothesis (6.131 on) draws about one primitive value in twenty from the constants written in the source of
+    the *local* modules loaded so far (``sys.modules`` outside the standard library and site-packages). Those
+    differ with what a process imported before a check: fifty policies' modules, a user's own, a test module.
+    So a derandomised ``csim check`` of one policy drew other conversations after the property suite's other
+    checks had loaded their policies (a broken policy's check found its bug alone and missed it in the full
+    suite), and a notebook that imports more would see another report than ``csim check``. Inside this context
+    the pool of local constants is empty (Hypothesis's global pool of edge cases stays). Hypothesis has no
+    setting for this; the hook is its provider module's ``_get_local_constants``, and without it (another
+    Hypothesis) nothing is changed."""
+    get = getattr(_providers, "_get_local_constants", None)
+    cache = getattr(_providers, "CONSTANTS_CACHE", None)
+    if get is None or cache is None or not hasattr(cache, "cache"):
+        yield
+        return
+    empty = _providers.Constants()
+    cache.cache.clear()  # the permitted constants it holds were drawn from the pool being replaced
+    _providers._get_local_constants = lambda: empty
+    try:
+        yield
+    finally:
+        _providers._get_local_constants = get
+        cache.cache.clear()
 
 
 def small_model(window: int = 8_000) -> ModelConfig:
