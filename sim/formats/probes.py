@@ -65,22 +65,33 @@ MIN_CHARS = 5
 MAX_SHARE = 0.25
 #: Caps that keep mining and judging a huge session cheap.
 MAX_ARTIFACTS = 600
-MAX_NEEDS = 12
+MAX_NEEDS = 32
 #: A rule or decision is needed at every later user turn's first request and every EVERY-th later request.
 EVERY = 25
 
 MEMORY_FILES = ("CLAUDE.md", "AGENTS.md", "GEMINI.md", "CONVENTIONS.md", ".cursorrules", "copilot-instructions.md")
 RULE_WORDS = re.compile(
-    r"\b(?:don'?t|do not|never|always|only|must(?: not)?|make sure|ensure|avoid|should not|shouldn'?t|"
-    r"prefer|instead of|rather than|required?|not allowed|cannot|can'?t)\b",
+    r"\b(?:don['’]?t|do not|never|always|only|must(?: not)?|make sure|ensure|avoid|should(?: not)?|shouldn['’]?t|"
+    r"prefer|instead|rather than|required?|not allowed|cannot|can['’]?t|want|need|until|without|same|"
+    r"(?:cheap|fast|quick|small|larg|earl|lat)(?:est|iest)|(?<!the )first|no \w+)\b",
     re.IGNORECASE,
 )
+#: What reads like a rule and is not: what the speaker lacks or forgot, a guess, a question.
+NOT_RULES = re.compile(
+    r"\b(?:(?:don['’]?t|do not|didn['’]?t|can['’]?t|cannot) (?:remember|have|know|recall|find|see|locate)|"
+    r"must have|no problem|no worries)\b|\?\s*$",
+    re.IGNORECASE,
+)
+#: A user message the client wrote, not the user: a command's echo, an interruption, a notification.
+CLIENT_TEXT = ("<local-command", "<command-", "[Request interrupted", "<task-notification>", "<bash-")
 ARTIFACT_SHAPES: dict[str, str] = {
     "url": r"https?://[^\s\"'`<>()\[\]{}]+[^\s\"'`<>()\[\]{}.,;:!?]",
     "path": r"(?<![\w@.-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w@+-]+(?:\.[A-Za-z0-9]{1,8})+(?![\w/])"
     r"|(?<![\w.-])/(?:[\w.@+-]+/)+[\w.@+-]+",
     "uuid": r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
     "module": r"\b[A-Z][A-Za-z0-9]+(?:\.[A-Z][A-Za-z0-9]+)+\b",
+    "dotted": r"\b[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*){2,}\b",
+    "kebab": r"(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+){2,}(?![\w.-])",
     "issue": r"\b[a-z][a-z0-9]{2,}-[a-z0-9]*\d[a-z0-9]*(?:\.\d+)*\b",
     "hex": r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b",
     "snake": r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+[?!]?(?:/\d)?",
@@ -94,8 +105,8 @@ _COMMIT = re.compile(r"git commit\b[^\n]*?-m\s+(?:\"\$\(cat <<'?EOF'?\n)?[\"']?(
 #: Tokens of an artifact's shape that name nothing the conversation established: tool-schema words, brand names.
 COMMON = frozenset(
     {
-        "file_path", "old_string", "new_string", "replace_all", "tool_use_id", "is_error", "run_in_background",
-        "subagent_type", "GitHub", "JavaScript", "TypeScript", "OpenAI", "ChatGPT", "PostgreSQL", "macOS",
+        "file_path", "old_string", "new_string", "replace_all", "run_in_background", "subagent_type",
+        "GitHub", "JavaScript", "TypeScript", "OpenAI", "ChatGPT", "PostgreSQL", "macOS",
     }
 )  # fmt: skip
 
@@ -213,7 +224,10 @@ def _artifacts(msgs: tuple[Message, ...], system: str) -> list[Fact]:
             for t in toks[i]:
                 first.setdefault(t, i)
         elif m.role == "assistant":
-            toks.append(_uses(m))
+            raw = _uses(m)
+            toks.append({_told_tail(t, first) for t in raw})
+            for t in raw - toks[i]:  # a path used in full that only a tail of was told: the full form is coined
+                first.setdefault(t, -1 - i)
             for t in toks[i]:
                 if " " in t:  # a whole command: told verbatim earlier?
                     src = next((j for j in range(i) if msgs[j].role in ("user", "tool") and _holds(msgs[j], t)), None)
@@ -231,7 +245,7 @@ def _artifacts(msgs: tuple[Message, ...], system: str) -> list[Fact]:
         if src < 0 or len(at) > max(4, MAX_SHARE * n) or (system and t in system) or not _holds(msgs[src], t):
             continue
         uses = [a for a in at if msgs[a].role == "assistant" and a - 1 > src]
-        needs = [a - 1 for a in uses if t not in toks[a - 1]][:MAX_NEEDS]
+        needs = _spread([a - 1 for a in uses if not _holds(msgs[a - 1], t)], MAX_NEEDS)
         if not needs:
             continue
         last = needs[-1]
@@ -250,19 +264,41 @@ def _artifacts(msgs: tuple[Message, ...], system: str) -> list[Fact]:
     return [f for _, _, f in sorted(kept, key=lambda x: (x[1], x[2].text))]
 
 
+def _told_tail(t: str, first: dict[str, int]) -> str:
+    """A path the agent uses, as it was told: its longest tail (on ``/`` boundaries, two segments or more) that a
+    user or tool message gave before, so ``/home/u/repo/lib/a.ex`` is a use of ``lib/a.ex`` read in a listing."""
+    if "/" not in t or first.get(t, -1) >= 0 or " " in t:
+        return t
+    segs = t.split("/")
+    for k in range(1, len(segs) - 1):
+        tail = "/".join(segs[k:])
+        if first.get(tail, -1) >= 0:
+            return tail
+    return t
+
+
+def _spread(xs: list[int], cap: int) -> list[int]:
+    """At most ``cap`` of ``xs``, evenly spaced, first and last kept (deterministic)."""
+    if len(xs) <= cap:
+        return xs
+    return [xs[round(k * (len(xs) - 1) / (cap - 1))] for k in range(cap)]
+
+
 # -- rules, decisions, goal state ---------------------------------------------------------------------------
 
 
 def schedule(msgs: tuple[Message, ...], after: int) -> list[int]:
     """Where a rule or decision established at ``after`` is needed: the message before the first request of
-    every later user turn, and before every :data:`EVERY`-th later request (counted from ``after``)."""
+    every later user turn, before every :data:`EVERY`-th later request (counted from ``after``), and before the
+    last request (the end of the task must still honour it)."""
     out: list[int] = []
     k = 0
+    last = max((i - 1 for i in range(after + 2, len(msgs)) if msgs[i].role == "assistant"), default=-1)
     for i in range(after + 1, len(msgs) - 1):
         if msgs[i + 1].role != "assistant":
             continue
         k += 1
-        if msgs[i].role == "user" or k % EVERY == 0:
+        if msgs[i].role == "user" or k % EVERY == 0 or i == last:
             out.append(i)
     return out
 
@@ -284,14 +320,14 @@ def _memory_file(msgs: tuple[Message, ...], i: int) -> bool:
 def _sentences(text: str) -> Iterable[str]:
     for mt in _SENTENCE.finditer(text):
         s = mt.group(0).strip().lstrip("-*•> ").strip()
-        if 12 <= len(s) <= 300 and RULE_WORDS.search(s):
+        if 12 <= len(s) <= 300 and RULE_WORDS.search(s) and not NOT_RULES.search(s):
             yield s
 
 
 def _rules(msgs: tuple[Message, ...]) -> list[Fact]:
     out: list[Fact] = []
     for i, m in enumerate(msgs):
-        stated = m.role == "user" and not m.meta.get("compact_summary") and not m.meta.get("task_notification")
+        stated = m.role == "user" and not m.meta.get("compact_summary") and not m.text.lstrip().startswith(CLIENT_TEXT)
         if not (m.role == "system" or stated or _memory_file(msgs, i)):
             continue
         if m.command is not None:
