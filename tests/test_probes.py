@@ -246,3 +246,20 @@ def test_a_claude_code_replay_of_a_long_session_has_a_defined_retention_recall()
     s = res.summary
     assert s["facts_needed"] >= 100 and 0.0 < s["retention_recall"] <= 1.0, s
     assert {r["kind"] for r in res.fact_rows} >= {"artifact", "decision"}
+
+
+def test_memory_file_rules_are_probes_and_the_system_prompts_are_not() -> None:
+    rule = "Never commit generated files."
+    msgs = (
+        Message("sys", "system", (Part("text", "Always answer in English."),)),
+        Message("u0", "user", (Part("text", "Start."),)),
+        Message("a0", "assistant", (_call("c0", "Read", file_path="/repo/CLAUDE.md"),)),
+        Message("t0", "tool", (Part("tool_result", f"# Rules\n- {rule}", call_id="c0"),)),
+        Message("a1", "assistant", (_call("c1", "Bash", command="make"),)),
+        Message("t1", "tool", (Part("tool_result", "ok", call_id="c1"),)),
+        Message("a2", "assistant", (Part("text", "Built."),)),
+    )
+    rules = [(f.text, f.source) for f in mine_probes(Conversation("m", msgs)) if f.kind == "constraint"]
+    assert rules == [(rule, "t0")]
+    traced = replace(_session(), meta={"sizes_only": True})  # a token trace's placeholders
+    assert with_probes(traced) is traced

@@ -26,15 +26,20 @@ Trivial tokens are left out: common words (:data:`COMMON`), tokens shorter than 
 the system prompt (always in view), line-number prefixes of file reads, and tokens that occur in more than
 :data:`MAX_SHARE` of the messages (boilerplate such as the working directory's root). A conversation with more
 than :data:`MAX_ARTIFACTS` artifact probes keeps those with the most uses (ties by first use), and each probe keeps
-at most :data:`MAX_NEEDS` needs (the first ones), so a huge session stays cheap.
+at most :data:`MAX_NEEDS` needs (evenly spread, first and last kept), so a huge session stays cheap.
 
 **Constraints** (kind ``constraint``): rules the user states, one sentence each: a sentence of a user message (not
-a recorded summary, not a client notification) or of the system prompt, or of a memory file the agent read
-(``CLAUDE.md``, ``AGENTS.md`` and the like, :data:`MEMORY_FILES`) that says "don't", "never", "always", "only",
-"must", "make sure", "use X not Y", "avoid", "do not", "should not", "prefer" (:data:`RULE_WORDS`). A rule is
-needed at every later agent request; that is thinned (:func:`schedule`) to the first request of every later user
-turn and every :data:`EVERY`-th later request, which keeps the count linear in turns while still probing the long
-tool loops between user turns.
+a recorded summary, not a client notification, :data:`CLIENT_TEXT`) or of a memory file the agent read
+(``CLAUDE.md``, ``AGENTS.md`` and the like, :data:`MEMORY_FILES`) that states a rule or a preference: "don't",
+"never", "always", "only", "must", "make sure", "avoid", "should", "prefer", "instead", "I want", "I need", "until",
+"without", "the same", a superlative ("cheapest", "fastest"), "X first", "no X" (:data:`RULE_WORDS`), and is not
+what the speaker lacks or forgot, a guess or a question (:data:`NOT_RULES`). A rule is needed at every later
+agent request; that is thinned (:func:`schedule`) to the first request of every later user turn, every
+:data:`EVERY`-th later request and the last one, which keeps the count linear in turns while still probing the long
+tool loops between user turns; a rule keeps at most :data:`MAX_NEEDS` needs (evenly spread, the last kept) and
+a message at most :data:`MAX_RULES` rules. The system prompt's rules are not probes: the system prompt is never
+compacted (an invariant), so they would only count as retained, every time. A memory file injected as user text
+(``CLAUDE.md`` in a ``<system-reminder>``) is a user message and its rules are probes.
 
 **Decisions and goal state** (kinds ``decision`` and ``continuation``), where the recording marks them: the
 subject line of a commit message (``git commit -m``) and the first line of a plan (``ExitPlanMode``) are
@@ -66,6 +71,7 @@ MAX_SHARE = 0.25
 #: Caps that keep mining and judging a huge session cheap.
 MAX_ARTIFACTS = 600
 MAX_NEEDS = 32
+MAX_RULES = 12  # rules kept per message (the first ones): a long instruction template is not a hundred probes
 #: A rule or decision is needed at every later user turn's first request and every EVERY-th later request.
 EVERY = 25
 
@@ -99,6 +105,7 @@ ARTIFACT_SHAPES: dict[str, str] = {
     "number": r"(?<![\w.])\d{4,}(?:\.\d+)?(?![\w.])",
 }
 _TOKEN = re.compile("|".join(f"(?P<{k}>{v})" for k, v in ARTIFACT_SHAPES.items()))
+_PLAIN = re.compile(r"[\"'(\[]*[A-Za-z][a-z]*[\"').,;:!?\]]*")  # a plain word: no shape can match inside it
 _LINE_NUMBER = re.compile(r"^\s*\d+→", re.MULTILINE)  # a file read's line prefixes ("    12→")
 _SENTENCE = re.compile(r"[^\n.!?]+(?:[.!?](?=\s|$)|$)", re.MULTILINE)
 _COMMIT = re.compile(r"git commit\b[^\n]*?-m\s+(?:\"\$\(cat <<'?EOF'?\n)?[\"']?([^\n\"']{8,})")
@@ -129,7 +136,7 @@ def mine_probes(conversation: Conversation) -> tuple[Fact, ...]:
 def with_probes(conversation: Conversation) -> Conversation:
     """``conversation`` with its mined probes as facts, when it has no facts of its own (a recording); a
     conversation that has facts (a scenario, a native file written with them) is returned as it is."""
-    if conversation.facts:
+    if conversation.facts or conversation.meta.get("sizes_only"):  # a token trace's placeholders say nothing
         return conversation
     probes = mine_probes(conversation)
     if not probes:
@@ -171,15 +178,22 @@ def _arg_values(args: str) -> list[str]:
 
 
 def _tokens(text: str) -> set[str]:
-    """Artifact candidates of one text (shapes of :data:`ARTIFACT_SHAPES`), trivial ones left out."""
+    """Artifact candidates of one text (shapes of :data:`ARTIFACT_SHAPES`), trivial ones left out.
+
+    No shape spans whitespace, so the text is scanned chunk by distinct chunk, and plain words (most of any
+    prose or output) are passed over without running the shapes on them: a long tool result costs its distinct
+    words, not its characters times the shapes."""
     out: set[str] = set()
-    for mt in _TOKEN.finditer(_LINE_NUMBER.sub(" ", text)):
-        tok = mt.group(0).rstrip(".,:;")
-        if len(tok) < MIN_CHARS or tok in COMMON:
+    for chunk in set(_LINE_NUMBER.sub(" ", text).split()):
+        if len(chunk) < MIN_CHARS or _PLAIN.fullmatch(chunk):
             continue
-        if mt.lastgroup == "number" and 1900 <= float(tok) <= 2100:
-            continue
-        out.add(tok)
+        for mt in _TOKEN.finditer(chunk):
+            tok = mt.group(0).rstrip(".,:;")
+            if len(tok) < MIN_CHARS or tok in COMMON:
+                continue
+            if mt.lastgroup == "number" and 1900 <= float(tok) <= 2100:
+                continue
+            out.add(tok)
     return out
 
 
@@ -328,14 +342,15 @@ def _rules(msgs: tuple[Message, ...]) -> list[Fact]:
     out: list[Fact] = []
     for i, m in enumerate(msgs):
         stated = m.role == "user" and not m.meta.get("compact_summary") and not m.text.lstrip().startswith(CLIENT_TEXT)
-        if not (m.role == "system" or stated or _memory_file(msgs, i)):
+        if not (stated or _memory_file(msgs, i)):
             continue
         if m.command is not None:
             continue
         needs = schedule(msgs, i)
         if not needs:
             continue
-        for text in dict.fromkeys(s for h in holdings(m) for s in _sentences(h)):
+        needs = _spread(needs, MAX_NEEDS)
+        for text in list(dict.fromkeys(s for h in holdings(m) for s in _sentences(h)))[:MAX_RULES]:
             if not _holds(m, text):
                 continue
             carriers = tuple(msgs[j].id for j in range(i + 1, needs[-1] + 1) if _holds(msgs[j], text))
@@ -383,7 +398,7 @@ def _decisions(msgs: tuple[Message, ...]) -> list[Fact]:
             if text in seen or not _holds(m, text):
                 continue
             seen.add(text)
-            needs = schedule(msgs, i)
+            needs = _spread(schedule(msgs, i), MAX_NEEDS)
             if not needs:
                 continue
             carriers = tuple(msgs[j].id for j in range(i + 1, needs[-1] + 1) if _holds(msgs[j], text))
