@@ -263,3 +263,16 @@ def test_memory_file_rules_are_probes_and_the_system_prompts_are_not() -> None:
     assert rules == [(rule, "t0")]
     traced = replace(_session(), meta={"sizes_only": True})  # a token trace's placeholders
     assert with_probes(traced) is traced
+
+
+def test_a_recorded_summary_that_restates_a_probe_carries_it() -> None:
+    base = _session(filler=4)
+    k = base.index()["t2"] + 1
+    summary = Message(
+        "sum", "user", (Part("text", f"Summary so far: the crash is in {PATH}."),), meta={"compact_summary": True}
+    )
+    conv = with_probes(replace(base, messages=(*base.messages[:k], summary, *base.messages[k:])))
+    f = _artifact(conv, PATH)
+    assert f.source == "t0" and "sum" in f.carriers  # a summary carries, never establishes
+    rows = [r for r in _judged(conv, "swe-agent-masking", n="2") if r["fact"] == f.id]
+    assert [r["visible"] for r in rows] == [True]  # the listing is masked, the summary is not
