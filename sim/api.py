@@ -66,10 +66,12 @@ def spec(
     datasets: str | Sequence[str] | None = None,
     seeds: int | str | Iterable[int] = 0,
     name: str = "",
+    probes: bool = True,
     **run: Any,
 ) -> SweepSpec:
     """A sweep spec from arguments, checked as a spec file is: ``policies`` maps a name to its parameters (a
-    list of values is a grid axis); ``scenarios`` likewise; ``conversations`` are recorded files."""
+    list of values is a grid axis); ``scenarios`` likewise; ``conversations`` are recorded files, which get probes
+    mined from them unless ``probes=False`` (:mod:`sim.formats.probes`)."""
     from sim.sweep.spec import spec_from_dict
 
     grid = [(_policy_ref(policies), {})] if isinstance(policies, (str, type)) else _named(policies)
@@ -80,10 +82,13 @@ def spec(
         "policies": [{"policy": p, "params": params} for p, params in grid],
         "scenarios": [{"name": s, "params": params} for s, params in _named(scenarios)],
         "datasets": [
-            {"name": d, **({"lenient": True} if lenient else {})}
+            {"name": d, **({"lenient": True} if lenient else {}), **({} if probes else {"probes": False})}
             for d in ([datasets] if isinstance(datasets, str) else list(datasets or []))
         ],
-        "conversations": [{"path": str(f), "format": format, "lenient": lenient} for f in files],
+        "conversations": [
+            {"path": str(f), "format": format, "lenient": lenient, **({} if probes else {"probes": False})}
+            for f in files
+        ],
     }
     return spec_from_dict(data, Path.cwd(), "the arguments of sim.api")
 
@@ -99,6 +104,7 @@ def run(
     lenient: bool = False,
     dataset: str | None = None,
     seeds: int | str | Iterable[int] = 0,
+    probes: bool = True,
     **run_options: Any,
 ) -> Results:
     """One policy with fixed parameters on a scenario, a recording or a dataset, for each seed; in memory.
@@ -120,6 +126,7 @@ def run(
         lenient=lenient,
         datasets=dataset,
         seeds=seeds,
+        probes=probes,
         **run_options,
     )
     return run_spec(s)

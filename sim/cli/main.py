@@ -65,6 +65,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         conversations=str(Path(args.conversation).expanduser().resolve()) if args.conversation else None,
         format=args.format,
         lenient=args.lenient,
+        probes=not args.no_probes,
         datasets=args.dataset,
         seeds=args.seed,
         **options,
@@ -240,6 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--format", default="auto", help="its format (csim list formats; default auto)")
     src.add_argument("--lenient", action="store_true", help="skip malformed records and report each one")
     src.add_argument("--dataset", help="a fetched public dataset (csim datasets list; fetch it first)")
+    src.add_argument(
+        "--no-probes", action="store_true", help="do not mine retention probes from the recording (sim.formats.probes)"
+    )
     p.add_argument("--out", required=True, help="output directory")
     add_run_options(p, calibration=True)
     p.set_defaults(func=cmd_run)

@@ -103,6 +103,7 @@ def register(sub: Any) -> None:
     )
     g.add_argument("--format", default="auto", help="format of the --conversation files (default auto)")
     g.add_argument("--lenient", action="store_true", help="skip malformed records of the recordings")
+    g.add_argument("--no-probes", action="store_true", help="do not mine retention probes from the recordings")
     g.add_argument("--seeds", default=None, help="seeds, e.g. 0-19 or 0,3,5 (default 0)")
     x = p.add_argument_group("where it runs")
     x.add_argument(
@@ -185,6 +186,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
         lenient=args.lenient,
         seeds=args.seeds,
         run=given_run,
+        probes=not args.no_probes,
     )
 
 

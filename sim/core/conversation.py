@@ -167,12 +167,20 @@ class Fact:
 
     Attributes:
         id: stable id.
-        kind: ``recall`` (a detail looked up), ``artifact`` (a path, id or name), ``decision``,
-            ``constraint`` (a user requirement), ``continuation`` (what to do next).
+        kind: ``recall`` (a detail looked up), ``artifact`` (a path, id, name, command or number the agent
+            uses again), ``decision`` (what was decided: a commit's subject, a plan), ``constraint`` (a rule
+            of the user's, the system prompt's or a memory file's), ``continuation`` (what to do next: a todo
+            item). Synthetic scenarios script all five; :mod:`sim.formats.probes` mines the last four from
+            recordings.
         text: the fact's words; they appear verbatim in the source message.
         source: id of the message that establishes it.
         needed_at: ids of later messages; the fact must be visible at the first model request at or
             after each of them.
+        mined: found in a recording by :func:`sim.formats.probes.mine_probes` rather than scripted by a
+            scenario, so reports can tell the two apart (a boolean, left out of checksums when false, so
+            scripted conversations keep theirs).
+        carriers: ids of other messages that hold the same text verbatim (a re-read, a restating summary);
+            the fact is visible when any of them is, as when its source is.
     """
 
     id: str
@@ -180,6 +188,8 @@ class Fact:
     text: str
     source: str
     needed_at: tuple[str, ...] = ()
+    mined: bool = False
+    carriers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in FACT_KINDS:
@@ -252,4 +262,7 @@ def validate(conv: Conversation) -> list[str]:
         for n in f.needed_at:
             if n not in ids:
                 problems.append(f"fact {f.id!r}: needed_at {n!r} is not a message id")
+        for c in f.carriers:
+            if c not in ids:
+                problems.append(f"fact {f.id!r}: carrier {c!r} is not a message id")
     return problems

@@ -27,7 +27,7 @@ VERSION = 1
 _EXPECTED = 'a csim-conversation JSONL file (first line {"format": "csim-conversation", "version": 1, ...})'
 _HEADER_KEYS = frozenset({"format", "version", "id", "tools", "meta"})
 _MESSAGE_KEYS = frozenset({"type", "id", "role", "parts", "pending", "resolves", "usage", "meta"})
-_FACT_KEYS = frozenset({"type", "id", "kind", "text", "source", "needed_at"})
+_FACT_KEYS = frozenset({"type", "id", "kind", "text", "source", "needed_at", "mined", "carriers"})
 _PART_KEYS = frozenset({"kind", "text", "call_id", "name", "args", "is_error", "ref", "original_bytes"})
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 _TOOL_KEYS = frozenset({"name", "description", "parameters"})
@@ -93,18 +93,13 @@ def dumps(conversation: Conversation) -> str:
             rec["usage"] = _usage_record(m.usage)
         lines.append(_line(rec))
     for f in c.facts:
-        lines.append(
-            _line(
-                {
-                    "type": "fact",
-                    "id": f.id,
-                    "kind": f.kind,
-                    "text": f.text,
-                    "source": f.source,
-                    "needed_at": list(f.needed_at),
-                }
-            )
-        )
+        rec = {"type": "fact", "id": f.id, "kind": f.kind, "text": f.text, "source": f.source}
+        rec["needed_at"] = list(f.needed_at)
+        if f.mined:  # written only when set, so files written before these keys stay the same
+            rec["mined"] = True
+        if f.carriers:
+            rec["carriers"] = list(f.carriers)
+        lines.append(_line(rec))
     return "".join(lines)
 
 
@@ -202,7 +197,10 @@ def _fact(obj: Mapping[str, Any]) -> Fact:
     if kind not in FACT_KINDS:
         raise BadRecord(f"{what} kind {kind!r} is not one of {', '.join(FACT_KINDS)}")
     needed = tuple(check(n, str, f"{what} needed_at entry") for n in get(obj, "needed_at", list, what, []))
-    return Fact(fid, kind, get(obj, "text", str, what), get(obj, "source", str, what), needed)
+    mined = get(obj, "mined", bool, what, False)
+    carriers = tuple(check(n, str, f"{what} carriers entry") for n in get(obj, "carriers", list, what, []))
+    text, source = get(obj, "text", str, what), get(obj, "source", str, what)
+    return Fact(fid, kind, text, source, needed, mined, carriers)
 
 
 def _tool(obj: Any, what: str) -> Tool:

@@ -4,9 +4,12 @@ A fact (:class:`sim.core.conversation.Fact`) has a source message and the messag
 message enters the log, the fact is due: the next agent request judges it visible or lost (:meth:`Retention.judge`)
 and records one row (``facts.parquet``). A fact is visible when the view's summary or an injected message carries
 it (by id, or, for an injected message, its text, as a re-attached file does), or when the view shows its source
-message, or a copy of it the reactive agent made (:class:`sim.replay.reactive.Reactions`), with a part that still
-holds the fact's text (not replaced, dropped or truncated away). A fact bounded away as its source entered the log
-(a truncated tool result) is lost from the start.
+message, or a copy of it the reactive agent made (:class:`sim.replay.reactive.Reactions`), or one of its carriers
+(another message holding the same text, :attr:`~sim.core.conversation.Fact.carriers`: a re-read, a recorded summary
+restating it), with a part that still holds the fact's text in its text or a tool call's arguments (not replaced,
+dropped or truncated away). A mined probe (:mod:`sim.formats.probes`) is also visible when the summary's text holds
+its text verbatim. A fact bounded away as its source entered the log (a truncated tool result) is lost from the
+start, unless a carrier shows it later.
 
 Each row also says the fact's compaction round: how many compactions (rollbacks included: each is a compaction
 record of the log) came between its source entering the log and the request that needs it, 0 when none did. The
@@ -22,7 +25,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
-from sim.core.conversation import Conversation, Fact, Message
+from sim.core.conversation import Conversation, Fact, Message, Part
 from sim.core.invariants import edited_ranges, minus, ranges
 from sim.core.state import Ledger
 from sim.core.tokenizers import Memo, memoised
@@ -58,6 +61,7 @@ class Retention:
         truncate: TruncateFn,
     ) -> None:
         self.by_need, self.by_source, self.by_id = memoised(memo, conversation, "facts", fact_index)
+        self.by_carrier: dict[str, list[Fact]] = memoised(memo, conversation, "fact-carriers", _carrier_index)
         self.facts = conversation.facts
         self.ledger, self.reactions, self.has_system, self.truncate = ledger, reactions, has_system, truncate
         self.lost_on_entry: set[str] = set()
@@ -85,7 +89,7 @@ class Retention:
     def entered(self, m: Message) -> None:
         """``m`` was appended: its facts bounded away on entry are lost, and those it needs are due."""
         for f in self.by_source.get(m.id, ()):
-            if not any(f.text in p.text for p in m.parts):
+            if not any(_holds(p, f.text) for p in m.parts):
                 self.lost_on_entry.add(f.id)  # bounded away on entry (or never present)
         self.due.extend(self.by_need.get(m.id, ()))
 
@@ -118,11 +122,14 @@ class Retention:
 
     def visible_in(self, f: Fact, view: View) -> bool:
         """Whether ``view`` shows fact ``f`` (see the module docstring)."""
-        if view.summary is not None and f.id in view.summary.facts:
+        if view.summary is not None and (f.id in view.summary.facts or (f.mined and f.text in view.summary.text)):
             return True
         if view.injected and any(f.id in x.facts or (f.text and f.text in x.text) for x in view.injected):
             return True
-        src = self.ledger.index.get(f.source)
+        index = self.ledger.index
+        if any((c := index.get(cid)) is not None and self._carries(f, c, view) for cid in f.carriers):
+            return True
+        src = index.get(f.source)
         if src is None or f.id in self.lost_on_entry:
             return False
         if src == 0 and self.has_system:
@@ -141,9 +148,9 @@ class Retention:
             return True
         m = self.ledger.messages[src]
         for old, new in zip(m.parts, edit_parts(m, rules, self.truncate), strict=True):
-            if f.text not in old.text or new is None:
+            if not _holds(old, f.text) or new is None:
                 continue
-            if new is old or (rule_for(old, rules).action == "truncate" and f.text in new.text):  # type: ignore[union-attr]
+            if new is old or (rule_for(old, rules).action == "truncate" and _holds(new, f.text)):  # type: ignore[union-attr]
                 return True
         return False
 
@@ -168,6 +175,8 @@ class Retention:
             for i in range(a, b)
             for f in self.by_source.get(copy_of.get(msgs[i].id, msgs[i].id), ())
         }
+        carried = self.by_carrier
+        candidates.update((f.id, f) for a, b in touched for i in range(a, b) for f in carried.get(msgs[i].id, ()))
         for fid in (*(before.summary.facts if before.summary else ()), *(x for i in before.injected for x in i.facts)):
             if fid in self.by_id:
                 candidates[fid] = self.by_id[fid]
@@ -187,6 +196,20 @@ class Retention:
         for kind, (needed, _) in self.by_kind.items():
             out[kind] = out.get(kind, 0) - needed
         return {k: v for k, v in sorted(out.items()) if v > 0}
+
+
+def _holds(p: Part, text: str) -> bool:
+    """Whether part ``p`` holds ``text``: in its text, or in a tool call's JSON arguments (a mined probe's use)."""
+    return text in p.text or (p.args is not None and text in p.args)
+
+
+def _carrier_index(conv: Conversation) -> dict[str, list[Fact]]:
+    """Facts by the messages that carry their text besides the source (:attr:`Fact.carriers`)."""
+    out: dict[str, list[Fact]] = {}
+    for f in conv.facts:
+        for c in f.carriers:
+            out.setdefault(c, []).append(f)
+    return out
 
 
 __all__ = ["FactIndex", "Retention", "fact_index"]

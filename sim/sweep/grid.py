@@ -40,6 +40,7 @@ from sim.core.metrics import SUMMARY_COLUMNS, versions
 from sim.core.tokenizers import get_tokenizer
 from sim.formats.datasets import dataset_conversations
 from sim.formats.importing import recorded_conversations
+from sim.formats.probes import with_probes
 from sim.replay.engine import RunResult, run
 from sim.replay.lockstep import run_many
 from sim.scenarios import scenario_conversation
@@ -120,7 +121,8 @@ class Task:
 
 
 def conversations_of(source: Source, seeds: Sequence[int]) -> Iterator[tuple[int | None, Conversation]]:
-    """``(seed, conversation)`` for a scenario (one per seed), ``(None, conversation)`` for recordings."""
+    """``(seed, conversation)`` for a scenario (one per seed), ``(None, conversation)`` for recordings, each with
+    its mined probes unless the source turns them off (:func:`sim.formats.probes.with_probes`)."""
 
     if source.kind == "scenario":
         for seed in seeds:
@@ -130,12 +132,12 @@ def conversations_of(source: Source, seeds: Sequence[int]) -> Iterator[tuple[int
         for line in skipped:
             print(line, file=sys.stderr)
         for c in convs:
-            yield None, c
+            yield None, with_probes(c) if source.probes else c
     else:
         got = dataset_conversations(source.name, lenient=source.lenient)
         convs = got[0] if isinstance(got, tuple) else got
         for c in convs:
-            yield None, c
+            yield None, with_probes(c) if source.probes else c
 
 
 def package_version(policies: Iterable[str] = ()) -> str:

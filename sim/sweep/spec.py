@@ -46,6 +46,8 @@ class Source:
     params: tuple[tuple[str, str], ...] = ()
     format: str = "auto"
     lenient: bool = False
+    #: Recordings without facts get probes mined from them (:mod:`sim.formats.probes`); False replays them bare.
+    probes: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in SOURCE_KINDS:
@@ -66,6 +68,8 @@ class Source:
             out.update(format=self.format, lenient=self.lenient)
         if self.kind == "dataset" and self.lenient:
             out["lenient"] = True
+        if self.kind != "scenario" and not self.probes:
+            out["probes"] = False
         return out
 
 
@@ -151,9 +155,10 @@ def spec_from_dict(data: Mapping[str, Any], base: Path, where: str = "sweep spec
     sources: list[Source] = []
     for e in entries("scenarios", "name", ("name", "params")):
         sources.extend(_scenario_sources(str(e["name"]), e.get("params", {})))
-    for e in entries("datasets", "name", ("name", "lenient")):
-        sources.append(Source("dataset", str(e["name"]), lenient=bool(e.get("lenient", False))))
-    for e in entries("conversations", "path", ("path", "format", "lenient")):
+    for e in entries("datasets", "name", ("name", "lenient", "probes")):
+        probes = _flag(e, "probes", where)
+        sources.append(Source("dataset", str(e["name"]), lenient=bool(e.get("lenient", False)), probes=probes))
+    for e in entries("conversations", "path", ("path", "format", "lenient", "probes")):
         path = Path(str(e["path"])).expanduser()
         path = path if path.is_absolute() else (base / path)
         sources.append(
@@ -162,6 +167,7 @@ def spec_from_dict(data: Mapping[str, Any], base: Path, where: str = "sweep spec
                 str(path.resolve()),
                 format=str(e.get("format", "auto")),
                 lenient=bool(e.get("lenient", False)),
+                probes=_flag(e, "probes", where),
             )
         )
     run = dict(data.get("run", {}))
@@ -184,6 +190,14 @@ def _scenario_sources(name: str, params: Mapping[str, Any]) -> list[Source]:
     return [Source("scenario", name, tuple(zip(names, combo, strict=True))) for combo in combos]
 
 
+def _flag(entry: Mapping[str, Any], key: str, where: str) -> bool:
+    """A boolean key of a table entry (default true), refusing anything but true or false."""
+    value = entry.get(key, True)
+    if not isinstance(value, bool):
+        raise InvalidConfig(f"{where}: {key} = {value!r} must be true or false")
+    return value
+
+
 def spec_from_flags(
     policies: Sequence[tuple[str, Sequence[str]]],
     *,
@@ -194,6 +208,7 @@ def spec_from_flags(
     lenient: bool = False,
     seeds: str | None = None,
     run: Mapping[str, Any] | None = None,
+    probes: bool = True,
 ) -> SweepSpec:
     """The spec of ``csim sweep``'s grid flags: each policy and scenario with its ``NAME=V1,V2`` items (``-P``,
     ``-S``), datasets, recorded files (relative to the working directory), seeds, and the run options given."""
@@ -205,8 +220,11 @@ def spec_from_flags(
         "run": given,
         "policies": [{"policy": name, "params": parse_kv(items, "-P")} for name, items in policies],
         "scenarios": [{"name": name, "params": parse_kv(items, "-S")} for name, items in scenarios],
-        "datasets": [{"name": d} for d in datasets],
-        "conversations": [{"path": c, "format": format, "lenient": lenient} for c in conversations],
+        "datasets": [{"name": d, **({} if probes else {"probes": False})} for d in datasets],
+        "conversations": [
+            {"path": c, "format": format, "lenient": lenient, **({} if probes else {"probes": False})}
+            for c in conversations
+        ],
     }
     return spec_from_dict(data, Path.cwd(), "flags")
 
