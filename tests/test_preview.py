@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +235,12 @@ def test_a_shared_recording_of_each_format_previews_as_its_run_compacts(
 def test_a_recording_that_does_not_exist_is_a_clear_error() -> None:
     with pytest.raises(CsimError, match="does not exist"):
         api.compact("no/such/session.jsonl", "cloudflare-os")
+
+
+def test_the_readme_shows_the_output_the_command_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Previewing a compaction") :]
+    command, shown = re.findall(r"```sh\n(.*?)\n```\n```\n(.*?)```", section, flags=re.S)[0]
+    assert command.startswith("csim preview ")
+    assert main(shlex.split(command)[1:]) == 0
+    assert capsys.readouterr().out == shown

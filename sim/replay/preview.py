@@ -412,7 +412,9 @@ def _no_compaction(
     if at is not None and earlier:
         hint = f"give an earlier --at, or {hint}"
     smaller = peak * 3 // 4
-    if smaller >= 1_000:
+    if ended == "context-overflow":
+        hint += f", or a larger --window (the prompt reached {peak}; it overflowed before the policy compacted)"
+    elif smaller >= 1_000:
         reserve = "" if smaller > config.model.output_reserve else f" --output-reserve {smaller // 8}"
         hint += f", or a smaller window (e.g. --window {smaller}{reserve})"
     out.append(f"to see one, {hint}")
