@@ -17,6 +17,9 @@ a notebook needs no command line and no files for a quick look, and reads a save
     )
     api.compare(s, baseline="none")
 
+    p = api.compact("session.jsonl", "claude-code", window=60_000)  # one compaction, as csim preview shows it
+    p.lost_by_kind(), p.context
+
 Arguments mirror the sweep spec (``datasets/FORMAT-sweep.md``) and ``csim`` flags: run options by their
 ``[run]`` key (``window=60_000``, ``tokenizer="chars4"``, ``summariser={"keep_recall": 0.3}``). A policy is a
 registered name or ``"package.module:Class"``; a policy class of your own may be passed as the class.

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shlex
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,12 @@ import pytest
 from policies import make_policy
 from sim import api
 from sim.cli.main import main
-from sim.core.conversation import Conversation
+from sim.core.conversation import Conversation, Fact
 from sim.core.errors import CsimError, InvalidConfig, UnknownName
 from sim.core.invariants import ranges
 from sim.replay import model as wire
 from sim.replay.engine import run as engine_run
-from sim.replay.preview import NoCompaction, Preview
+from sim.replay.preview import NoCompaction, Preview, preview
 from sim.scenarios import scenario_conversation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,9 +61,11 @@ def _check_against_run(p: Preview, conv: Conversation, comps: pd.DataFrame, fact
     assert (row["turn"], row["tokens_before"], row["tokens_after"]) == (p.request, p.tokens_before, p.tokens_after)
     assert row["trigger"] == p.trigger and row["mode"] == p.mode
     fates = {f.id: f for f in p.facts}
-    # the run's own record of what the compaction lost, restricted to facts needed later, is the preview's
+    # the run's own record of what the compaction lost (the compactions table's facts_lost), restricted to facts
+    # needed later, is in the preview's; the preview may say more: Retention.lost tests a re-attached file
+    # (an injected message) by the fact ids it names only, the requests judge it by its text as well
     run_lost = {x for x in str(row["facts_lost"]).split(",") if x}
-    assert {f.id for f in p.lost} == run_lost & set(fates)
+    assert run_lost & set(fates) <= {f.id for f in p.lost}
     nxt = comps.loc[k + 1, "turn"] if k + 1 < len(comps) else float("inf")
     window = facts[(facts["turn"] >= p.request) & (facts["turn"] < nxt)]
     established = set(p.message_ids)
@@ -148,7 +151,9 @@ def test_the_errors_say_what_to_do() -> None:
     conv = scenario_conversation("coding-agent", 0, {})
     with pytest.raises(UnknownName, match="Did you mean 'cloudflare-os'"):
         api.compact(conv, "cloudflar-os")
-    with pytest.raises(InvalidConfig, match="request 500 is past the end: .* has 60 agent requests"):
+    with pytest.raises(
+        InvalidConfig, match=r"request 500 is past the end: .* has 60 agent requests \(numbered 0 to 59"
+    ):
         api.compact(conv, "cloudflare-os", at=500)
     with pytest.raises(NoCompaction, match="never compacts by design"):
         api.compact(conv, "none")
@@ -244,3 +249,40 @@ def test_the_readme_shows_the_output_the_command_prints(capsys: pytest.CaptureFi
     assert command.startswith("csim preview ")
     assert main(shlex.split(command)[1:]) == 0
     assert capsys.readouterr().out == shown
+
+
+def test_facts_on_a_recording_are_judged_as_on_a_scenario() -> None:
+    """Recordings carry no facts yet (mined probes come later): facts added to one are previewed and lost as the
+    run then judges them, since the preview reads ``conversation.facts`` whatever made them."""
+    path = RECORDED / "swe-agent" / "crypto__eps.traj"
+    if not path.exists():
+        pytest.skip(f"{path} is absent: the shared recordings live in ../shared/recorded (or $CSIM_RECORDED)")
+    conv, config, _ = api.one_conversation(
+        scenario=None,
+        scenario_params=None,
+        path=path,
+        format="auto",
+        lenient=False,
+        conversation_id=None,
+        seed=0,
+        run_options={},
+    )
+    msgs = conv.messages
+    half = len(msgs) // 2
+    late = [m.id for m in msgs[half:] if m.role in ("user", "tool")]
+    facts = tuple(
+        Fact(f"p{i}", "recall", m.parts[0].text.strip()[:40], m.id, (late[i % len(late)],))
+        for i, m in enumerate(msgs[2:half])  # the observations after the task
+        if m.role in ("user", "tool") and m.parts[0].text.strip()
+    )
+    assert len(facts) >= 3
+    conv = replace(conv, facts=facts)
+    config = replace(config, model=replace(config.model, context_window=5_000, output_reserve=500))
+    r = engine_run(make_policy("sliding-window"), conv, config)
+    comps = pd.DataFrame(r.compactions)
+    rows = pd.DataFrame(r.fact_rows, columns=["turn", "fact", "kind", "visible", "age_messages"])
+    lost = 0
+    for turn in sorted(set(comps["turn"])):  # each compaction of the run, previewed with --at
+        p = preview(make_policy("sliding-window"), conv, config, at=int(turn))
+        lost += _check_against_run(p, conv, comps, rows)
+    assert lost > 0  # dropping old messages loses what only they showed, and the run then says so

@@ -68,7 +68,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
         print(f"note: {note}; choose another with --id ID", file=sys.stderr)
     p = preview(policy, conv, config, at=args.at)
     if args.json:
-        print(json.dumps(p.to_dict(), indent=2, sort_keys=False))
+        print(json.dumps(p.to_dict(), indent=2, default=str))
     else:
         print("\n".join(render(p, summary=args.summary)))
     return 0

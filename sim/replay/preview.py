@@ -8,7 +8,10 @@ message) until the first compaction at or after agent request ``at`` (the first 
 that compaction off the run's log, and stopping there. Nothing is estimated: the view before is the view the run
 had, the view after is the one its compaction record holds, and the lost facts are judged with the same
 :meth:`~sim.replay.retention.Retention.visible_in` the run's retention uses, so the facts a preview says are lost
-are exactly those the run then reports lost at their next needs (``tests/test_preview.py`` checks it).
+are exactly those the run then reports lost at their next needs (``tests/test_preview.py`` checks it). Each fact is
+judged whole, before and after; the compactions table's ``facts_lost`` tests only the facts a compaction touched
+and a re-attached file's facts by the ids it names, so it can name fewer (a file an earlier compaction re-attached,
+which shows a fact by its text, and this one does not re-attach).
 
 Requests are numbered as the results' ``requests`` and ``compactions`` tables number them (``turn``, from 0): a
 compaction at request N happens before agent request N is sent.
@@ -94,6 +97,7 @@ class Preview:
             included, edits applied): the compacted list of turns.
         request_messages: ``context`` in the run's wire format (``provider``), as the mock provider receives it.
         requests_in_script: the agent requests the conversation's script holds.
+        message_ids: the ids of the log's first ``messages`` messages, by index (for the ranges above).
     """
 
     policy: str
@@ -198,9 +202,10 @@ def preview(
     if at is not None and at < 0:
         raise InvalidConfig(f"request {at} is not a request: requests are numbered from 0 (the requests table's turn)")
     if at is not None and at >= replies and not config.agent.reactive:  # a reactive agent adds requests
+        have = f"{replies} agent requests (numbered 0 to {replies - 1}" if replies else "no agent request ("
         raise InvalidConfig(
-            f"request {at} is past the end: {conversation.id!r} has {replies} agent requests "
-            f"(numbered 0 to {replies - 1}, as the requests table's turn); give --at within them"
+            f"request {at} is past the end: {conversation.id!r} has {have}, as the requests table's turn counts "
+            "them); give --at within them"
         )
     engine = Engine(policy, conversation, config, tokenizer)
     first = at or 0
