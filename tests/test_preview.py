@@ -124,6 +124,8 @@ def test_the_preview_says_what_it_keeps_removes_and_sends() -> None:
     assert sum(v["lost"] for v in by_kind.values()) == len(p.lost)
     assert {k: len(v) for k, v in p.lost_by_kind().items()} == {k: v["lost"] for k, v in by_kind.items() if v["lost"]}
     json.dumps(p.to_dict())
+    s, sp, pol, pp, ro = CASES[0]
+    assert api.compact(None, pol, pp, scenario=s, scenario_params=sp, **ro) == p  # deterministic
 
 
 def test_api_compact_takes_a_list_of_messages_and_a_policy_object() -> None:
@@ -208,6 +210,14 @@ RECORDINGS = [
         "models_cassettes_test_anthropic_test_anthropic_mixed_strict_tool_run-2",
     ),
 ]
+
+
+def test_a_recording_read_as_the_wrong_format_names_the_right_one(capsys: pytest.CaptureFixture[str]) -> None:
+    path = RECORDED / "swe-agent" / "crypto__eps.traj"
+    if not path.exists():
+        pytest.skip(f"{path} is absent: the shared recordings live in ../shared/recorded (or $CSIM_RECORDED)")
+    assert main(["preview", str(path), "--format", "claude-code", "--policy", "cloudflare-os"]) == 2
+    assert "give --format swe-agent" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("folder", "name", "policy", "params", "cid"), RECORDINGS, ids=[r[1][:24] for r in RECORDINGS])

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sim.cli.options import add_run_options, option_values
-from sim.core.errors import InvalidConfig
+from sim.core.errors import FormatError, InvalidConfig
 
 if TYPE_CHECKING:
     from sim.replay.preview import Preview
@@ -54,16 +54,24 @@ def cmd_preview(args: argparse.Namespace) -> int:
     if options.get("calibration"):
         options["calibration"] = str(Path(options["calibration"]).expanduser().resolve())
     policy = make_policy(args.policy, parse_kv(args.param))
-    conv, config, note = api.one_conversation(
-        scenario=args.scenario,
-        scenario_params=parse_kv(args.scenario_param, "-S"),
-        path=args.session,
-        format=args.format,
-        lenient=args.lenient,
-        conversation_id=args.id,
-        seed=args.seed or 0,
-        run_options=options,
-    )
+    try:
+        conv, config, note = api.one_conversation(
+            scenario=args.scenario,
+            scenario_params=parse_kv(args.scenario_param, "-S"),
+            path=args.session,
+            format=args.format,
+            lenient=args.lenient,
+            conversation_id=args.id,
+            seed=args.seed or 0,
+            run_options=options,
+        )
+    except FormatError as exc:  # as csim run says it: the format that does read the file, when one does
+        from sim.cli.main import _format_hint
+
+        hint = _format_hint(exc.path, args.format)
+        if hint is None:
+            raise
+        raise FormatError(exc.path, exc.line, exc.problem, hint) from None
     if note:
         print(f"note: {note}; choose another with --id ID", file=sys.stderr)
     p = preview(policy, conv, config, at=args.at)
