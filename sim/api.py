@@ -221,6 +221,7 @@ def compact(
     params: Mapping[str, Any] | None = None,
     *,
     at: int | None = None,
+    manual: bool = False,
     scenario: str | None = None,
     scenario_params: Mapping[str, Any] | None = None,
     format: str = "auto",
@@ -234,6 +235,9 @@ def compact(
     first at all when None): a :class:`~sim.replay.preview.Preview` with the view before and after, the kept,
     summarised, dropped and cleared messages, the tokens, the later-needed facts it loses, and ``context``: the
     compacted list of messages the model is then sent (``request_messages``: the same in the wire format).
+
+    ``manual``: instead, the policy's manual compaction, as if the user typed ``/compact`` at the first turn
+    boundary at or after request ``at`` (``csim preview --manual``).
 
     ``conversation``: a :class:`~sim.core.conversation.Conversation`, a list of
     :class:`~sim.core.conversation.Message` (an outside harness's turns), or a recording's path (``format``,
@@ -271,7 +275,7 @@ def compact(
             from sim.calibration.files import load_for_source
 
             config = replace(config, calibration=load_for_source(calibration, config.model.provider, "conversation"))
-        return preview(chosen, conv, config, at=at)
+        return preview(chosen, conv, config, at=at, manual=manual)
     conv, config, _ = one_conversation(
         scenario=scenario,
         scenario_params=scenario_params,
@@ -282,7 +286,7 @@ def compact(
         seed=seed,
         run_options=run_options,
     )
-    return preview(chosen, conv, config, at=at)
+    return preview(chosen, conv, config, at=at, manual=manual)
 
 
 def one_conversation(

@@ -23,7 +23,7 @@ from sim.core.errors import CsimError, InvalidConfig, UnknownName
 from sim.core.invariants import ranges
 from sim.replay import model as wire
 from sim.replay.engine import run as engine_run
-from sim.replay.preview import NoCompaction, Preview, preview
+from sim.replay.preview import NoCompaction, Preview, preview, with_compact_command
 from sim.scenarios import scenario_conversation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,6 +147,26 @@ def test_api_compact_takes_a_list_of_messages_and_a_policy_object() -> None:
         api.compact(conv, make_policy("autogen-buffered"), {"buffer_size": 3})
     with pytest.raises(InvalidConfig, match="not both"):
         api.compact(conv, "none", scenario="coding-agent")
+
+
+@pytest.mark.parametrize("policy", ["claude-code", "codex"])
+def test_a_manual_compaction_is_the_one_a_compact_command_there_makes(policy: str) -> None:
+    conv = scenario_conversation("coding-agent", 0, {})
+    with_command, turn = with_compact_command(conv, 20)
+    added = [m for m in with_command.messages if m.command == "compact"]
+    assert turn >= 20 and len(with_command.messages) == len(conv.messages) + 1
+    assert [m.id for m in added if m not in conv.messages] == [f"preview-compact-{turn}"]
+    p = api.compact(conv, policy, at=20, manual=True)
+    assert (p.request, p.trigger) == (turn, "manual") and p.act == "summarised"
+    r = engine_run(make_policy(policy), with_command)
+    rows = pd.DataFrame(r.fact_rows, columns=["turn", "fact", "kind", "visible", "age_messages"])
+    _check_against_run(p, with_command, pd.DataFrame(r.compactions), rows)
+    if policy == "claude-code":
+        assert any(x.startswith("file") for x in p.injected)  # the re-attached files
+    with pytest.raises(NoCompaction, match="declines a manual compaction"):
+        api.compact(conv, "sliding-window", at=20, manual=True)
+    with pytest.raises(InvalidConfig, match="give --at REQUEST"):
+        api.compact(conv, policy, manual=True)
 
 
 def test_the_errors_say_what_to_do() -> None:

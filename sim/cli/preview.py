@@ -29,6 +29,9 @@ are numbered from 0, as the requests table's turn), and show that compaction, th
   * the facts established so far that a later request needs, by kind: how many the view showed before and
     after, and which ones the compaction loses (those the run then reports not visible at their needs).
 
+With --manual, the compaction the policy makes when asked instead: a /compact command is put in the script
+where a user could type it (before the first user message at or after request --at), the rest unchanged.
+
 When the replay ends without a compaction, the error says where the context peaked against the window and
 the policy's trigger: lower the trigger with -P, give a smaller --window, or --at an earlier request.
 With --json, the same as one JSON object (sim.api.compact returns it as a Preview, with the views and the
@@ -38,6 +41,7 @@ EPILOG = """examples:
   csim preview --scenario coding-agent --policy cloudflare-os
   csim preview session.jsonl --policy claude-code --window 60000
   csim preview --scenario research-agent --policy sliding-window -P trigger_ratio=0.5 --at 40 --json
+  csim preview --scenario coding-agent --policy claude-code --at 20 --manual    # what /compact would do there
 """
 
 
@@ -74,7 +78,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
         raise FormatError(exc.path, exc.line, exc.problem, hint) from None
     if note:
         print(f"note: {note}; choose another with --id ID", file=sys.stderr)
-    p = preview(policy, conv, config, at=args.at)
+    p = preview(policy, conv, config, at=args.at, manual=args.manual)
     if args.json:
         print(json.dumps(p.to_dict(), indent=2, default=str))
     else:
@@ -119,6 +123,8 @@ def render(p: Preview, *, summary: bool = False) -> list[str]:
         out.append(f"  {word:<11} {_n(_count(p.removed), 'message')}: {_spans(p, p.removed)}")
     if p.summary is not None:
         out.append(f"  summary     {p.summary_tokens:,} tokens")
+    if p.injected:
+        out.append(f"  added       {_n(len(p.injected), 'message')} not in the log: {'; '.join(p.injected)}")
     if p.edited:
         groups = Counter((e.action, e.kind, e.tool) for e in p.edited)
         where = sorted({e.index for e in p.edited})
@@ -168,6 +174,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         metavar="REQUEST",
         help="the first compaction at or after this agent request (from 0, the requests table's turn); "
         "default: the first compaction",
+    )
+    p.add_argument(
+        "--manual",
+        action="store_true",
+        help="instead, the policy's manual compaction, as if the user typed /compact at the first turn boundary "
+        "at or after --at REQUEST",
     )
     src = p.add_argument_group("conversation (SESSION or --scenario)")
     src.add_argument("--scenario", help="bundled synthetic scenario instead of SESSION (csim list scenarios)")

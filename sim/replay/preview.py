@@ -90,6 +90,8 @@ class Preview:
             dropped (or, for a rollback, what the restored view lacks).
         edited: parts of kept messages the compaction newly clears, drops or truncates.
         summary: the new summary's text (None when the compaction wrote none), and its tokens.
+        injected: the messages the compaction adds that are not in the log (re-attached files, re-injected
+            instructions), by label (else their first words).
         facts: every fact established before the compaction whose next need comes after it, with its fate.
         then: ids of further compactions the policy made before the same request (a policy that checks again).
         view_before, view: the views before and after.
@@ -117,6 +119,7 @@ class Preview:
     edited: tuple[EditedPart, ...]
     summary: str | None
     summary_tokens: int
+    injected: tuple[str, ...]
     facts: tuple[FactFate, ...]
     then: tuple[str, ...]
     view_before: View
@@ -179,6 +182,7 @@ class Preview:
             ],
             "summary": self.summary,
             "summary_tokens": self.summary_tokens,
+            "injected": list(self.injected),
             "facts_by_kind": self.facts_by_kind(),
             "lost": [{"id": f.id, "kind": f.kind, "source": f.source, "needed_at": f.needed_at} for f in self.lost],
             "then": list(self.then),
@@ -192,11 +196,15 @@ def preview(
     config: RunConfig | None = None,
     *,
     at: int | None = None,
+    manual: bool = False,
     tokenizer: CountingTokenizer | None = None,
 ) -> Preview:
     """The first compaction at or after agent request ``at`` (the first at all when None) of ``conversation``
     replayed under ``policy`` with ``config``: raises :class:`NoCompaction` when the replay ends without one, and
-    :class:`~sim.core.errors.InvalidConfig` when ``at`` is not a request of the script."""
+    :class:`~sim.core.errors.InvalidConfig` when ``at`` is not a request of the script.
+
+    ``manual``: the compaction the policy makes when asked, as if the user typed ``/compact`` at the first turn
+    boundary at or after request ``at`` (:func:`with_compact_command`; the run is otherwise the same)."""
     config = config or RunConfig()
     replies = sum(m.role == "assistant" for m in conversation.messages)
     if at is not None and at < 0:
@@ -207,6 +215,10 @@ def preview(
             f"request {at} is past the end: {conversation.id!r} has {have}, as the requests table's turn counts "
             "them); give --at within them"
         )
+    if manual:
+        if at is None:
+            raise InvalidConfig("a manual compaction needs the request it comes before: give --at REQUEST (at=)")
+        conversation, at = with_compact_command(conversation, at)
     engine = Engine(policy, conversation, config, tokenizer)
     first = at or 0
     scanned = appended = judged_upto = 0
@@ -233,12 +245,21 @@ def preview(
             elif isinstance(ev, CompactionCreated):
                 if found is not None:
                     then.append(ev.id)
-                elif ev.turn >= first:
+                elif ev.turn >= first and (not manual or ev.trigger == "manual"):
                     found = (ev, view, appended, judged_upto)
                 view = ev.view
         scanned = len(events)
         if passed_at is None and policy.over_trigger(engine.state):
             passed_at = engine.state.turn
+        if manual and engine.state.turn > first:
+            break  # past the command: the policy declined it
+    if found is None and manual:
+        name = policy.name or type(policy).__name__
+        raise NoCompaction(
+            f"{name} makes no compaction when asked (/compact) before request {at} of {conversation.id!r}: it "
+            "declines a manual compaction there (nothing it would cut, or it has no manual compaction); try "
+            "another --at, or leave out --manual to see its next automatic one"
+        )
     if found is None:
         raise NoCompaction(_no_compaction(policy, conversation, config, engine, at, peak, peak_at, passed_at))
     return _read(engine, policy, conversation, *found, tuple(then), replies)
@@ -302,6 +323,7 @@ def _read(
         edited=tuple(edited),
         summary=summary.text if summary is not None else None,
         summary_tokens=engine.tok.count(summary.text) if summary is not None else 0,
+        injected=tuple(x.label or " ".join(x.text.split()[:6]) for x in after.injected if x not in before.injected),
         facts=_fates(engine, conversation, before, after, n, judged_upto),
         then=then,
         view_before=before,
@@ -368,6 +390,31 @@ def _next_need(
     return min(later, key=lambda x: position[x]) if later else None
 
 
+def with_compact_command(conversation: Conversation, at: int) -> tuple[Conversation, int]:
+    """``conversation`` with a ``/compact`` user command where a user could type it: between turns, right before the
+    first user message whose reply comes at or after agent request ``at`` (the engine asks the policy for its manual
+    compaction there). Also the request the command comes before; raises when no turn starts that late."""
+    msgs = conversation.messages
+    replies = 0
+    for k, m in enumerate(msgs):
+        if m.role == "assistant":
+            replies += 1
+        elif m.role == "user" and m.command is None and replies >= at and any(x.role == "assistant" for x in msgs[k:]):
+            ids = {x.id for x in msgs}
+            mid = f"preview-compact-{replies}"
+            while mid in ids:
+                mid += "'"
+            command = Message(mid, "user", (Part("command", "", name="compact"),))
+            out = (*msgs[:k], command, *msgs[k:])
+            return Conversation(
+                conversation.id, out, conversation.facts, conversation.tools, conversation.meta
+            ), replies
+    raise InvalidConfig(
+        f"no user turn of {conversation.id!r} starts at or after request {at}, so no /compact can come there: "
+        "give an earlier --at"
+    )
+
+
 def trigger_settings(policy: Policy[Any]) -> dict[str, Any]:
     """The policy's parameters that say when it compacts (named ``*trigger*``, ``*threshold*``, ``*limit*``)."""
     words = ("trigger", "threshold", "limit")
@@ -426,4 +473,4 @@ def _no_compaction(
     return "; ".join(out)
 
 
-__all__ = ["EditedPart", "FactFate", "NoCompaction", "Preview", "preview", "trigger_settings"]
+__all__ = ["EditedPart", "FactFate", "NoCompaction", "Preview", "preview", "trigger_settings", "with_compact_command"]
