@@ -276,7 +276,7 @@ def compact(
 
             config = replace(config, calibration=load_for_source(calibration, config.model.provider, "conversation"))
         return preview(chosen, conv, config, at=at, manual=manual)
-    conv, config, _ = one_conversation(
+    conv, config, note = one_conversation(
         scenario=scenario,
         scenario_params=scenario_params,
         path=conversation,
@@ -286,6 +286,10 @@ def compact(
         seed=seed,
         run_options=run_options,
     )
+    if note:
+        import warnings
+
+        warnings.warn(f"{note}; choose another with conversation_id=", stacklevel=2)
     return preview(chosen, conv, config, at=at, manual=manual)
 
 
@@ -320,7 +324,7 @@ def one_conversation(
         if conversation_id not in ids:
             from sim.core.errors import UnknownName
 
-            raise UnknownName(f"conversation of {path}", conversation_id, ids)
+            raise UnknownName(f"conversation id (in {path})", conversation_id, ids)
         task = tasks[ids.index(conversation_id)]
     elif tasks:
         task = tasks[0]

@@ -316,3 +316,17 @@ def test_facts_on_a_recording_are_judged_as_on_a_scenario() -> None:
         p = preview(make_policy("sliding-window"), conv, config, at=int(turn))
         lost += _check_against_run(p, conv, comps, rows)
     assert lost > 0  # dropping old messages loses what only they showed, and the run then says so
+
+
+def test_a_recording_of_several_conversations_previews_the_first_and_says_so() -> None:
+    path = (
+        RECORDED / "pydantic-ai-cassettes" / "models_cassettes_test_anthropic_test_anthropic_mixed_strict_tool_run.yaml"
+    )
+    if not path.exists():
+        pytest.skip(f"{path} is absent: the shared recordings live in ../shared/recorded (or $CSIM_RECORDED)")
+    first = path.stem + "-0"
+    warned = pytest.warns(UserWarning, match=f"holds 3 conversations .* previewing the first, '{first}'")
+    with warned, pytest.raises(NoCompaction, match=f"request of '{first}' \\(1 agent request replayed"):
+        api.compact(path, "autogen-buffered", {"buffer_size": 1})  # one request: nothing to compact yet
+    with pytest.raises(UnknownName, match="unknown conversation id .*Did you mean"):
+        api.compact(path, "autogen-buffered", conversation_id=path.stem + "-9")

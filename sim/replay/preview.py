@@ -436,7 +436,8 @@ def _no_compaction(
     sent = engine.state.turn
     where = f"at or after request {at}" if at is not None else "at any request"
     earlier = [e for e in engine.log if isinstance(e, CompactionCreated)]
-    out = [f"{name} makes no compaction {where} of {conversation.id!r} ({sent} agent requests replayed"]
+    requests = f"{sent} agent request" + ("" if sent == 1 else "s")
+    out = [f"{name} makes no compaction {where} of {conversation.id!r} ({requests} replayed"]
     ended = engine.finish().summary["finish_reason"]
     out[0] += ")" if ended == "completed" else f", then the run ended: {ended})"
     window = config.model.context_window
