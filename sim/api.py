@@ -17,6 +17,9 @@ a notebook needs no command line and no files for a quick look, and reads a save
     )
     api.compare(s, baseline="none")
 
+    p = api.compact("session.jsonl", "claude-code", window=60_000)  # one compaction, as csim preview shows it
+    p.lost_by_kind(), p.context
+
 Arguments mirror the sweep spec (``datasets/FORMAT-sweep.md``) and ``csim`` flags: run options by their
 ``[run]`` key (``window=60_000``, ``tokenizer="chars4"``, ``summariser={"keep_recall": 0.3}``). A policy is a
 registered name or ``"package.module:Class"``; a policy class of your own may be passed as the class.
@@ -32,6 +35,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from policies.base import Policy
+    from sim.core.conversation import Conversation, Message
+    from sim.replay.preview import Preview
     from sim.sweep.results import Results
     from sim.sweep.spec import SweepSpec
 
@@ -217,4 +222,126 @@ def compare(results: Results, baseline: str | None = None, by: Sequence[str] = (
     return _compare(results, baseline, by)
 
 
-__all__ = ["compare", "load", "log", "run", "run_spec", "spec", "sweep"]
+def compact(
+    conversation: Conversation | Sequence[Message] | str | Path | None,
+    policy: str | type[Policy[Any]] | Policy[Any],
+    params: Mapping[str, Any] | None = None,
+    *,
+    at: int | None = None,
+    manual: bool = False,
+    scenario: str | None = None,
+    scenario_params: Mapping[str, Any] | None = None,
+    format: str = "auto",
+    lenient: bool = False,
+    conversation_id: str | None = None,
+    seed: int = 0,
+    **run_options: Any,
+) -> Preview:
+    """What ``policy`` does at its next compaction of ``conversation`` (``csim preview``): the conversation replayed
+    under it as :func:`run` replays it, stopped at the first compaction at or after agent request ``at`` (the
+    first at all when None): a :class:`~sim.replay.preview.Preview` with the view before and after, the kept,
+    summarised, dropped and cleared messages, the tokens, the later-needed facts it loses, and ``context``: the
+    compacted list of messages the model is then sent (``request_messages``: the same in the wire format).
+
+    ``manual``: instead, the policy's manual compaction, as if the user typed ``/compact`` at the first turn
+    boundary at or after request ``at`` (``csim preview --manual``).
+
+    ``conversation``: a :class:`~sim.core.conversation.Conversation`, a list of
+    :class:`~sim.core.conversation.Message` (an outside harness's turns), or a recording's path (``format``,
+    ``lenient``; ``conversation_id`` picks one when the file holds several, else the first); None with
+    ``scenario=``. ``policy``: a registered name, ``"package.module:Class"``, a policy class, or a policy
+    object (then ``params`` must be empty). Run options by their ``[run]`` key, as :func:`run` takes them.
+    Raises :class:`~sim.replay.preview.NoCompaction` (a :class:`~sim.core.errors.CsimError`) when the replay
+    ends without one, saying where the context peaked against the trigger."""
+    from dataclasses import replace
+
+    from policies import make_policy
+    from policies.base import Policy as PolicyBase
+    from sim.core.config import normalise_run, run_config
+    from sim.core.conversation import Conversation as Conv
+    from sim.core.errors import InvalidConfig
+    from sim.replay.preview import preview
+
+    if (conversation is None) == (scenario is None):
+        raise InvalidConfig("sim.api.compact: give a conversation (or a recording's path) or scenario=, not both")
+    if isinstance(policy, PolicyBase):
+        if params:
+            raise InvalidConfig(
+                "sim.api.compact: a policy object carries its parameters; give params= with a name only"
+            )
+        chosen: Policy[Any] = policy
+    else:
+        chosen = make_policy(_policy_ref(policy), dict(params or {}))
+    if isinstance(conversation, Conv) or (
+        isinstance(conversation, Sequence) and not isinstance(conversation, (str, bytes))
+    ):
+        conv = conversation if isinstance(conversation, Conv) else Conv("conversation", tuple(conversation))
+        config = replace(run_config(dict(normalise_run(run_options, "sim.api.compact"))), seed=seed)
+        calibration = run_options.get("calibration")
+        if calibration:
+            from sim.calibration.files import load_for_source
+
+            config = replace(config, calibration=load_for_source(calibration, config.model.provider, "conversation"))
+        return preview(chosen, conv, config, at=at, manual=manual)
+    conv, config, note = one_conversation(
+        scenario=scenario,
+        scenario_params=scenario_params,
+        path=conversation,
+        format=format,
+        lenient=lenient,
+        conversation_id=conversation_id,
+        seed=seed,
+        run_options=run_options,
+    )
+    if note:
+        import warnings
+
+        warnings.warn(f"{note}; choose another with conversation_id=", stacklevel=2)
+    return preview(chosen, conv, config, at=at, manual=manual)
+
+
+def one_conversation(
+    *,
+    scenario: str | None,
+    scenario_params: Mapping[str, Any] | None,
+    path: str | Path | None,
+    format: str,
+    lenient: bool,
+    conversation_id: str | None,
+    seed: int,
+    run_options: Mapping[str, Any],
+) -> tuple[Conversation, Any, str]:
+    """One conversation of a scenario or a recording, with the run config :func:`run` would give it (the same
+    plan: calibration matched to the source), and a note when the recording holds others."""
+    from sim.core.errors import InvalidConfig
+    from sim.sweep.grid import plan
+
+    s = spec(
+        "none",  # only the source and the run options matter here; the policy is given
+        scenarios={scenario: dict(scenario_params or {})} if scenario else None,
+        conversations=str(Path(path).expanduser().resolve()) if path is not None else None,
+        format=format,
+        lenient=lenient,
+        seeds=seed,
+        **run_options,
+    )
+    tasks, shared, _ = plan(s)
+    ids = [t.unit.conversation for t in tasks]
+    if conversation_id is not None:
+        if conversation_id not in ids:
+            from sim.core.errors import UnknownName
+
+            raise UnknownName(f"conversation id (in {path})", conversation_id, ids)
+        task = tasks[ids.index(conversation_id)]
+    elif tasks:
+        task = tasks[0]
+    else:
+        raise InvalidConfig(f"{path or scenario}: no conversation to preview")
+    note = ""
+    if len(tasks) > 1 and conversation_id is None:
+        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+        note = f"{path} holds {len(ids)} conversations ({shown}); previewing the first, {ids[0]!r}"
+    return shared[task.unit.key], task.run_config, note
+
+
+__all__ = ["compact", "compare", "load", "log", "run", "run_spec", "spec", "sweep"]

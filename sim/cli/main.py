@@ -21,6 +21,7 @@ EPILOG = """examples:
   csim run --policy cloudflare-os -P trigger_ratio=0.8 --scenario coding-agent --seed 3 --out runs/cf
   csim run --policy effect-agent -P context_token_limit=150000 --conversation session.jsonl \\
            --format claude-code --out runs/cc
+  csim preview --scenario coding-agent --policy cloudflare-os
   csim list policies
   csim check --policy sliding-window --examples 200
   csim check --policy mypkg.mypolicies:KeepLastN -P n=8
@@ -36,6 +37,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "sim.cli.sweep",
     "sim.cli.importing",
     "sim.cli.report",
+    "sim.cli.preview",
 )
 
 
