@@ -62,10 +62,9 @@ def _check_against_run(p: Preview, conv: Conversation, comps: pd.DataFrame, fact
     assert row["trigger"] == p.trigger and row["mode"] == p.mode
     fates = {f.id: f for f in p.facts}
     # the run's own record of what the compaction lost (the compactions table's facts_lost), restricted to facts
-    # needed later, is in the preview's; the preview may say more: Retention.lost tests a re-attached file
-    # (an injected message) by the fact ids it names only, the requests judge it by its text as well
+    # needed later, is the preview's
     run_lost = {x for x in str(row["facts_lost"]).split(",") if x}
-    assert run_lost & set(fates) <= {f.id for f in p.lost}
+    assert run_lost & set(fates) == {f.id for f in p.lost}
     nxt = comps.loc[k + 1, "turn"] if k + 1 < len(comps) else float("inf")
     window = facts[(facts["turn"] >= p.request) & (facts["turn"] < nxt)]
     established = set(p.message_ids)
@@ -282,8 +281,8 @@ def test_the_readme_shows_the_output_the_command_prints(capsys: pytest.CaptureFi
 
 
 def test_facts_on_a_recording_are_judged_as_on_a_scenario() -> None:
-    """Recordings carry no facts yet (mined probes come later): facts added to one are previewed and lost as the
-    run then judges them, since the preview reads ``conversation.facts`` whatever made them."""
+    """Facts of one's own on a recording (in place of its mined probes) are previewed and lost as the run then
+    judges them, since the preview reads ``conversation.facts`` whatever made them."""
     path = RECORDED / "swe-agent" / "crypto__eps.traj"
     if not path.exists():
         pytest.skip(f"{path} is absent: the shared recordings live in ../shared/recorded (or $CSIM_RECORDED)")

@@ -164,7 +164,7 @@ class Retention:
         """Ids of the facts established so far that ``before`` showed and ``after`` does not (comma-joined).
 
         Only facts whose visibility can have changed are tested: those from messages the compaction may
-        have dropped, cleared or unpinned, and those the old summary carried."""
+        have dropped, cleared or unpinned, and those the old summary or injected messages carried (by id or text)."""
         msgs = self.ledger.messages
         n = len(msgs)
         touched = [*minus(ranges(before, n), ranges(after, n)), *edited_ranges(before, after, n)]
@@ -180,6 +180,14 @@ class Retention:
         for fid in (*(before.summary.facts if before.summary else ()), *(x for i in before.injected for x in i.facts)):
             if fid in self.by_id:
                 candidates[fid] = self.by_id[fid]
+        # What the old summary and injected messages carried by their text (as visible_in reads them): a re-attached
+        # file an earlier compaction made and this one leaves out, a probe restated in the old summary.
+        texts = [x.text for x in before.injected if x not in after.injected]
+        summary_text = before.summary.text if before.summary is not None and before.summary != after.summary else ""
+        if texts or summary_text:
+            for f in self.facts:
+                if f.text and (any(f.text in t for t in texts) or (f.mined and f.text in summary_text)):
+                    candidates[f.id] = f
         return ",".join(
             sorted(fid for fid, f in candidates.items() if self.visible_in(f, before) and not self.visible_in(f, after))
         )

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 from hypothesis.internal.conjecture import providers as _providers
+from hypothesis.internal.constants_ast import Constants
 
 from sim.core.conversation import Conversation, Fact, Message, Part, Tool, validate
 from sim.core.model import MESSAGE_OVERHEAD, PART_OVERHEAD, ModelConfig
@@ -69,7 +70,7 @@ def fixed_constants() -> Iterator[None]:
     if get is None or cache is None or not hasattr(cache, "cache"):
         yield
         return
-    empty = _providers.Constants()
+    empty = Constants()
     cache.cache.clear()  # the permitted constants it holds were drawn from the pool being replaced
     _providers._get_local_constants = lambda: empty
     try:
