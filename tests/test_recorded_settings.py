@@ -1,0 +1,66 @@
+"""Settings matter on the shared Claude Code sessions (issue 34): a trigger set lower compacts earlier.
+
+Why: a policy whose trigger parameter changes nothing on a real session is either broken or never acts there,
+and the results would not show which. ``benchmarks/settings_sensitivity.py`` checks every bundled policy (its
+table is ``benchmarks/results/settings-sensitivity.md``); this module pins the cases that must keep holding,
+on one long session, each policy's settings in one lockstep sweep (a few seconds each).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from sim import api
+from sim.sweep.results import Results
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = Path(os.environ.get("CSIM_RECORDED") or ROOT.parent / "shared" / "recorded")
+SESSION = RECORDED / "claude-code" / "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
+
+pytestmark = pytest.mark.skipif(
+    not SESSION.exists(), reason=f"the shared Claude Code session is not at {SESSION} (../shared absent)"
+)
+
+
+@functools.cache
+def _sweep(policy: str, param: str, values: tuple[Any, ...]) -> Results:
+    """``policy`` with ``param`` at each of ``values`` on the session, replayed in lockstep."""
+    return api.run_spec(api.spec({policy: {param: list(values)}}, conversations=str(SESSION)))
+
+
+def _by_config(results: Results) -> dict[str, pd.DataFrame]:
+    return {str(k): g for k, g in results.compactions.groupby("config")}
+
+
+def test_claude_code_autocompact_pct_compacts_at_three_different_requests() -> None:
+    """``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` 50, 70 and 85 of the effective window (90,000, 126,000 and 153,000
+    tokens): the session's context passes each at another request, so each setting's first compaction comes at
+    its own request, the lower setting first, and the lower setting peaks lower."""
+    r = _sweep("claude-code", "autocompact_pct", (50, 70, 85))
+    comps = _by_config(r)
+    labels = [f"claude-code autocompact_pct={p:.1f}" for p in (50, 70, 85)]
+    assert sorted(comps) == sorted(labels)
+    first = [int(comps[label]["turn"].min()) for label in labels]
+    assert first[0] < first[1] < first[2], first
+    assert all((comps[label]["trigger"] == "auto").all() for label in labels)
+    runs = r.runs.set_index("config")
+    peaks = [int(runs.loc[label, "peak_context_tokens"]) for label in labels]
+    assert peaks[0] < peaks[1] < peaks[2], peaks
+    assert (runs["finish_reason"] == "completed").all()
+    # Each first compaction fired as the context reached its threshold: every agent request before the one just
+    # before it was under the threshold (Claude Code's estimate, the last prompt plus chars/4 since, lags the
+    # provider's count by a little), and the forked summariser request, the conversation as it stood, is over it.
+    q = r.requests
+    for label, pct, turn in zip(labels, (50, 70, 85), first, strict=True):
+        threshold = (200_000 - 20_000) * pct / 100
+        mine = q[q["config"] == label]
+        agent = mine[mine["request_kind"] == "agent"]
+        assert int(agent[agent["turn"] < turn - 1]["context_tokens"].max()) < threshold, label
+        summariser = mine[(mine["request_kind"] == "summariser") & (mine["turn"] == turn)]
+        assert int(summariser["context_tokens"].iloc[0]) >= threshold, label
