@@ -49,7 +49,7 @@ FRACTIONS = tuple(f"fraction:{r}" for r in RATIOS)
 TRIALS: dict[str, tuple[str, tuple[Any, ...]]] = {
     "adk-sliding": ("compaction_interval", (1, 2, 3)),
     "adk-token": ("token_threshold", TOKENS),
-    "aider": ("max_chat_history_tokens", (1024, 4096, 8192)),
+    "aider": ("max_chat_history_tokens", (1024, 8192, 65_536)),
     "anthropic-clear-thinking": ("keep_turns", (1, 3, 10)),
     "anthropic-clear-tool-uses": ("trigger_tokens", TOKENS),
     "anthropic-compaction": ("trigger_tokens", TOKENS),
@@ -82,7 +82,7 @@ TRIALS: dict[str, tuple[str, tuple[Any, ...]]] = {
     "langchain-clear-tool-uses": ("trigger", TOKENS),
     "langchain-summarization": ("trigger", FRACTIONS),
     "langmem": ("max_tokens", TOKENS),
-    "letta": ("sliding_window_percentage", (0.2, 0.3, 0.5)),
+    "letta": ("force_proactive", (False, True)),
     "llamaindex-summary-buffer": ("token_limit_ratio", (0.3, 0.5, 0.75)),
     "mastra-observational-memory": ("message_tokens", (10_000, 30_000, 60_000)),
     "nexau-summary": ("threshold", (0.4, 0.6, 0.75)),
@@ -100,7 +100,7 @@ TRIALS: dict[str, tuple[str, tuple[Any, ...]]] = {
     "roo-code": ("auto_condense_context_percent", (40, 60, 80)),
     "semantic-kernel-summarization": ("target_count", (10, 30, 100)),
     "semantic-kernel-truncation": ("target_count", (10, 30, 100)),
-    "sliding-window": ("trigger_ratio", RATIOS),
+    "sliding-window": ("trigger_ratio", (0.6, 0.7, 0.85)),  # above its target_ratio, 0.5
     "smolagents": ("max_length", (5_000, 20_000, 50_000)),
     "strands-sliding-window": ("window_size", (20, 40, 100)),
     "strands-summarizing": ("proactive_compression", RATIOS),
