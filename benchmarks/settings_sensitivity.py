@@ -116,8 +116,72 @@ UNSWEPT: dict[str, str] = {
 }
 
 #: Why a policy's settings give identical rows on the shared sessions, found by reading the policy and the system
-#: it models (``shared/reference/policy-catalogue.md``). Filled in from the measured table.
-REASONS: dict[str, str] = {}
+#: it models (``shared/reference/policy-catalogue.md``).
+REASONS: dict[str, str] = {
+    "openhands-browser-output": (
+        "true property: it masks only the results of the browser tools (`browser`, `web_read`), and no shared "
+        "recording calls one (the Claude Code sessions use Bash, Edit, Read, Write, Grep, Glob, Task; a search of "
+        "every file under `shared/recorded` finds no browser call), so at every setting nothing is masked and the "
+        "run is `none`'s"
+    ),
+}
+
+#: What the table shows of settings that agree among themselves while others differ, and of earlier findings.
+NOTES: dict[str, str] = {
+    "aider": (
+        "1,024 and 8,192 (Aider's default range) agree: at each user message the finished exchanges hold 50K+ tokens, "
+        "past any default, and the tail of half the budget cannot start after an assistant message on tool loops, "
+        "so everything is summarised alike; 65,536 is not passed at the first user message"
+    ),
+    "cloudflare-os": (
+        "0.6 and 0.8 agree: Workshop checks once per turn, before the agent loop, and the sessions have 4 and 6 user "
+        "messages: both thresholds are first passed before the same one"
+    ),
+    "crewai": (
+        "its summarising trigger is fixed (0.85 of the window, by characters / 4, below the provider's count on "
+        "these sessions: it fires only on the overflow); `usable_window_tokens` sets the deferral of results over a "
+        "quarter of it: at 20,000 results over 5,000 tokens go to a file and the run never overflows; no result "
+        "reaches 15,000 tokens, so 60,000 and 170,000 agree. Identical before the anchored-size fix"
+    ),
+    "smolagents": (
+        "identical before the anchored-size fix: a result bounded on entry kept the size the provider recorded for "
+        "the whole result; now 5,000 characters keeps the run under the window"
+    ),
+    "deep-agents": (
+        "0.6 and 0.8 fire at the same request: LangChain counts the messages at characters / 4 (the tools and "
+        "Claude Code's hidden system prompt not counted, JSON at about 3 characters a token), so 0.6 of the input "
+        "is passed only at the jump to the overflow, where 0.8 compacts reactively"
+    ),
+    "hermes-agent": "0.5 and 0.75 agree: under a 512K window Hermes raises the threshold to at least 0.75 (PR #66249)",
+    "letta": (
+        "force_proactive (0.9 of the window, 180,000) differs on 258c7280 only: fa812bfe jumps from 170,648 to past "
+        "the window in one request, so both compact on the overflow"
+    ),
+    "llamaindex-summary-buffer": (
+        "0.5 and 0.75 never act: the buffer counts message content at 4 characters a token (call arguments left out) "
+        "and is asked only at a run's start and end, and neither limit is passed before the overflow"
+    ),
+    "mastra-observational-memory": (
+        "10,000 and 30,000 agree: it observes only the messages before the live turn, and each earlier turn of these "
+        "sessions is over 30,000 tokens"
+    ),
+    "strands-sliding-window": (
+        "20 and 40 agree: the window is applied after each invocation and must start at a user message; with 4 and 6 "
+        "user messages both keep from the same one"
+    ),
+    "openai-agents-session": "5, 10 and 40 agree on fa812bfe: each finished user turn there holds over 40 items",
+    "langmem": "140,000 never acts: LangMem counts characters / 4, below the provider's count on these sessions",
+    "langchain-clear-tool-uses": "140,000 never acts: LangChain counts characters / 4, below the provider's count",
+}
+
+#: What the first run of this script found and what was done about it (the table above is after the fix).
+FINDINGS = """Found and fixed: under anchored accounting (the default on a recording with usage) a tool result the
+policy bounds on entry (`Policy.bound_tool_result`: smolagents' and Codex's truncation, CrewAI's deferral to a
+file) kept the size the provider had recorded for the whole result, so a bound changed the characters sent but no
+token of the prompt, and smolagents' `max_length` gave identical rows at every setting (CrewAI's
+`usable_window_tokens` too). `sim/replay/measure.py` now sizes a bounded result at the recorded message's own
+ratio of provider tokens to the engine's count, applied to what is sent (`tests/test_anchor.py`,
+`tests/test_recorded_settings.py`)."""
 
 FIELDS = ("compactions", "at_requests", "peak_context_tokens", "total_cost_usd", "finish_reason")
 
@@ -133,6 +197,7 @@ def _row(runs: Any, comps: Any, config: str) -> dict[str, Any]:
         "total_cost_usd": round(float(run["total_cost_usd"]), 6),
         "finish_reason": str(run["finish_reason"]),
         "agent_requests": int(run["agent_requests"]),
+        "undeclared_violations": int(run["violation_count"]) - int(run["declared_violations"]),
     }
 
 
@@ -173,6 +238,8 @@ def summary(records: list[dict[str, Any]]) -> str:
         for row in rec["rows"].values():
             first = f"@{row['at_requests'][0]}" if row["at_requests"] else ""
             end = "" if row["finish_reason"] == "completed" else f", {row['finish_reason']}"
+            if row.get("undeclared_violations"):
+                end += f", {row['undeclared_violations']} undeclared violations"
             cells.append(f"{row['compactions']}{first} / {row['peak_context_tokens'] // 1000}K{end}")
         parts.append(f"{Path(rec['session']).name[:8]}: " + "; ".join(cells))
     return "<br>".join(parts)
@@ -194,22 +261,34 @@ def table(by_policy: dict[str, list[dict[str, Any]]], command: str) -> str:
         "",
         f"Produced by `{command}` at commit {commit()} (`benchmarks/settings_sensitivity.py`; issue 34).",
         "Each policy's settings replay in lockstep on the two long shared Claude Code sessions",
-        "(`fa812bfe…`, 658 lines of messages, and `258c7280…`) in the default 200K window. *Differs* compares the",
+        "(`fa812bfe…`, 358 messages, and `258c7280…`, 344) in the default 200K window. *Differs* compares the",
         "runs' compactions, the requests they came at, peak context, cost and how the run ended. The *runs* column",
         "gives, per session and setting in the order tried, `compactions@first request / peak context`.",
         "",
-        "| policy | parameter: settings tried | differs | runs | reason (when identical) |",
+        "| policy | parameter: settings tried | differs | runs | reason (when identical), or a note |",
         "| --- | --- | --- | --- | --- |",
     ]
     for policy in sorted(by_policy):
         recs = by_policy[policy]
         param, values = recs[0]["param"], recs[0]["values"]
         d = differs(recs)
-        reason = "" if d else REASONS.get(policy, "unexplained")
+        reason = NOTES.get(policy, "") if d else REASONS.get(policy, "unexplained")
         tried = f"`{param}`: " + ", ".join(str(v) for v in values)
         lines.append(f"| `{policy}` | {tried} | {'yes' if d else 'no'} | {summary(recs)} | {reason} |")
     lines += ["", "Policies without a trigger parameter (not swept):", ""]
     lines += [f"- `{p}`: {why}" for p, why in sorted(UNSWEPT.items())]
+    undeclared = [
+        f"- `{label}` on {Path(rec['session']).name[:8]}: {row['undeclared_violations']}"
+        for policy in sorted(by_policy)
+        for rec in sorted(by_policy[policy], key=lambda r: r["session"])
+        for label, row in rec["rows"].items()
+        if row.get("undeclared_violations")
+    ]
+    if undeclared:
+        head = "Runs with violations their policy does not declare (`violation_count - declared_violations`):"
+        lines += ["", head, ""]
+        lines += undeclared
+    lines += ["", FINDINGS]
     return "\n".join(lines) + "\n"
 
 
