@@ -291,6 +291,9 @@ HAND_BUILT = {
     ("strands-sliding-window", "revert-resolution"): revert_after_compaction,
     ("strands-summarizing", "revert-resolution"): revert_after_compaction,
     ("letta", "atomic-units"): _live_thinking_loop,
+    ("effect-agent", "atomic-units"): _live_thinking_loop,
+    ("jetbrains-summary", "atomic-units"): lambda: _live_thinking_loop(steps=40, size=200),
+    ("jetbrains-hybrid", "atomic-units"): lambda: _live_thinking_loop(steps=60, size=200),
     ("langchain-clear-tool-uses", "live-turn"): lambda: _clears_the_newest_batch(9000, 40),
     ("inspect-edit", "live-turn"): lambda: _clears_the_newest_batch(13000, 400),  # over 0.9 of the window
     ("cloudflare-os", "live-turn"): _cloudflare_live_turn,

@@ -9,6 +9,7 @@ on one long session, each policy's settings in one lockstep sweep (a few seconds
 from __future__ import annotations
 
 import functools
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -64,3 +65,41 @@ def test_claude_code_autocompact_pct_compacts_at_three_different_requests() -> N
         assert int(agent[agent["turn"] < turn - 1]["context_tokens"].max()) < threshold, label
         summariser = mine[(mine["request_kind"] == "summariser") & (mine["turn"] == turn)]
         assert int(summariser["context_tokens"].iloc[0]) >= threshold, label
+
+
+@pytest.mark.parametrize(
+    ("policy", "param", "values"),
+    [("smolagents", "max_length", (5_000, 50_000)), ("crewai", "usable_window_tokens", (20_000, 170_000))],
+)
+def test_a_bound_on_entry_changes_the_prompt_of_a_recording(policy: str, param: str, values: tuple[int, ...]) -> None:
+    """Both bound tool results as they enter the log (smolagents' truncation at ``max_length`` characters, CrewAI's
+    deferral of results over a quarter of ``usable_window_tokens`` to a file). The session's largest results are
+    30,000+ characters, so the tighter setting sends less and the run no longer overflows: it makes all 157
+    requests without one, where the looser one overflows. Both gave identical rows at every setting while a bounded
+    result kept the size the provider recorded for the whole result (``benchmarks/results/settings-sensitivity.md``).
+    """
+    r = _sweep(policy, param, values)
+    runs = r.runs.assign(value=[json.loads(p)[param] for p in r.runs["params"]]).set_index("value")
+    tight, loose = runs.loc[values[0]], runs.loc[values[1]]
+    assert tight["finish_reason"] == "completed" and int(tight["agent_requests"]) == 157
+    assert int(tight["overflows"]) == 0 and int(loose["overflows"]) > 0
+    assert float(tight["total_cost_usd"]) != float(loose["total_cost_usd"])
+    assert int(tight["compaction_count"]) == 0  # what changed is what entered the log, not a compaction
+
+
+@pytest.mark.parametrize(
+    ("policy", "param", "values"),
+    [
+        ("swe-agent-masking", "n", (2, 5)),  # masked the oldest results of a parallel batch the next reply answers
+        ("jetbrains-hybrid", "n", (43,)),  # counted masking steps inside the live turn as a compaction loop
+        ("jetbrains-summary", "n", (10,)),  # an assistant checkpoint inside the live turn: now declared
+        ("effect-agent", "context_token_limit", (60_000,)),  # a tail inside the live thinking loop: now declared
+    ],
+)
+def test_no_undeclared_violation_on_the_session(policy: str, param: str, values: tuple[int, ...]) -> None:
+    """Settings at which these policies broke an invariant they did not declare on this session (the sensitivity
+    sweep's list, ``benchmarks/results/settings-sensitivity.md``): now each compacts with none."""
+    r = _sweep(policy, param, values)
+    assert (r.runs["compaction_count"] > 0).all()
+    undeclared = r.violations[~r.violations["declared"].astype(bool)]
+    assert undeclared.empty, undeclared[["config", "invariant", "detail"]].head().to_dict("records")
