@@ -175,13 +175,27 @@ NOTES: dict[str, str] = {
 }
 
 #: What the first run of this script found and what was done about it (the table above is after the fix).
-FINDINGS = """Found and fixed: under anchored accounting (the default on a recording with usage) a tool result the
-policy bounds on entry (`Policy.bound_tool_result`: smolagents' and Codex's truncation, CrewAI's deferral to a
-file) kept the size the provider had recorded for the whole result, so a bound changed the characters sent but no
-token of the prompt, and smolagents' `max_length` gave identical rows at every setting (CrewAI's
-`usable_window_tokens` too). `sim/replay/measure.py` now sizes a bounded result at the recorded message's own
-ratio of provider tokens to the engine's count, applied to what is sent (`tests/test_anchor.py`,
-`tests/test_recorded_settings.py`)."""
+FINDINGS = """What the first runs of this script found, and what was done (the table above is after the fixes):
+
+- Engine: under anchored accounting (the default on a recording with usage) a tool result the policy bounds on entry
+  (`Policy.bound_tool_result`: smolagents' and Codex's truncation, CrewAI's deferral to a file) kept the size the
+  provider had recorded for the whole result, so a bound changed the characters sent but no token of the prompt:
+  smolagents' `max_length` gave identical rows at every setting, and so did CrewAI's `usable_window_tokens`.
+  `sim/replay/measure.py` now sizes a bounded result at the recorded message's own ratio of provider tokens to the
+  engine's count, applied to what is sent (`tests/test_anchor.py`, `tests/test_recorded_settings.py`). Codex's rows
+  moved too (its 10,000-byte truncation now counts).
+- `swe-agent-masking` (and `jetbrains-hybrid`'s masking) elided the oldest results of a parallel batch whose
+  results came in more tool messages than `n` (`live-turn`, at `n` 2 and 5): the results the next reply answers
+  are now never elided (`tests/policies/test_swe_agent.py`).
+- `jetbrains-hybrid` said it was over its trigger (turns not yet summarised) while the summary was held back inside
+  the live turn, so each masking step read as a compaction that left it over (`compaction-loop`, 17 and 47 a run):
+  its trigger is now a summary that can be made.
+- `effect-agent` (a tail sized in tokens starting inside the live thinking loop) and `jetbrains-summary` /
+  `jetbrains-hybrid` (an assistant checkpoint merged with the first kept step) end in a request Anthropic rejects
+  (`atomic-units`, then `provider-error`) as the real systems would: now declared, with hand-built cases in
+  `tests/test_properties.py`. The runs above that end in `provider-error` are all of this kind (a cut inside the
+  sessions' long live tool loops; each of those policies declares `atomic-units`), but `autogen-token-limited`'s,
+  whose middle-out pops split a call from its result (`tool-pairing`, declared too)."""
 
 FIELDS = ("compactions", "at_requests", "peak_context_tokens", "total_cost_usd", "finish_reason")
 
@@ -288,6 +302,8 @@ def table(by_policy: dict[str, list[dict[str, Any]]], command: str) -> str:
         head = "Runs with violations their policy does not declare (`violation_count - declared_violations`):"
         lines += ["", head, ""]
         lines += undeclared
+    else:
+        lines += ["", "No run breaks an invariant its policy does not declare."]
     lines += ["", FINDINGS]
     return "\n".join(lines) + "\n"
 
