@@ -230,7 +230,9 @@ def measure(policy: str, session: str, recorded: str) -> dict[str, Any]:
     # In the order the settings were given (the results are sorted by run key): each run's value of ``param``.
     held = [json.loads(p).get(param) for p in r.runs["params"]]
     order = sorted(range(len(held)), key=lambda i: [_same(held[i], v) for v in values].index(True))
-    rows = {str(r.runs["config"].iloc[i]): _row(r.runs, r.compactions, str(r.runs["config"].iloc[i])) for i in order}
+    # A list, not a mapping: the record is written with sorted keys, which would put "=65536" before "=8192".
+    rows = [{"config": str(r.runs["config"].iloc[i]), **_row(r.runs, r.compactions, str(r.runs["config"].iloc[i]))}
+            for i in order]  # fmt: skip
     return {"policy": policy, "session": session, "param": param, "values": list(values), "rows": rows,
             "seconds": round(time.perf_counter() - t0, 1)}  # fmt: skip
 
@@ -238,7 +240,7 @@ def measure(policy: str, session: str, recorded: str) -> dict[str, Any]:
 def differs(records: list[dict[str, Any]]) -> bool:
     """Whether the settings give different rows on at least one session."""
     for rec in records:
-        seen = {json.dumps({k: row[k] for k in FIELDS}, sort_keys=True) for row in rec["rows"].values()}
+        seen = {json.dumps({k: row[k] for k in FIELDS}, sort_keys=True) for row in rec["rows"]}
         if len(seen) > 1:
             return True
     return False
@@ -249,7 +251,7 @@ def summary(records: list[dict[str, Any]]) -> str:
     parts = []
     for rec in sorted(records, key=lambda r: r["session"]):
         cells = []
-        for row in rec["rows"].values():
+        for row in rec["rows"]:
             first = f"@{row['at_requests'][0]}" if row["at_requests"] else ""
             end = "" if row["finish_reason"] == "completed" else f", {row['finish_reason']}"
             if row.get("undeclared_violations"):
@@ -292,10 +294,10 @@ def table(by_policy: dict[str, list[dict[str, Any]]], command: str) -> str:
     lines += ["", "Policies without a trigger parameter (not swept):", ""]
     lines += [f"- `{p}`: {why}" for p, why in sorted(UNSWEPT.items())]
     undeclared = [
-        f"- `{label}` on {Path(rec['session']).name[:8]}: {row['undeclared_violations']}"
+        f"- `{row['config']}` on {Path(rec['session']).name[:8]}: {row['undeclared_violations']}"
         for policy in sorted(by_policy)
         for rec in sorted(by_policy[policy], key=lambda r: r["session"])
-        for label, row in rec["rows"].items()
+        for row in rec["rows"]
         if row.get("undeclared_violations")
     ]
     if undeclared:
@@ -334,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.record and Path(args.record).exists():
         for line in Path(args.record).read_text().splitlines():
             rec = json.loads(line)
-            if rec.get("commit") == commit() and rec["policy"] in TRIALS:
+            if rec.get("commit") == commit() and rec["policy"] in TRIALS and isinstance(rec.get("rows"), list):
                 param, values = TRIALS[rec["policy"]]
                 if rec["param"] == param and rec["values"] == list(values):
                     done[(rec["policy"], rec["session"])] = rec
