@@ -8,7 +8,9 @@ on one long session, each policy's settings in one lockstep sweep (a few seconds
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -17,6 +19,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from policies import POLICIES, make_policy
 from sim import api
 from sim.sweep.results import Results
 
@@ -24,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RECORDED = Path(os.environ.get("CSIM_RECORDED") or ROOT.parent / "shared" / "recorded")
 SESSION = RECORDED / "claude-code" / "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
 
-pytestmark = pytest.mark.skipif(
+needs_session = pytest.mark.skipif(
     not SESSION.exists(), reason=f"the shared Claude Code session is not at {SESSION} (../shared absent)"
 )
 
@@ -39,6 +42,7 @@ def _by_config(results: Results) -> dict[str, pd.DataFrame]:
     return {str(k): g for k, g in results.compactions.groupby("config")}
 
 
+@needs_session
 def test_claude_code_autocompact_pct_compacts_at_three_different_requests() -> None:
     """``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` 50, 70 and 85 of the effective window (90,000, 126,000 and 153,000
     tokens): the session's context passes each at another request, so each setting's first compaction comes at
@@ -67,6 +71,7 @@ def test_claude_code_autocompact_pct_compacts_at_three_different_requests() -> N
         assert int(summariser["context_tokens"].iloc[0]) >= threshold, label
 
 
+@needs_session
 @pytest.mark.parametrize(
     ("policy", "param", "values"),
     [("smolagents", "max_length", (5_000, 50_000)), ("crewai", "usable_window_tokens", (20_000, 170_000))],
@@ -87,6 +92,7 @@ def test_a_bound_on_entry_changes_the_prompt_of_a_recording(policy: str, param: 
     assert int(tight["compaction_count"]) == 0  # what changed is what entered the log, not a compaction
 
 
+@needs_session
 @pytest.mark.parametrize(
     ("policy", "param", "values"),
     [
@@ -103,3 +109,21 @@ def test_no_undeclared_violation_on_the_session(policy: str, param: str, values:
     assert (r.runs["compaction_count"] > 0).all()
     undeclared = r.violations[~r.violations["declared"].astype(bool)]
     assert undeclared.empty, undeclared[["config", "invariant", "detail"]].head().to_dict("records")
+
+
+def test_the_sensitivity_sweep_tries_every_policy_with_settings_it_accepts() -> None:
+    """``benchmarks/settings_sensitivity.py`` names every registered policy (a new one must be added, with settings or
+    with why it has none), and every setting it tries is a field of the policy's config that builds (a setting the
+    config refuses would only show when the long run fails on it)."""
+    path = ROOT / "benchmarks" / "settings_sensitivity.py"
+    spec = importlib.util.spec_from_file_location("settings_sensitivity", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert set(bench.TRIALS) | set(bench.UNSWEPT) == set(POLICIES.names())
+    assert not set(bench.TRIALS) & set(bench.UNSWEPT)
+    for policy, (param, values) in bench.TRIALS.items():
+        assert param in {f.name for f in dataclasses.fields(POLICIES.get(policy).Config)}, policy
+        assert len(values) >= 2, policy
+        for value in values:
+            make_policy(policy, {param: value})
