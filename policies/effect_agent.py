@@ -365,6 +365,11 @@ class EffectAgent(Policy[EffectAgentConfig]):
     * The status line reads ``unbounded`` for a turn, tool-call or duration limit the run leaves unset (the
       harness's budgets are optional; the real requires ``maxTurns``, ``maxToolCalls`` and ``maxDuration``).
 
+    Known deviation ``atomic-units``: ``chooseSummarizeCut`` moves the cut off tool messages only, so inside a long
+    tool loop the tail can start at a later step, without the reply whose thinking opened the loop: with thinking on
+    and no interleaved thinking Anthropic rejects that request (the shared Claude Code sessions at a 60,000-token
+    limit, ``benchmarks/results/settings-sensitivity.md``).
+
     Known deviation ``compaction-loop``: the real engine compacts at most once per Turn and then sends the request
     whatever the estimate (its loop guard: "If the post-compaction estimate still exceeds the limit the Turn proceeds
     anyway"), so where compaction cannot bring the view under the limit it compacts again before the next call, and
@@ -382,8 +387,12 @@ class EffectAgent(Policy[EffectAgentConfig]):
     # The kept tail is sized in tokens only, so a long live turn can lose its latest user message to the
     # summary (the run's input is protected; later user messages are not), the framework has no notion of
     # reverts to keep with their changes, and it compacts once per Turn however little that frees (docstring).
-    known_deviations = frozenset({"live-turn", "revert-resolution", "compaction-loop"})
+    known_deviations = frozenset({"live-turn", "revert-resolution", "compaction-loop", "atomic-units"})
     deviation_reasons = {
+        "atomic-units": (
+            "the kept tail is sized in tokens only, so it can start inside the live tool loop, after the reply whose "
+            "thinking opened it (Anthropic rejects that request without interleaved thinking)"
+        ),
         "live-turn": (
             "the kept tail is sized in tokens only, so a long live turn can lose its latest user message to the summary"
         ),

@@ -73,14 +73,25 @@ def masking_edit(state: RunState, start: int, n: int, polling: int, rule: Rule) 
     SWE-agent counts the instance template (the first user message here, always shown) as observation 0 and
     never elides it; the rest are the tool results in the tail. ``last_removed = floor(K / polling) * polling -
     n`` over the K observations, and ``observations[1:last_removed]`` are elided: all but the newest n when
-    ``polling`` is 1, between n and n + polling - 1 kept otherwise."""
+    ``polling`` is 1, between n and n + polling - 1 kept otherwise.
+
+    The results the next reply answers (the trailing tool messages) are never elided, whatever ``n``: SWE-agent
+    makes one call a step, so its newest observation is always among the kept, but a recording's parallel batch
+    can hold more results, in as many tool messages, than ``n`` (the shared Claude Code sessions at ``n`` 2 and
+    5: the model would answer calls whose results it cannot see, the ``live-turn`` invariant)."""
     results = state.tool_uses(View(start=start))  # one result per call
     last_removed = max(0, ((results + 1) // polling) * polling - n)
     elided = last_removed - 1
     if elided <= 0:
         return None
     bound = newest_results_bound(state, results - elided, rule)
-    return None if bound is None or bound <= start else Edit(rule, bound)
+    if bound is None:
+        return None
+    live = len(state)
+    while live > 0 and state.messages[live - 1].role == "tool":
+        live -= 1
+    bound = min(bound, live)
+    return None if bound <= start else Edit(rule, bound)
 
 
 def _validate_masking(n: int, polling: int, max_observation_length: int) -> None:
@@ -202,12 +213,22 @@ class JetBrainsSummary(Policy[JetBrainsSummaryConfig]):
     is summarised (then fewer than ``n`` turns may be summarised, and the checkpoint says how many). A summary that
     would not shrink the view waits a query.
     Not modelled: the placeholder checkpoint after the 250-call cap, the study's extra bookkeeping of actions.
+
+    Known deviation ``atomic-units``: the checkpoint is an assistant message, and the turns kept after it start
+    with an assistant step; inside a tool loop still in progress (a Claude Code session's user turn runs for
+    a hundred steps) the provider merges the two into the final assistant turn's opening message, which then
+    starts with the checkpoint's text, not a thinking block: Anthropic rejects that request with thinking on. The
+    study ran SWE-agent, one user message a run, on models without Anthropic's thinking.
     """
 
     Config = JetBrainsSummaryConfig
-    known_deviations = frozenset({"revert-resolution"})
+    known_deviations = frozenset({"revert-resolution", "atomic-units"})
     deviation_reasons = {
         "revert-resolution": "the study's summary knows nothing of reverts: a kept revert can lose its change",
+        "atomic-units": (
+            "the checkpoint is an assistant message before the kept turns, so inside a long tool loop it merges with "
+            "the first kept step into a message that starts with text (Anthropic rejects that with thinking on)"
+        ),
     }
 
     def bound_tool_result(self, part: Part) -> Part:
@@ -225,10 +246,12 @@ class JetBrainsSummary(Policy[JetBrainsSummaryConfig]):
         return plan if plan is not None and plan_shrinks(state, plan) else None
 
     def over_trigger(self, state: RunState) -> bool:
-        """The study's trigger counts turns, not tokens: ``n + keep_last_m_turns`` turns not yet summarised."""
-        due = self.config.n + self.config.keep_last_m_turns
-        start = floor_index(state)
-        return state.tool_uses(View(start=start)) >= due and len(turn_starts(state, start)) >= due
+        """The study's trigger counts turns, not tokens: ``n + keep_last_m_turns`` turns not yet summarised, of which
+        some can be: a summary held back entirely (by a later user message or a pending turn, the harness's
+        contract) is not due. Counting those turns alone made every masking step of the hybrid inside a long live
+        turn look like a compaction that left the view over its trigger (``compaction-loop`` on the shared Claude
+        Code sessions), where the study's histories, one user message each, never hold the summary back."""
+        return self._summary(state) is not None
 
     def _summary(self, state: RunState) -> Plan | None:
         cfg = self.config

@@ -95,6 +95,29 @@ def test_what_the_simulator_writes_is_estimated_on_top_of_anchored_messages() ->
     assert rows[:4] == prompts[:4]  # below the trigger nothing is cleared: the recorded prompts
 
 
+def test_a_result_bounded_on_entry_is_sized_by_what_is_sent_not_by_the_recorded_usage() -> None:
+    """A tool result the policy bounds as it enters the log (smolagents' truncation) no longer weighs what the
+    provider counted for the whole result: each bounded result takes its recorded share down in proportion, so
+    every prompt after the first result is lower than recorded, by more with each result bounded; a bound no
+    result reaches gives the recorded prompts. (Before, the bounded result kept its recorded size, and on a
+    recording the bound changed nothing: issue 34.)"""
+    prompts = [9_000 + 1_500 * k for k in range(8)]
+    c = _recorded(prompts)  # type: ignore[arg-type]
+    cfg = RunConfig(run_status="off", anchors=anchors_for(c, CAL))
+
+    def agent(r: object) -> list[int]:
+        return [row["context_tokens"] for row in r.rows if row["request_kind"] == "agent"]  # type: ignore[attr-defined]
+
+    assert agent(run(make_policy("smolagents", {"max_length": 100_000}), c, cfg)) == prompts
+    bounded = agent(run(make_policy("smolagents", {"max_length": 120}), c, cfg))
+    assert bounded[0] == prompts[0]  # no result yet
+    drops = [p - b for p, b in zip(prompts, bounded, strict=True)]
+    assert all(later > earlier > 0 for earlier, later in zip(drops[1:], drops[2:], strict=False)), drops
+    # the later results are mostly cut away (120 characters and the note kept of up to 838): a good part of the
+    # growth the recording shows after the first request was theirs (3,962 of 10,500 tokens, measured)
+    assert drops[-1] > 0.3 * (prompts[-1] - prompts[0]), drops
+
+
 def test_anchor_needs_usage_to_anchor_anything() -> None:
     msgs = [Message("u", "user", (Part("text", "hi"),)), Message("a", "assistant", (Part("text", "hello"),))]
     a = anchor([msgs], lambda m: 10, COEF)

@@ -319,6 +319,9 @@ HAND_BUILT = {
     ("roo-code", "atomic-units"): _live_thinking_loop,
     ("deep-agents", "atomic-units"): _live_thinking_loop,
     ("mastra-observational-memory", "revert-resolution"): revert_after_compaction,
+    ("effect-agent", "atomic-units"): _live_thinking_loop,
+    ("jetbrains-summary", "atomic-units"): lambda: _live_thinking_loop(steps=40, size=200),
+    ("jetbrains-hybrid", "atomic-units"): lambda: _live_thinking_loop(steps=60, size=200),
     ("langchain-clear-tool-uses", "live-turn"): lambda: _clears_the_newest_batch(9000, 40),
     ("inspect-edit", "live-turn"): lambda: _clears_the_newest_batch(13000, 400),  # over 0.9 of the window
     ("cloudflare-os", "live-turn"): _cloudflare_live_turn,

@@ -21,7 +21,7 @@ over one conversation shares them. A measure reads nothing of a run: copies of a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from sim.core.anchors import Anchors
@@ -237,13 +237,21 @@ class Anchored(Counted):
     """A recording's messages at their provider-counted sizes (``anchors``), everything the simulator writes
     estimated with the calibration's ratio of its kind (see the module docstring)."""
 
-    def __init__(self, tok: CountingTokenizer, tools: int, anchors: Anchors) -> None:
+    def __init__(
+        self, tok: CountingTokenizer, tools: int, anchors: Anchors, recorded: Mapping[str, Message] | None = None
+    ) -> None:
         super().__init__(tok, tools, memoised(tok.derived, anchors, "memo", _new_memo))
         self.anchors = self._anchors = anchors
         self._estimates: dict[str, int] = {}  # text -> its estimate: a pure function, shared by copies
+        self._recorded: Mapping[str, Message] = recorded or {}  # message id -> the message as recorded
 
     def _anchor_of(self, m: Message) -> tuple[int, float]:
-        """``m``'s provider size and the factor from the engine's count of a part to its share."""
+        """``m``'s provider size and the factor from the engine's count of a part to its share.
+
+        A tool message whose results the policy bounded on entry (``Part.original_bytes``: smolagents' and Codex's
+        truncation, CrewAI's deferral to a file) is not what the provider counted: it is sized at the recorded
+        message's own ratio of provider tokens to the engine's count, applied to the engine's count of what is now
+        sent. Without this the bounded result kept its recorded size, and a bound changed nothing on a recording."""
         key = (id(m), "anchor")
         hit = self._memo.get(key)
         if hit is not None and hit[0] is m:
@@ -251,6 +259,10 @@ class Anchored(Counted):
         raw = self.raw_tokens(m)
         ids = call_id_tokens(m, self.count) if self._anchors.coefficients.per_call_id_token else 0
         total = self._anchors.message_tokens(m, raw, ids)
+        was = self._recorded.get(m.id)
+        if was is not None and was is not m and m.id in self._anchors.sizes and _bounded(m, was):
+            before = self.raw_tokens(was)
+            total = math.floor(total * raw / before) if before else total
         value = (total, total / raw if raw else 0.0)
         self._memo[key] = (m, value)
         return value
@@ -299,10 +311,17 @@ def measure_for(
     a ``calibration``, else counted."""
     tools = tools_tokens(conversation.tools, tok.count)
     if anchors is not None:
-        return Anchored(tok, tools, anchors)
+        return Anchored(tok, tools, anchors, {m.id: m for m in conversation.messages})
     if calibration is not None:
         return Calibrated(tok, tools, calibration, opens_with_summary(conversation))
     return Counted(tok, tools)
+
+
+def _bounded(m: Message, was: Message) -> bool:
+    """Whether ``m`` is recorded message ``was`` with results bounded on entry (and nothing else changed)."""
+    return len(m.parts) == len(was.parts) and any(
+        p.original_bytes is not None and p.text != q.text for p, q in zip(m.parts, was.parts, strict=True)
+    )
 
 
 def _new_memo(_: object) -> dict[Any, Any]:

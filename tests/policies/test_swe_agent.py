@@ -341,3 +341,20 @@ def test_an_output_elided_before_its_turn_became_pending_stays_elided() -> None:
         RunConfig(model=small_model(8_000), tokenizer="chars4", deep_checks=True),
     )
     assert res.compactions and not res.violations
+
+
+def test_the_results_the_next_reply_answers_are_never_elided() -> None:
+    """A parallel batch whose results come in more tool messages than ``n`` (as Claude Code recordings have them):
+    LastNObservations would elide the oldest of them, but the next reply answers all of them, so the edit stops at
+    the batch (the ``live-turn`` invariant; SWE-agent itself makes one call a step). The older outputs are elided."""
+    d: list[Draft] = [sys("You are an autonomous programmer."), user(PROBLEM, id="problem")]
+    for i in range(3):
+        d += [asst(f"Thought {i}.", [call(f"c{i}", "bash")], id=f"a{i}"), tool_msg(f"c{i}", output(i), id=f"o{i}")]
+    d.append(asst("Three at once.", [call(f"p{k}", "bash") for k in range(3)], id="batch"))
+    d += [tool_msg(f"p{k}", output(10 + k), name="bash", id=f"r{k}") for k in range(3)]
+    d.append(asst("Done.", id="done"))
+    pol = SweAgentMasking(SweAgentMaskingConfig(n=2))
+    st_ = state_of(pol, conv(*d[:-1]))
+    assert masked(st_, pol) == {"o0": True, "o1": True, "o2": True, "r0": False, "r1": False, "r2": False}
+    res, _, _ = run_capture(pol, conv(*d), C4)
+    assert res.violations == [] and len(res.compactions) > 0
