@@ -10,6 +10,7 @@ import pytest
 from policies.base import Plan, Policy, Trigger
 from policies.helpers import first_user_index, plan_shrinks, safe_cut
 from sim.cli.main import main
+from sim.core.invariants import NAMES as INVARIANTS
 from sim.core.state import RunState
 from sim.replay.checker import check_policy
 
@@ -81,7 +82,9 @@ def test_what_the_policy_did_is_counted() -> None:
 
 
 def test_a_plan_that_lets_a_pin_go_is_said_out_loud() -> None:
-    report = check_policy(_ref(ForgetsItsPin), {}, examples=40, tokenizer="chars4")
+    # ForgetsItsPin breaks invariants too (it drops reverted changes, pins inside a unit): all tolerated, so the
+    # check runs its examples and says what they did instead of shrinking a violation
+    report = check_policy(_ref(ForgetsItsPin), {}, examples=40, tokenizer="chars4", allow=INVARIANTS)
     assert report.activity is not None and report.activity.pins_dropped > 0
     assert "let messages an earlier plan pinned leave the view" in report.render()
     assert "pinned=state.view.pinned" in report.render()
