@@ -59,9 +59,9 @@ def test_calibrate_figures_match_the_golden_file(name: str, sub: str, extra: lis
 
 
 def _differences(got: object, want: object, path: str = "") -> list[str]:
-    """Where ``got`` and ``want`` differ: equal structure and strings, floats within 1e-9 relative (1e-12 absolute). The fit's
-    floats move in their last digit or two with the linear-algebra library a machine installs (numpy's BLAS
-    sums in another order), which says nothing of the calibration; the printed figures are compared exactly."""
+    """Where ``got`` and ``want`` differ: equal structure and strings, floats within 1e-9 relative (1e-12
+    absolute). The fit's floats move in their last digit or two with the linear-algebra library a machine installs
+    (numpy's BLAS sums in another order), which says nothing of the calibration; printed figures compare exactly."""
     if isinstance(want, dict) and isinstance(got, dict):
         if got.keys() != want.keys():
             return [f"{path}: keys {sorted(got)} != {sorted(want)}"]
