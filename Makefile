@@ -10,8 +10,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# uv installs the same packages from the same index as pip, five times as fast (15 s against 72 s here on a fresh
+# venv); pip does it where uv cannot be had.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	( $(BIN)/python -m pip install -q uv && $(BIN)/python -m uv pip install -q --python $(BIN)/python -e '.[dev]' ) \
+	  || $(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -20,7 +23,7 @@ demo: install
 	$(BIN)/csim demo --out reports/demo
 
 test: install lint
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -n auto --dist loadgroup  # a test module per worker; the policy checks of tests/test_properties.py one policy each (tests/conftest.py)
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -n auto --dist loadgroup --durations=10  # a test module per worker; the policy checks of tests/test_properties.py one policy each (tests/conftest.py)
 
 lint: install   # ruff (lint and format) and mypy (strict on the core and policies/): part of make test, so of CI
 	$(BIN)/ruff check .
