@@ -23,7 +23,7 @@ demo: install
 	$(BIN)/csim demo --out reports/demo
 
 test: install lint
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -n auto --dist loadgroup --durations=10  # a test module per worker; the policy checks of tests/test_properties.py one policy each (tests/conftest.py)
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -n auto --dist loadfile --durations=10  # each test module whole in one worker: its caches and fixtures built once
 
 lint: install   # ruff (lint and format) and mypy (strict on the core and policies/): part of make test, so of CI
 	$(BIN)/ruff check .

@@ -27,17 +27,3 @@ def _draws_independent_of_imports() -> Iterator[None]:
     modules and policies its worker happened to load first."""
     with fixed_constants():
         yield
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Each test module runs whole in one worker (``--dist loadgroup``), so its module-level caches and fixtures are
-    built once; the property module's checks of each bundled policy (a third of the suite) go one policy to a group
-    instead, its pass test and its deviation tests together (they share the policy's cached check report)."""
-    for item in items:
-        group = item.module.__name__ if item.module is not None else item.nodeid.split("::")[0]
-        params = getattr(item, "callspec", None)
-        if group.endswith("test_properties") and params is not None:
-            key = params.params.get("name", params.params.get("cls"))
-            if key is not None:
-                group = f"{group}:{getattr(key, '__name__', key)}"
-        item.add_marker(pytest.mark.xdist_group(group))
