@@ -1,4 +1,4 @@
-"""Project-wide test settings: Hypothesis profiles.
+"""Project-wide test settings: Hypothesis profiles, and draws that do not depend on what a worker imported.
 
 ``ci`` (the default) is derandomized and keeps no example database, so a run in CI draws the same
 examples every time and a failure there reproduces locally from the printed blob. ``dev`` runs
