@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import json
 import os
 from pathlib import Path
 
@@ -172,6 +173,12 @@ def test_real_session_out_of_sample(held_out_calibration: Path, tmp_path: Path, 
     # the first request after the compaction, its overhead estimated (summary and what came back): -0.85%
     assert int(comp["first_after_recorded"]) == 33_960
     assert abs(float(comp["first_after_relative_error"])) <= 0.05
+    # what the recorded summary kept of the probes of its span (sim.calibration.survival), printed and in summary.json
+    assert "recorded summaries kept, verbatim, of the probes of their spans: artifact " in text
+    [summary] = json.loads((out / "summary.json").read_text())
+    artifacts = summary["retention"]["observed"]["artifact"]
+    assert artifacts["probes"] >= 100 and 0 < artifacts["kept"] < artifacts["probes"]
+    assert 0 < artifacts["kept_needed_after"] <= artifacts["needed_after"] <= artifacts["probes"]
 
 
 @functools.cache

@@ -79,7 +79,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_fidelity(args: argparse.Namespace) -> int:
-    from sim.calibration import fidelity, files
+    from sim.calibration import fidelity, files, survival
     from sim.core import counting
 
     groups, _, _ = load_source(args.path, args.format, args.cache, args.lenient)
@@ -132,6 +132,13 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                     f"recorded ({cache['cache_write_relative_error']:+.1%}); cost ${cache['simulated_cost_usd']:.2f} "
                     f"vs ${cache['recorded_cost_usd']:.2f} priced from recorded usage "
                     f"({cache['cost_relative_error']:+.1%})"
+                )
+            kept = survival.by_kind(survival.observed_survival(conv))
+            s["retention"] = {"observed": kept}  # what the recorded summaries kept of the probes (issue 28)
+            if kept:
+                line += "\n    recorded summaries kept, verbatim, of the probes of their spans: " + ", ".join(
+                    f"{kind} {d['kept']}/{d['probes']} ({d['kept_needed_after']}/{d['needed_after']} of those needed later)"
+                    for kind, d in kept.items()
                 )
             print(line)
             if out is not None:
