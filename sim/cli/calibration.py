@@ -137,7 +137,8 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
             s["retention"] = {"observed": kept}  # what the recorded summaries kept of the probes (issue 28)
             if kept:
                 line += "\n    recorded summaries kept, verbatim, of the probes of their spans: " + ", ".join(
-                    f"{kind} {d['kept']}/{d['probes']} ({d['kept_needed_after']}/{d['needed_after']} of those needed later)"
+                    f"{kind} {d['kept']}/{d['probes']} "
+                    f"({d['kept_needed_after']}/{d['needed_after']} of those needed later)"
                     for kind, d in kept.items()
                 )
             print(line)
