@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.calibration.survival import by_kind, observed_survival, summaries_of
+from sim.calibration.survival import by_kind, observed_survival, shape_of, summaries_of
 from sim.core.conversation import Conversation, Fact, Message, Part
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,6 +62,31 @@ def test_each_summary_is_judged_on_what_its_span_established_or_carried() -> Non
     }
 
 
+@pytest.mark.parametrize(
+    ("text", "shape"),
+    [
+        ("src/app.py", "path"),
+        ("mix.exs", "path"),
+        ("git status -s", "command"),
+        ("12345", "number"),
+        ("3.14", "number"),
+        ("Spotter.Services.Tmux", "identifier"),
+        ("Plug.Conn", "identifier"),
+        ("render_message", "identifier"),
+    ],
+)
+def test_an_artifact_has_the_shape_published_measurements_count(text: str, shape: str) -> None:
+    assert shape_of(text) == shape
+
+
+def test_survival_by_artifact_shape() -> None:
+    rows = observed_survival(_two_rounds())
+    assert {r.shape for r in rows if r.kind == "artifact"} == {"path"} and all(
+        r.shape == "" for r in rows if r.kind != "artifact"
+    )
+    assert by_kind(rows, "shape")["path"]["probes"] == 4
+
+
 def test_a_conversation_without_recorded_summaries_has_nothing_to_observe() -> None:
     conv = _two_rounds()
     plain = replace(conv, messages=tuple(replace(m, meta={}) for m in conv.messages))
@@ -70,7 +95,8 @@ def test_a_conversation_without_recorded_summaries_has_nothing_to_observe() -> N
 
 def test_the_shared_claude_code_sessions_summaries_keep_a_third_of_their_artifacts() -> None:
     """Measured: of the probes of each session's one recorded compaction, the summary holds 75 of 272 artifacts
-    (fa812bfe) and 65 of 165 (258c7280) verbatim, and none of the 3 + 3 commit subjects."""
+    (fa812bfe) and 65 of 165 (258c7280) verbatim, and none of the 3 + 3 commit subjects; file paths 37 of 67, other
+    identifiers 102 of 369."""
     from sim.formats.importing import recorded_conversations
 
     folder = RECORDED / "claude-code"
@@ -84,3 +110,5 @@ def test_the_shared_claude_code_sessions_summaries_keep_a_third_of_their_artifac
     art = kinds["artifact"]
     assert art["probes"] >= 300 and 0.2 < art["kept_share"] < 0.45
     assert kinds["decision"]["probes"] >= 4 and kinds["decision"]["kept"] == 0
+    shapes = by_kind(rows, "shape")
+    assert shapes["path"]["kept_share"] > shapes["identifier"]["kept_share"]  # the summary lists the files

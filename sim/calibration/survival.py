@@ -17,6 +17,7 @@ This is issue 28's first item, observed survival; the fitted retention model bui
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,19 @@ class Survived:
     age_messages: int  # messages from the probe's source to the summary
     needed_after: bool  # needed at a message after the summary
     kept: bool  # the summary's text holds the probe's text verbatim
+    shape: str = ""  # an artifact's shape (:func:`shape_of`): path, command, number or identifier
+
+
+def shape_of(text: str) -> str:
+    """What an artifact looks like, in the categories published measurements use (file paths, commands, measured
+    numbers): a whole command (it has a space), a number, a path (a slash, or a file name), else an identifier."""
+    if " " in text:
+        return "command"
+    if re.fullmatch(r"[\d.,]+", text):
+        return "number"
+    if "/" in text or (re.search(r"\.[a-z][a-z0-9]{0,4}$", text) and not re.search(r"\.[A-Z]", text)):
+        return "path"  # a slash, or a file name (a lowercase extension; "Plug.Conn" is a module)
+    return "identifier"
 
 
 def summaries_of(conv: Conversation) -> list[int]:
@@ -73,17 +87,22 @@ def observed_survival(conv: Conversation, facts: Iterable[Fact] | None = None) -
                     s - src,
                     any(index.get(n, -1) > s for n in f.needed_at),
                     bool(f.text) and f.text in text,
+                    shape_of(f.text) if f.kind == "artifact" else "",
                 )
             )
         start = s
     return out
 
 
-def by_kind(rows: Iterable[Survived]) -> dict[str, dict[str, Any]]:
-    """Per kind: probes in the spans, how many the summaries kept, and the same for those needed afterwards."""
+def by_kind(rows: Iterable[Survived], key: str = "kind") -> dict[str, dict[str, Any]]:
+    """Per kind (or per artifact shape, ``key="shape"``): probes in the spans, how many the summaries kept, and the
+    same for those needed afterwards."""
     out: dict[str, dict[str, Any]] = {}
     for r in rows:
-        d = out.setdefault(r.kind, {"probes": 0, "kept": 0, "needed_after": 0, "kept_needed_after": 0})
+        group = getattr(r, key)
+        if not group:
+            continue
+        d = out.setdefault(group, {"probes": 0, "kept": 0, "needed_after": 0, "kept_needed_after": 0})
         d["probes"] += 1
         d["kept"] += r.kept
         d["needed_after"] += r.needed_after
@@ -94,4 +113,4 @@ def by_kind(rows: Iterable[Survived]) -> dict[str, dict[str, Any]]:
     return dict(sorted(out.items()))
 
 
-__all__ = ["Survived", "by_kind", "observed_survival", "summaries_of"]
+__all__ = ["Survived", "by_kind", "observed_survival", "shape_of", "summaries_of"]

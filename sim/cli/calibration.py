@@ -133,8 +133,10 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                     f"vs ${cache['recorded_cost_usd']:.2f} priced from recorded usage "
                     f"({cache['cost_relative_error']:+.1%})"
                 )
-            kept = survival.by_kind(survival.observed_survival(conv))
-            s["retention"] = {"observed": kept}  # what the recorded summaries kept of the probes (issue 28)
+            observed = survival.observed_survival(conv)
+            kept = survival.by_kind(observed)
+            # what the recorded summaries kept of the probes (issue 28), by kind and by artifact shape
+            s["retention"] = {"observed": kept, "observed_artifact_shapes": survival.by_kind(observed, "shape")}
             if kept:
                 line += "\n    recorded summaries kept, verbatim, of the probes of their spans: " + ", ".join(
                     f"{kind} {d['kept']}/{d['probes']} "
