@@ -244,8 +244,9 @@ class _Failed(Exception):
 
 
 def generated(examples: int, *, window: int = 8_000, max_turns: int = 40) -> tuple[Conversation, ...]:
-    """``examples`` conversations drawn as :func:`check_policy` draws them (derandomized: the same every call), to
-    pass as its ``corpus`` to many checks at once: each check then replays them without generating its own."""
+    """``examples`` conversations from the strategy :func:`check_policy` draws from (derandomized: the same every
+    call, though not the same examples a check draws itself), to pass as its ``corpus`` to many checks at once: each
+    check then replays them without generating its own."""
     out: list[Conversation] = []
 
     @settings(
