@@ -239,14 +239,8 @@ def test_a_recording_read_as_the_wrong_format_names_the_right_one(capsys: pytest
     assert "give --format swe-agent" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("folder", "name", "policy", "params", "cid"), RECORDINGS, ids=[r[1][:24] for r in RECORDINGS])
-def test_a_shared_recording_of_each_format_previews_as_its_run_compacts(
-    folder: str, name: str, policy: str, params: dict[str, Any], cid: str | None
-) -> None:
-    path = RECORDED / folder / name
-    if not path.exists():
-        pytest.skip(f"{path} is absent: the shared recordings live in ../shared/recorded (or $CSIM_RECORDED)")
-    p = api.compact(path, policy, params, conversation_id=cid)
+def _recorded(path: Path, cid: str | None = None) -> tuple[Conversation, Any]:
+    """The recording's conversation and the run config a run of it gets (as ``api.compact`` reads it)."""
     conv, config, _ = api.one_conversation(
         scenario=None,
         scenario_params=None,
@@ -257,6 +251,18 @@ def test_a_shared_recording_of_each_format_previews_as_its_run_compacts(
         seed=0,
         run_options={},
     )
+    return conv, config
+
+
+@pytest.mark.parametrize(("folder", "name", "policy", "params", "cid"), RECORDINGS, ids=[r[1][:24] for r in RECORDINGS])
+def test_a_shared_recording_of_each_format_previews_as_its_run_compacts(
+    folder: str, name: str, policy: str, params: dict[str, Any], cid: str | None
+) -> None:
+    path = RECORDED / folder / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent: the shared recordings live in ../shared/recorded (or $CSIM_RECORDED)")
+    p = api.compact(path, policy, params, conversation_id=cid)
+    conv, config = _recorded(path, cid)
     assert cid is None or p.conversation == cid
     r = engine_run(make_policy(policy, params), conv, config)
     comps = pd.DataFrame(r.compactions)
@@ -286,16 +292,7 @@ def test_facts_on_a_recording_are_judged_as_on_a_scenario() -> None:
     path = RECORDED / "swe-agent" / "crypto__eps.traj"
     if not path.exists():
         pytest.skip(f"{path} is absent: the shared recordings live in ../shared/recorded (or $CSIM_RECORDED)")
-    conv, config, _ = api.one_conversation(
-        scenario=None,
-        scenario_params=None,
-        path=path,
-        format="auto",
-        lenient=False,
-        conversation_id=None,
-        seed=0,
-        run_options={},
-    )
+    conv, config = _recorded(path)
     msgs = conv.messages
     half = len(msgs) // 2
     late = [m.id for m in msgs[half:] if m.role in ("user", "tool")]
