@@ -21,18 +21,22 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.core.budgets import BudgetTracker
 from sim.core.cache import CacheUsage
 from sim.core.conversation import Conversation, Message
 from sim.core.cost import PRICE_DATE, Pricer
 from sim.core.errors import UnknownName
+from sim.core.invariants import Violation
 from sim.core.log import CompactionCreated, RequestSent, RunLog
 from sim.core.model import DEFAULT_MODEL, ModelConfig
 from sim.core.tokenizers import Memo, memoised
+
+if TYPE_CHECKING:
+    from sim.replay.engine import Engine
 
 
 class Billing:
@@ -203,4 +207,53 @@ def recorded_model(conversation: Conversation) -> str | None:
     return max(sorted(counts), key=counts.__getitem__) if counts else None
 
 
-__all__ = ["DATED_FROM", "Billing", "price_epoch", "price_time", "recorded_model", "usage_of"]
+def record_request(
+    e: Engine,
+    kind: str,
+    context: int,
+    output: int,
+    in_view: int,
+    *,
+    error: str | None = None,
+    compaction_id: str | None = None,
+    needed: int = 0,
+    visible: int = 0,
+    violations: Iterable[Violation] = (),
+    billed: bool | None = None,
+    usage: CacheUsage | None = None,
+    at: float | None = None,
+) -> None:
+    """Log one request and bill it. ``usage``: how the prompt cache bills its prompt (None: all uncached, as a
+    ``separate`` summariser call is: its transcript is a prompt of its own that shares no prefix with the
+    agent's). ``at``: when it started (None: when the current request starts). ``e``: the run it is part of."""
+    # A rejected request (400) is not billed; a call that answered, even with nothing, is.
+    billed = error is None if billed is None else billed
+    usage = usage or CacheUsage(uncached=context)
+    at = e.clock.now if at is None else at
+    cost = e.billing.charge(e.tracker, context, output, usage, at) if billed else 0.0
+    summary = e.state.view.summary
+    e.log.append(
+        RequestSent(
+            e.state.turn,
+            kind,
+            context,
+            output,
+            in_view,
+            error,
+            cost,
+            billed,
+            compaction_id or (summary.compaction_id if summary else ""),
+            e.state.compactions,
+            needed,
+            visible,
+            "; ".join(v.invariant for v in violations),
+            usage.read if billed else 0,
+            usage.write_5m if billed else 0,
+            usage.write_1h if billed else 0,
+            at,
+            e.billing.model_name,
+        )
+    )
+
+
+__all__ = ["DATED_FROM", "Billing", "price_epoch", "price_time", "record_request", "recorded_model", "usage_of"]

@@ -264,3 +264,11 @@ class RequestCache:
         self._raw.pop()
         if self._cal is not None:
             self._cum.pop()
+
+
+def placement_with_ttl(placement: CachePlacement, ttl: str) -> CachePlacement:
+    """The policy's breakpoints with the run's TTL (``cache_ttl``; ``policy``: as the policy places them)."""
+    if ttl == "policy":
+        return placement
+    chosen: TTL = "1h" if ttl == "1h" else "5m"
+    return CachePlacement(chosen if placement.system else None, chosen if placement.last else None)

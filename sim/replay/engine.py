@@ -1,7 +1,8 @@
 """Replay a conversation through a policy, request by request, and record everything.
 
 The engine only sequences a replay's phases; each thing it records or computes is a sibling's:
-:mod:`sim.replay.measure` sizes every message and request (one accounting mode, chosen when the run starts),
+:mod:`sim.replay.compaction` carries out a policy's plan (a rollback, a summary), :mod:`sim.replay.measure` sizes
+every message and request (one accounting mode, chosen when the run starts),
 :mod:`sim.replay.retention` judges the facts each request needs, :mod:`sim.replay.summary_input` builds a
 summariser request's transcript, :mod:`sim.replay.billing` prices requests and compactions,
 :mod:`sim.replay.loops` watches for compaction loops, :mod:`sim.replay.result` turns the log into the run's tables
@@ -25,48 +26,42 @@ through its public methods: :meth:`Engine.append`, :meth:`Engine.side_request`, 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from enum import IntEnum
 from typing import Any
 
-import numpy as np
-
 from policies.base import AskPoint, Plan, Policy
 from sim.core.budgets import BudgetTracker
-from sim.core.cache import TTL, CachePlacement, CacheUsage, NoCache, cache_model
+from sim.core.cache import CacheUsage, NoCache, cache_model
 from sim.core.config import RunConfig
 from sim.core.conversation import Conversation, Fact, Message, Part
 from sim.core.errors import InvalidRequest, InvariantViolation, PromptTooLong
 from sim.core.identity import run_id
-from sim.core.invariants import Violation, check_compaction, check_plan, check_view
+from sim.core.invariants import Violation, check_view
 from sim.core.log import (
     BudgetWarned,
-    CompactionCreated,
-    CompactionFailed,
     MessageAppended,
-    RequestSent,
     RunFinished,
     RunLog,
 )
 from sim.core.model import fits_window
 from sim.core.state import Ledger, RunState
 from sim.core.tokenizers import CountingTokenizer, Memo, get_tokenizer, memoised
-from sim.core.view import Summary, View, edit_parts
+from sim.core.view import View
 from sim.replay import model as wire
 from sim.replay.anchoring import run_anchors
-from sim.replay.billing import Billing
-from sim.replay.caching import RequestCache
+from sim.replay.billing import Billing, record_request
+from sim.replay.caching import RequestCache, placement_with_ttl
+from sim.replay.compaction import compact, over_trigger
 from sim.replay.integrity import deep_problems, log_problem
 from sim.replay.loops import LoopWatch
 from sim.replay.measure import Counted, measure_for
 from sim.replay.reactions import Reactions
-from sim.replay.reactive import react, signals_lost, task_success
+from sim.replay.reactive import react, task_success
 from sim.replay.request import RequestBuilder
 from sim.replay.result import RunIdentity, RunResult, run_result
 from sim.replay.retention import Retention
-from sim.replay.summariser import summarise
-from sim.replay.summary_input import summariser_input
 from sim.replay.timing import RunClock
 
 
@@ -135,7 +130,7 @@ class Engine:
         cached, provider = config.cache == "provider", config.model.price_provider
         self.cache = RequestCache(
             (lambda name: cache_model(provider, name)) if cached else NoCache,
-            _placement(policy.cache_placement, config.cache_ttl),
+            placement_with_ttl(policy.cache_placement, config.cache_ttl),
             self.ledger,
             self.has_system,
             m.message_blocks,
@@ -143,7 +138,7 @@ class Engine:
             m.cache_coefficients,
         )
         # The closed-loop agent (sim.replay.reactive): what it did, and whether it acts at all.
-        self._reactive = config.agent.reactive
+        self.reactive = config.agent.reactive
         self.reactions = Reactions()
         self.retention = Retention(
             conversation, self.tok.derived, self.ledger, self.reactions, self.has_system, self.tok.truncate
@@ -162,7 +157,7 @@ class Engine:
         self.clock = RunClock(conversation, self._script, config.seed, self.tok.derived, self.measure.content_tokens)
         self._next = 0
         self._outcome: tuple[str, str | None] | None = None
-        self._compaction_attempts = 0
+        self.compaction_attempts = 0
         self.loops = LoopWatch()
 
     # -- what other parts of a run read and do (sim.replay.reactive.Host, lockstep, the API) -----------------
@@ -213,246 +208,20 @@ class Engine:
         makes it stand for the model's answer to the summary (the client asks again from the summary, as the
         Anthropic SDK's ``compaction_control`` does; a replay has one scripted reply): it opens a turn afresh."""
         plan = self._decide(k, RESPONSE)
-        if plan is None or not self._compact(plan, "auto"):
+        if plan is None or not compact(self, plan, "auto"):
             return
         view, n = self.state.view, len(self.ledger.messages)
         if plan.summarize and view.start == n - 1 and view.summary_slot is None and not view.injected:
             self.ledger.openers.add(n - 1)
 
-    def _violate(self, invariant: str, request_kind: str, detail: str) -> None:
+    def violate(self, invariant: str, request_kind: str, detail: str) -> None:
         v = Violation(invariant, self.state.turn, request_kind, detail)
         self.violations.append(v)
         if self.config.strict:
             raise InvariantViolation(str(v))
 
-    # -- compaction -------------------------------------------------------------------------------
-    def _compact(self, plan: Plan, trigger: str) -> bool:
-        """Carry out ``plan``; True when the view changed."""
-        before = self.state.view
-        if plan.restore is not None:
-            return self._restore(plan.restore, trigger)
-        view = plan.view_from(before)
-        bad = check_plan(self.state, before, view)
-        if bad:
-            self._violate("plan-invalid", "agent", f"{type(self.policy).__name__}: {bad}")
-            return False
-        self._compaction_attempts += 1
-        cid = f"c{self._compaction_attempts}"
-        tokens_before = self.view_tokens(before)
-        # whether the policy compacts because it is over its trigger (compaction-loop, below)
-        over_before = trigger == "auto" and self.policy.over_trigger(self.state) is not False
-        summarised = (0, 0)
-        if plan.summarize:
-            summary = self._summarise(plan, before, view, cid, trigger)
-            if summary is None:
-                if self.state.view is not before:
-                    self._violate(
-                        "failed-summary-unchanged", "summariser", "the view changed although the summary failed"
-                    )
-                return False
-            summarised = (before.start, plan.start)
-            view = replace(view, summary=summary)
-        tokens_after = self.view_tokens(view)
-        if tokens_after == tokens_before and view == before:
-            return False
-        self.state.view = view
-        self.state.compactions += 1
-        if plan.summarize:
-            self.state.failed_in_a_row = 0
-            if self._reactive:
-                signals_lost(self, before, view, cid)
-        self.state.checkpoints.append(view)
-        lost = self.retention.compacted(before, view)
-        self.log.append(
-            CompactionCreated(
-                cid, self.state.turn, trigger, plan.mode, view, tokens_before, tokens_after, summarised, lost
-            )
-        )
-        if tokens_after >= tokens_before:
-            self._violate(
-                "compaction-shrinks",
-                "agent",
-                f"compaction {cid} ({plan.mode}) went from {tokens_before} to {tokens_after} tokens",
-            )
-        for name, detail in check_compaction(self.state, before, view, self._edit_changes(before, view)):
-            self._violate(name, "agent", f"compaction {cid}: {detail}")
-        if trigger == "auto":  # a link of a compaction loop claims so now; settled after the next request
-            self.loops.compacted(cid, self.state.turn, over_before and self._over_trigger())
-        return True
-
-    def _over_trigger(self) -> bool:
-        """Whether the policy is at or over its automatic trigger now; a policy that does not say is over
-        when it would compact again."""
-        over = self.policy.over_trigger(self.state)
-        if over is None:
-            return self.policy.decide(self.state, "auto") is not None
-        return over
-
-    def _restore(self, view: View, trigger: str) -> bool:
-        """Roll the view back to an earlier checkpoint (the view of an earlier compaction, or the start)."""
-        if not any(view is c for c in self.state.checkpoints):
-            self._violate(
-                "plan-invalid",
-                "agent",
-                f"{type(self.policy).__name__}: restore names a view that is not an earlier checkpoint of this run",
-            )
-            return False
-        before = self.state.view
-        if view is before:
-            return False
-        self._compaction_attempts += 1
-        cid = f"c{self._compaction_attempts}"
-        tokens_before, tokens_after = self.view_tokens(before), self.view_tokens(view)
-        for name, detail in check_compaction(self.state, before, view, self._edit_changes(before, view)):
-            self._violate(name, "agent", f"rollback {cid}: {detail}")
-        self.state.view = view
-        lost = self.retention.compacted(before, view)
-        self.log.append(
-            CompactionCreated(
-                cid, self.state.turn, trigger, "rollback", view, tokens_before, tokens_after, (0, 0), lost
-            )
-        )
-        self.loops.reset()
-        return True
-
-    def _edit_changes(self, before: View, after: View) -> Callable[[int], bool]:
-        """Whether going from ``before`` to ``after`` newly edits a part of message ``i`` (for check_compaction):
-        ``after`` shows a part otherwise than ``before`` did, and otherwise than the message holds it. Lifting an
-        edit (a rollback to a checkpoint that did not hide or clear the part) compacts nothing."""
-        msgs, trunc = self.ledger.messages, self.tok.truncate
-
-        def changed(i: int) -> bool:
-            a = edit_parts(msgs[i], before.rules_at(i), trunc)
-            b = edit_parts(msgs[i], after.rules_at(i), trunc)
-            raw = msgs[i].parts
-            return any(x is not y and y is not r for x, y, r in zip(a, b, raw, strict=True))
-
-        return changed
-
-    def _summarise(self, plan: Plan, before: View, after: View, cid: str, trigger: str) -> Summary | None:
-        """The summary of what leaves the view (shown by ``before``, not by ``after``), each message as
-        ``after`` edits it, with the previous summary folded in; None when the summariser call fails."""
-        request = plan.summary_request
-        given = summariser_input(request, before, after, self.requests, self.retention, self.tok.count)
-        input_tokens = self.measure.summariser_tokens(given.tokens(request, self.tok.count), before.summary is not None)
-        cfg = self.config.summariser
-        cap = cfg.max_output_tokens or self.model.output_reserve
-        if request.max_tokens is not None:
-            cap = min(cap, request.max_tokens)
-        # A client that forks its agent request (Policy.summary_call) sends the view as the agent would, the
-        # instruction appended; billed through the prompt cache, so only with caching on. A fork that does not
-        # fit the window falls back to the separate request, as Claude Code falls back when its fork fails.
-        fork = self.policy.summary_call == "fork" and self.config.cache == "provider"
-        if fork:
-            fork_tokens = self._prompt(
-                before, self.measure.head_tokens(False), self.measure.instruction_tokens(request.prompt)
-            )
-            fork = fits_window(fork_tokens, self.model, max_output=cap)
-            if fork:
-                input_tokens = fork_tokens
-        try:
-            wire.check_window(input_tokens, self.model, max_output=cap)
-        except PromptTooLong as exc:
-            self.overflows += 1
-            self._record_request("summariser", input_tokens, 0, 0, error=f"prompt-too-long: {exc}", compaction_id=cid)
-            self.log.append(CompactionFailed(self.state.turn, trigger, f"summariser overflow: {exc}"))
-            self.state.failed_in_a_row += 1
-            return None
-        msgs = self.ledger.messages
-        goal = next((m.text for m in msgs if m.role == "user" and m.command is None), "")
-        calls = [p.name or "tool" for i in given.span for p in msgs[i].parts if p.kind == "tool_call"]
-        rng = np.random.default_rng(np.random.SeedSequence([self.config.seed, 1, self._compaction_attempts]))
-        outcome = summarise(
-            goal=goal,
-            covered_messages=len(given.span),
-            covered_calls=calls,
-            candidates=given.candidates,
-            config=cfg,
-            max_output_tokens=cap,
-            rng=rng,
-            count=self.tok.count,
-        )
-        out_tokens = self.tok.count(outcome.text)
-        billed = outcome.failed != "summariser call failed"
-        usage, at = None, None
-        if fork and billed:  # a call that failed never reached the cache
-            at = self.clock.compaction_time()
-            usage = self._cache_usage(before, False, request.prompt, input_tokens, now=at, fork=True)
-        self._record_request(
-            "summariser",
-            input_tokens,
-            out_tokens,
-            0,
-            error=outcome.failed,
-            compaction_id=cid,
-            billed=billed,
-            usage=usage,
-            at=at,
-        )
-        if outcome.failed or not outcome.text.strip():
-            self.log.append(CompactionFailed(self.state.turn, trigger, outcome.failed or "empty summary"))
-            self.state.failed_in_a_row += 1
-            return None
-        text = request.wrapper.replace("{summary}", outcome.text)
-        if outcome.text not in text:  # committed as a summary, but not the summariser's: as if it had failed
-            self._violate(
-                "failed-summary-unchanged",
-                "summariser",
-                f"compaction {cid} commits a summary without the summariser's text (wrapper "
-                f"{request.wrapper[:40]!r} has no {{summary}}): the view changed with no summary in it",
-            )
-        return Summary(text, outcome.facts, plan.start, cid, request.role)
-
     # -- requests -----------------------------------------------------------------------------------
-    def _record_request(
-        self,
-        kind: str,
-        context: int,
-        output: int,
-        in_view: int,
-        *,
-        error: str | None = None,
-        compaction_id: str | None = None,
-        needed: int = 0,
-        visible: int = 0,
-        violations: Iterable[Violation] = (),
-        billed: bool | None = None,
-        usage: CacheUsage | None = None,
-        at: float | None = None,
-    ) -> None:
-        """Log one request and bill it. ``usage``: how the prompt cache bills its prompt (None: all uncached, as a
-        ``separate`` summariser call is: its transcript is a prompt of its own that shares no prefix with the
-        agent's). ``at``: when it started (None: when the current request starts)."""
-        # A rejected request (400) is not billed; a call that answered, even with nothing, is.
-        billed = error is None if billed is None else billed
-        usage = usage or CacheUsage(uncached=context)
-        at = self.clock.now if at is None else at
-        cost = self.billing.charge(self.tracker, context, output, usage, at) if billed else 0.0
-        summary = self.state.view.summary
-        self.log.append(
-            RequestSent(
-                self.state.turn,
-                kind,
-                context,
-                output,
-                in_view,
-                error,
-                cost,
-                billed,
-                compaction_id or (summary.compaction_id if summary else ""),
-                self.state.compactions,
-                needed,
-                visible,
-                "; ".join(v.invariant for v in violations),
-                usage.read if billed else 0,
-                usage.write_5m if billed else 0,
-                usage.write_1h if billed else 0,
-                at,
-                self.billing.model_name,
-            )
-        )
-
-    def _prompt(self, view: View, head: int, tail: int) -> int:
+    def prompt(self, view: View, head: int, tail: int) -> int:
         """The prompt tokens of a request for ``view`` between ``head`` and ``tail`` tokens (the tools before, the
         status line or an instruction after), as the provider would count them (:meth:`Counted.prompt_tokens`)."""
         return self._prompt_and_messages(view, head, tail)[0]
@@ -475,20 +244,20 @@ class Engine:
         rollback the members agree on (the others fork off in ``_sync``)."""
         if not after_rollback:
             plan = self._decide(k, MESSAGE)
-            if plan is None or not self._compact(plan, "auto"):
+            if plan is None or not compact(self, plan, "auto"):
                 return
             if plan.restore is None:
                 # A policy whose system checks again after compacting (recheck_after_compaction) is asked until it
                 # declines; each compaction changed the view, and the log bounds how often that can happen.
                 for _ in range(len(self.state) if self.policy.recheck_after_compaction else 0):
                     plan = self._decide(k, AFTER_ROLLBACK)
-                    if plan is None or plan.restore is not None or not self._compact(plan, "auto"):
+                    if plan is None or plan.restore is not None or not compact(self, plan, "auto"):
                         break
                 return
         # A rollback restores an earlier, larger view; the policy may compact it before sending.
         plan = self._decide(k, AFTER_ROLLBACK)
         if plan is not None and plan.restore is None:
-            self._compact(plan, "auto")
+            compact(self, plan, "auto")
 
     def _decide(self, k: int, phase: Phase) -> Plan | None:
         """The policy's plan at ``phase`` of message ``k``; in lockstep, the one the members that stay agree on."""
@@ -526,7 +295,7 @@ class Engine:
                 found.append(Violation(rejected[0], st.turn, "agent", rejected[1]))
                 self._record_violations(found)
                 error = f"invalid-request: {rejected[1]}"
-                self._record_request("agent", tokens, 0, in_view, error=error, violations=found)
+                record_request(self, "agent", tokens, 0, in_view, error=error, violations=found)
                 raise _Finished("provider-error") from None
             if self.config.deep_checks:
                 problems = deep_problems(self.log, self.ledger, st, self.requests, self.model.provider)
@@ -536,11 +305,11 @@ class Engine:
                 wire.check_window(tokens, self.model)
             except PromptTooLong as exc:
                 self.overflows += 1
-                self._record_request("agent", tokens, 0, in_view, error=f"prompt-too-long: {exc}", violations=found)
+                record_request(self, "agent", tokens, 0, in_view, error=f"prompt-too-long: {exc}", violations=found)
                 attempts -= 1
                 if attempts > 0:
                     plan = self.policy.decide(st, "overflow")
-                    if plan is not None and self._compact(plan, "overflow"):
+                    if plan is not None and compact(self, plan, "overflow"):
                         continue
                 raise _Finished("context-overflow") from None
             break
@@ -549,7 +318,8 @@ class Engine:
         self.tracker.turns += 1
         self.tracker.tool_calls += self.measure.sizes(reply).calls
         self.tracker.last_context = tokens
-        self._record_request(
+        record_request(
+            self,
             "grace" if grace else "agent",
             tokens,
             out,
@@ -557,7 +327,7 @@ class Engine:
             needed=needed,
             visible=visible,
             violations=found,
-            usage=self._cache_usage(view, grace, status, tokens),
+            usage=self.cache_usage(view, grace, status, tokens),
         )
         st.last_input_tokens = tokens
         st.last_output_tokens = None  # the reply is not in yet: what the policy counts now is this prompt
@@ -565,9 +335,9 @@ class Engine:
         st.view_at_last_request = view
         st.chars_at_last_request = self.ledger.chars_prefix[-1]
         if self.loops.pending():  # the claim of the last automatic compaction, judged now its prompt is counted
-            detail = self.loops.settle(self._over_trigger(), st.last_input_tokens)
+            detail = self.loops.settle(over_trigger(self), st.last_input_tokens)
             if detail is not None:
-                self._violate("compaction-loop", "agent", detail)
+                self.violate("compaction-loop", "agent", detail)
         st.last_output_tokens = out
         st.turn += 1
         if anthropic and self.requests.final_turn(view).fresh:  # the reply opens an assistant turn afresh
@@ -576,7 +346,7 @@ class Engine:
         for dim, used, limit in self.tracker.new_warnings():
             self.log.append(BudgetWarned(st.turn, dim, used, limit))
 
-    def _cache_usage(
+    def cache_usage(
         self, view: View, grace: bool, status: str | None, tokens: int, *, now: float | None = None, fork: bool = False
     ) -> CacheUsage:
         """The prompt cache's bill of a request of ``tokens`` (as reported) for ``view``, sent at ``now`` (default:
@@ -591,7 +361,7 @@ class Engine:
 
     def _record_violations(self, found: list[Violation]) -> None:
         for v in found:
-            self._violate(v.invariant, v.request_kind, v.detail)
+            self.violate(v.invariant, v.request_kind, v.detail)
 
     def log_problem(self) -> str | None:
         """What is wrong with the log, if anything (the ``log-append-only`` invariant)."""
@@ -679,7 +449,7 @@ class Engine:
                     self._sync(k, SEND)
                     self.tracker.elapsed_seconds = self.clock.start_request(k)  # the status line's, the budget's
                     self.clock.at = None
-                    if self._reactive and react(self, k, m, self.config.agent):
+                    if self.reactive and react(self, k, m, self.config.agent):
                         self._auto_compact(k, False)  # the agent's messages came after the policy was asked
                     self._agent_request(m)
                     self._sent = k
@@ -688,7 +458,7 @@ class Engine:
                     self.clock.at = k  # once the command is complete
                     plan = self._decide(k, MANUAL)
                     if plan is not None:
-                        self._compact(plan, "manual")
+                        compact(self, plan, "manual")
                     continue
                 if phase == BUDGET:
                     self._sync(k, BUDGET)
@@ -712,7 +482,7 @@ class Engine:
                 problem = self.log_problem()
             if problem:
                 try:
-                    self._violate("log-append-only", "agent", problem)
+                    self.violate("log-append-only", "agent", problem)
                 except InvariantViolation:
                     reason = "invariant-violation"
         self.log.append(RunFinished(reason, exhausted))
@@ -770,14 +540,6 @@ class Engine:
         e.loops = replace(self.loops)
         e.clock = self.clock.copy(e._script)
         return e
-
-
-def _placement(placement: CachePlacement, ttl: str) -> CachePlacement:
-    """The policy's breakpoints with the run's TTL (``cache_ttl``; ``policy``: as the policy places them)."""
-    if ttl == "policy":
-        return placement
-    chosen: TTL = "1h" if ttl == "1h" else "5m"
-    return CachePlacement(chosen if placement.system else None, chosen if placement.last else None)
 
 
 def run(

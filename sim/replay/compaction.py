@@ -1,0 +1,208 @@
+"""Compaction, carried out: what the engine does with a policy's plan (:func:`compact`), a rollback to a checkpoint
+(:func:`restore`), and the summary a summarising plan asks for (:func:`summary_of`).
+
+Split from :mod:`sim.replay.engine`, which sequences a replay's phases and calls :func:`compact` wherever a policy
+may compact (before a request, after a response, on ``/compact``, on overflow). Each function takes the engine whose
+run it changes: the view, the log, the counters and the violations it records are the run's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from policies.base import Plan
+from sim.core.errors import PromptTooLong
+from sim.core.invariants import check_compaction, check_plan
+from sim.core.log import CompactionCreated, CompactionFailed
+from sim.core.model import fits_window
+from sim.core.view import Summary, View, edit_parts
+from sim.replay import model as wire
+from sim.replay.billing import record_request
+from sim.replay.reactive import signals_lost
+from sim.replay.summariser import summarise
+from sim.replay.summary_input import summariser_input
+
+if TYPE_CHECKING:
+    from sim.replay.engine import Engine
+
+
+def compact(e: Engine, plan: Plan, trigger: str) -> bool:
+    """Carry out ``plan``; True when the view changed."""
+    before = e.state.view
+    if plan.restore is not None:
+        return restore(e, plan.restore, trigger)
+    view = plan.view_from(before)
+    bad = check_plan(e.state, before, view)
+    if bad:
+        e.violate("plan-invalid", "agent", f"{type(e.policy).__name__}: {bad}")
+        return False
+    e.compaction_attempts += 1
+    cid = f"c{e.compaction_attempts}"
+    tokens_before = e.view_tokens(before)
+    # whether the policy compacts because it is over its trigger (compaction-loop, below)
+    over_before = trigger == "auto" and e.policy.over_trigger(e.state) is not False
+    summarised = (0, 0)
+    if plan.summarize:
+        summary = summary_of(e, plan, before, view, cid, trigger)
+        if summary is None:
+            if e.state.view is not before:
+                e.violate("failed-summary-unchanged", "summariser", "the view changed although the summary failed")
+            return False
+        summarised = (before.start, plan.start)
+        view = replace(view, summary=summary)
+    tokens_after = e.view_tokens(view)
+    if tokens_after == tokens_before and view == before:
+        return False
+    e.state.view = view
+    e.state.compactions += 1
+    if plan.summarize:
+        e.state.failed_in_a_row = 0
+        if e.reactive:
+            signals_lost(e, before, view, cid)
+    e.state.checkpoints.append(view)
+    lost = e.retention.compacted(before, view)
+    e.log.append(
+        CompactionCreated(cid, e.state.turn, trigger, plan.mode, view, tokens_before, tokens_after, summarised, lost)
+    )
+    if tokens_after >= tokens_before:
+        e.violate(
+            "compaction-shrinks",
+            "agent",
+            f"compaction {cid} ({plan.mode}) went from {tokens_before} to {tokens_after} tokens",
+        )
+    for name, detail in check_compaction(e.state, before, view, edit_changes(e, before, view)):
+        e.violate(name, "agent", f"compaction {cid}: {detail}")
+    if trigger == "auto":  # a link of a compaction loop claims so now; settled after the next request
+        e.loops.compacted(cid, e.state.turn, over_before and over_trigger(e))
+    return True
+
+
+def over_trigger(e: Engine) -> bool:
+    """Whether the policy is at or over its automatic trigger now; a policy that does not say is over
+    when it would compact again."""
+    over = e.policy.over_trigger(e.state)
+    if over is None:
+        return e.policy.decide(e.state, "auto") is not None
+    return over
+
+
+def restore(e: Engine, view: View, trigger: str) -> bool:
+    """Roll the view back to an earlier checkpoint (the view of an earlier compaction, or the start)."""
+    if not any(view is c for c in e.state.checkpoints):
+        e.violate(
+            "plan-invalid",
+            "agent",
+            f"{type(e.policy).__name__}: restore names a view that is not an earlier checkpoint of this run",
+        )
+        return False
+    before = e.state.view
+    if view is before:
+        return False
+    e.compaction_attempts += 1
+    cid = f"c{e.compaction_attempts}"
+    tokens_before, tokens_after = e.view_tokens(before), e.view_tokens(view)
+    for name, detail in check_compaction(e.state, before, view, edit_changes(e, before, view)):
+        e.violate(name, "agent", f"rollback {cid}: {detail}")
+    e.state.view = view
+    lost = e.retention.compacted(before, view)
+    e.log.append(
+        CompactionCreated(cid, e.state.turn, trigger, "rollback", view, tokens_before, tokens_after, (0, 0), lost)
+    )
+    e.loops.reset()
+    return True
+
+
+def edit_changes(e: Engine, before: View, after: View) -> Callable[[int], bool]:
+    """Whether going from ``before`` to ``after`` newly edits a part of message ``i`` (for check_compaction):
+    ``after`` shows a part otherwise than ``before`` did, and otherwise than the message holds it. Lifting an
+    edit (a rollback to a checkpoint that did not hide or clear the part) compacts nothing."""
+    msgs, trunc = e.ledger.messages, e.tok.truncate
+
+    def changed(i: int) -> bool:
+        a = edit_parts(msgs[i], before.rules_at(i), trunc)
+        b = edit_parts(msgs[i], after.rules_at(i), trunc)
+        raw = msgs[i].parts
+        return any(x is not y and y is not r for x, y, r in zip(a, b, raw, strict=True))
+
+    return changed
+
+
+def summary_of(e: Engine, plan: Plan, before: View, after: View, cid: str, trigger: str) -> Summary | None:
+    """The summary of what leaves the view (shown by ``before``, not by ``after``), each message as
+    ``after`` edits it, with the previous summary folded in; None when the summariser call fails."""
+    request = plan.summary_request
+    given = summariser_input(request, before, after, e.requests, e.retention, e.tok.count)
+    input_tokens = e.measure.summariser_tokens(given.tokens(request, e.tok.count), before.summary is not None)
+    cfg = e.config.summariser
+    cap = cfg.max_output_tokens or e.model.output_reserve
+    if request.max_tokens is not None:
+        cap = min(cap, request.max_tokens)
+    # A client that forks its agent request (Policy.summary_call) sends the view as the agent would, the
+    # instruction appended; billed through the prompt cache, so only with caching on. A fork that does not
+    # fit the window falls back to the separate request, as Claude Code falls back when its fork fails.
+    fork = e.policy.summary_call == "fork" and e.config.cache == "provider"
+    if fork:
+        fork_tokens = e.prompt(before, e.measure.head_tokens(False), e.measure.instruction_tokens(request.prompt))
+        fork = fits_window(fork_tokens, e.model, max_output=cap)
+        if fork:
+            input_tokens = fork_tokens
+    try:
+        wire.check_window(input_tokens, e.model, max_output=cap)
+    except PromptTooLong as exc:
+        e.overflows += 1
+        record_request(e, "summariser", input_tokens, 0, 0, error=f"prompt-too-long: {exc}", compaction_id=cid)
+        e.log.append(CompactionFailed(e.state.turn, trigger, f"summariser overflow: {exc}"))
+        e.state.failed_in_a_row += 1
+        return None
+    msgs = e.ledger.messages
+    goal = next((m.text for m in msgs if m.role == "user" and m.command is None), "")
+    calls = [p.name or "tool" for i in given.span for p in msgs[i].parts if p.kind == "tool_call"]
+    rng = np.random.default_rng(np.random.SeedSequence([e.config.seed, 1, e.compaction_attempts]))
+    outcome = summarise(
+        goal=goal,
+        covered_messages=len(given.span),
+        covered_calls=calls,
+        candidates=given.candidates,
+        config=cfg,
+        max_output_tokens=cap,
+        rng=rng,
+        count=e.tok.count,
+    )
+    out_tokens = e.tok.count(outcome.text)
+    billed = outcome.failed != "summariser call failed"
+    usage, at = None, None
+    if fork and billed:  # a call that failed never reached the cache
+        at = e.clock.compaction_time()
+        usage = e.cache_usage(before, False, request.prompt, input_tokens, now=at, fork=True)
+    record_request(
+        e,
+        "summariser",
+        input_tokens,
+        out_tokens,
+        0,
+        error=outcome.failed,
+        compaction_id=cid,
+        billed=billed,
+        usage=usage,
+        at=at,
+    )
+    if outcome.failed or not outcome.text.strip():
+        e.log.append(CompactionFailed(e.state.turn, trigger, outcome.failed or "empty summary"))
+        e.state.failed_in_a_row += 1
+        return None
+    text = request.wrapper.replace("{summary}", outcome.text)
+    if outcome.text not in text:  # committed as a summary, but not the summariser's: as if it had failed
+        e.violate(
+            "failed-summary-unchanged",
+            "summariser",
+            f"compaction {cid} commits a summary without the summariser's text (wrapper "
+            f"{request.wrapper[:40]!r} has no {{summary}}): the view changed with no summary in it",
+        )
+    return Summary(text, outcome.facts, plan.start, cid, request.role)
+
+
+__all__ = ["compact", "edit_changes", "over_trigger", "restore", "summary_of"]
