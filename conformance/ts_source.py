@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def _git(git_dir: Path, *args: str) -> str:
@@ -75,6 +76,32 @@ def project_python(root: Path) -> str:
     if venv.exists():
         return str(venv)
     sys.exit("no project Python: run `make install`, or set CSIM_PYTHON to a Python that can import sim")
+
+
+def run_cases(here: Path, root: Path, env: Path, large: bool) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A seed generator's run: check ``here/package.json``'s node packages are installed in ``env``, write the pinned
+    sources, build the cases with ``here/make_cases.py`` (the project's Python, ``--large`` when asked) and answer
+    them with ``here/decide.mjs`` under node; ``(package.json, cases, answers)``."""
+    meta = json.loads((here / "package.json").read_text())
+    for name in meta["dependencies"]:
+        if not (env / "node_modules" / name).is_dir():
+            sys.exit(f"{env}/node_modules/{name} is missing: run `make conformance` (npm install into {env})")
+    src = meta["csim"]
+    write_sources(src["repository"], src["commit"], src["files"], src["git_env"], env)
+    made = subprocess.run(
+        [project_python(root), str(here / "make_cases.py"), *(["--large"] if large else [])],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    proc = subprocess.run(
+        ["node", str(here / "decide.mjs"), str(env)], input=made.stdout, capture_output=True, text=True
+    )
+    if proc.returncode:
+        sys.exit(f"decide.mjs failed:\n{proc.stderr}")
+    return meta, json.loads(made.stdout), json.loads(proc.stdout)
 
 
 def dump_lines(golden: dict[str, object]) -> str:

@@ -15,16 +15,13 @@ and what the real functions returned for each. ``--large OUT`` replays many more
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
-from ts_source import dump_lines, project_python, write_sources  # noqa: E402
+from ts_source import dump_lines, run_cases  # noqa: E402
 
 ENV = ROOT / ".venv-conformance" / "cloudflare-os"
 GOLDEN = ROOT / "tests" / "golden" / "conformance" / "cloudflare-os.json"
@@ -32,27 +29,8 @@ GOLDEN = ROOT / "tests" / "golden" / "conformance" / "cloudflare-os.json"
 
 def main() -> None:
     large = sys.argv[1:3] if sys.argv[1:2] == ["--large"] else None
-    meta = json.loads((HERE / "package.json").read_text())
+    meta, cases, ran = run_cases(HERE, ROOT, ENV, bool(large))
     src = meta["csim"]
-    for name in meta["dependencies"]:
-        if not (ENV / "node_modules" / name).is_dir():
-            sys.exit(f"{ENV}/node_modules/{name} is missing: run `make conformance` (npm install into {ENV})")
-    write_sources(src["repository"], src["commit"], src["files"], src["git_env"], ENV)
-    cases_proc = subprocess.run(
-        [project_python(ROOT), str(HERE / "make_cases.py"), *(["--large"] if large else [])],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    cases = json.loads(cases_proc.stdout)
-    proc = subprocess.run(
-        ["node", str(HERE / "decide.mjs"), str(ENV)], input=cases_proc.stdout, capture_output=True, text=True
-    )
-    if proc.returncode:
-        sys.exit(f"decide.mjs failed:\n{proc.stderr}")
-    ran = json.loads(proc.stdout)
     golden = {
         "package": "cloudflare-os",
         "version": f"{src['repository']}@{src['commit']}",
