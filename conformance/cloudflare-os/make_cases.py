@@ -26,6 +26,7 @@ from sim.core.model import DEFAULT_MODEL, ModelConfig
 from sim.core.state import RunState
 from sim.replay.engine import Engine, RunConfig
 from sim.scenarios import generate
+from tests.conformance.seed_cases import neutral
 
 # (scenario, parameters, windows, seeds for the golden file): Workshop decides once per turn, so the scenarios with
 # many turns give the decisions; coding-agent brings the tool loops, thinking, reverts, approvals and /compact.
@@ -35,25 +36,6 @@ SCENARIOS: list[tuple[str, dict[str, Any], tuple[int, ...], int]] = [
 ]
 RESERVE = 1_000
 MODEL = {"api": PI_API["anthropic"], "provider": "anthropic", "id": DEFAULT_MODEL}
-
-
-def neutral_part(p: Part) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": p.kind, "text": p.text}
-    for key in ("call_id", "name", "args", "ref", "original_bytes"):
-        if getattr(p, key) is not None:
-            out[key] = getattr(p, key)
-    if p.is_error:
-        out["is_error"] = True
-    return out
-
-
-def neutral(m: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": m.id, "role": m.role, "parts": [neutral_part(p) for p in m.parts]}
-    if m.pending:
-        out["pending"] = True
-    if m.resolves:
-        out["resolves"] = list(m.resolves)
-    return out
 
 
 def snapshot(state: RunState, trigger: str, summaries: list[str]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.replay.engine import Engine, RunConfig
 from sim.scenarios import generate
+from tests.conformance.seed_cases import neutral, neutral_part
 
 PREFIX = SUMMARY_WRAPPER.replace("{summary}", "")
 
@@ -46,27 +47,6 @@ CONFIGS: list[tuple[str, int, int, int]] = [
     ("prune-then-summarize", 9_000, 2_500, 6_000),
     ("prune", 7_000, 800, 6_000),
 ]
-
-
-def neutral_part(p: Part) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": p.kind, "text": p.text}
-    for key in ("call_id", "name", "args", "ref", "original_bytes"):
-        if getattr(p, key) is not None:
-            out[key] = getattr(p, key)
-    if p.is_error:
-        out["is_error"] = True
-    if p.is_json:
-        out["is_json"] = True
-    return out
-
-
-def neutral(m: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": m.id, "role": m.role, "parts": [neutral_part(p) for p in m.parts]}
-    if m.pending:
-        out["pending"] = True
-    if m.resolves:
-        out["resolves"] = list(m.resolves)
-    return out
 
 
 def snapshot(state: RunState, trigger: str, summaries: list[str]) -> dict[str, Any]:

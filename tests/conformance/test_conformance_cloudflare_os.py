@@ -15,8 +15,6 @@ the automatic decisions and 95% of the ``/compact`` ones.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,31 +28,13 @@ from sim.core.conversation import Conversation, Message, Part
 from sim.core.model import ModelConfig
 from sim.core.view import Summary, View
 from sim.replay.engine import Engine, RunConfig
+from tests.conformance.seed_cases import load, message
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "cloudflare-os.json"
 
 
-@functools.cache
 def golden(path: Path = GOLDEN) -> dict[str, Any]:
-    return json.loads(path.read_text())  # type: ignore[no-any-return]
-
-
-def part(d: dict[str, Any]) -> Part:
-    return Part(
-        d["kind"],  # type: ignore[arg-type]
-        d.get("text", ""),
-        call_id=d.get("call_id"),
-        name=d.get("name"),
-        args=d.get("args"),
-        is_error=d.get("is_error", False),
-        ref=d.get("ref"),
-        original_bytes=d.get("original_bytes"),
-    )
-
-
-def message(d: dict[str, Any]) -> Message:
-    parts = tuple(part(p) for p in d["parts"])
-    return Message(d["id"], d["role"], parts, pending=d.get("pending", False), resolves=tuple(d.get("resolves", ())))
+    return load(path)
 
 
 def test_the_cases_use_our_constants() -> None:

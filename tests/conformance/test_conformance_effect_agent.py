@@ -17,8 +17,6 @@ agreement must reach 99% of the automatic decisions and 95% of the overflow ones
 
 from __future__ import annotations
 
-import functools
-import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,33 +43,14 @@ from sim.core.model import ModelConfig
 from sim.core.view import Summary, View, clear_results, spans_of
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.summary_input import BLOCK_CLOSE, BLOCK_OPEN, BLOCK_PREVIOUS, summariser_input
+from tests.conformance.seed_cases import load, message, part
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "effect-agent.json"
 PREFIX = SUMMARY_WRAPPER.replace("{summary}", "")
 
 
-@functools.cache
 def golden(path: Path = GOLDEN) -> dict[str, Any]:
-    return json.loads(path.read_text())  # type: ignore[no-any-return]
-
-
-def part(d: dict[str, Any]) -> Part:
-    return Part(
-        d["kind"],  # type: ignore[arg-type]
-        d.get("text", ""),
-        call_id=d.get("call_id"),
-        name=d.get("name"),
-        args=d.get("args"),
-        is_error=d.get("is_error", False),
-        ref=d.get("ref"),
-        original_bytes=d.get("original_bytes"),
-        is_json=d.get("is_json", False),
-    )
-
-
-def message(d: dict[str, Any]) -> Message:
-    parts = tuple(part(p) for p in d["parts"])
-    return Message(d["id"], d["role"], parts, pending=d.get("pending", False), resolves=tuple(d.get("resolves", ())))
+    return load(path)
 
 
 # -- the message shapes, the bounds, the renders ------------------------------------------------------------------
