@@ -28,7 +28,7 @@ _EXPECTED = 'a csim-conversation JSONL file (first line {"format": "csim-convers
 _HEADER_KEYS = frozenset({"format", "version", "id", "tools", "meta"})
 _MESSAGE_KEYS = frozenset({"type", "id", "role", "parts", "pending", "resolves", "usage", "meta"})
 _FACT_KEYS = frozenset({"type", "id", "kind", "text", "source", "needed_at", "mined", "carriers"})
-_PART_KEYS = frozenset({"kind", "text", "call_id", "name", "args", "is_error", "ref", "original_bytes"})
+_PART_KEYS = frozenset({"kind", "text", "call_id", "name", "args", "is_error", "ref", "original_bytes", "is_json"})
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 _TOOL_KEYS = frozenset({"name", "description", "parameters"})
 
@@ -61,6 +61,8 @@ def _part_record(p: Part) -> dict[str, Any]:
             rec[key] = value
     if p.is_error:
         rec["is_error"] = True
+    if p.is_json:
+        rec["is_json"] = True
     return rec
 
 
@@ -152,6 +154,7 @@ def _part(obj: Any, what: str) -> Part:
         is_error=get(obj, "is_error", bool, what, False),
         ref=get(obj, "ref", str, what, None),
         original_bytes=get(obj, "original_bytes", int, what, None),
+        is_json=get(obj, "is_json", bool, what, False),
     )
 
 

@@ -179,6 +179,7 @@ def conversations(draw: st.DrawFn) -> Conversation:
                 name=call.name,
                 is_error=draw(st.booleans()),
                 original_bytes=draw(st.none() | st.integers(0, 10**9)),
+                is_json=draw(st.booleans()),
             )
             messages.append(Message(f"t{turn}-{k}", "tool", (result,)))
     ids = [m.id for m in messages]
