@@ -51,4 +51,10 @@ def _load() -> None:
         importlib.import_module(module)
 
 
-__all__ = ["SCENARIOS", "Generator", "generate", "scenario_conversation"]
+def scenario_names() -> list[str]:
+    """The registered scenarios' names (their modules loaded first: the registry fills as they are imported)."""
+    _load()
+    return SCENARIOS.names()
+
+
+__all__ = ["SCENARIOS", "Generator", "generate", "scenario_conversation", "scenario_names"]
