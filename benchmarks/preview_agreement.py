@@ -7,11 +7,17 @@ lost, and every fact row judged between it and the next compaction shows the fac
 does. Prints how many previews agreed, how many configurations never compact (a clean ``NoCompaction``), and the
 rows of lost facts checked. A long check, apart from the suite (its tests run a handful of these cases).
 
-    python benchmarks/preview_agreement.py
+``--recordings DIR``: instead, every recording file under DIR (``../shared/recorded``), up to three conversations
+each, previewed under three policies that act early (``autogen-buffered`` with a buffer of 2, ``cloudflare-os`` in
+a 30K window, ``claude-code`` in a 40K window): previews made, clean "no compaction" answers, files the importer
+refuses (its own error), and any other error (a bug).
+
+    python benchmarks/preview_agreement.py [--recordings ../shared/recorded]
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
 import importlib.util
 import sys
@@ -24,11 +30,54 @@ sys.path.insert(0, str(ROOT))
 
 from policies import POLICIES  # noqa: E402
 from sim import api  # noqa: E402
+from sim.core.errors import CsimError  # noqa: E402
+from sim.formats.importing import recorded_conversations  # noqa: E402
 from sim.replay.preview import NoCompaction  # noqa: E402
 from sim.scenarios import scenario_conversation, scenario_names  # noqa: E402
 
+RECORDING_POLICIES = (
+    ("autogen-buffered", {"buffer_size": 2}, {}),
+    ("cloudflare-os", {}, {"window": 30_000}),
+    ("claude-code", {}, {"window": 40_000}),
+)
+
+
+def recordings(folder: Path) -> int:
+    outcomes: collections.Counter[str] = collections.Counter()
+    bugs: list[str] = []
+    files = sorted(
+        p for p in folder.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".yaml", ".yml", ".traj")
+    )
+    for path in files:
+        try:
+            convs, _ = recorded_conversations(path, "auto", lenient=True)
+        except CsimError:
+            outcomes["refused by the importer"] += 1
+            continue
+        for conv in convs[:3]:
+            for policy, params, options in RECORDING_POLICIES:
+                try:
+                    api.compact(conv, policy, params, **options).to_dict()
+                    outcomes["previews"] += 1
+                except NoCompaction:
+                    outcomes["no compaction"] += 1
+                except CsimError as exc:
+                    outcomes[f"error: {type(exc).__name__}"] += 1
+                except Exception:
+                    outcomes["BUG"] += 1
+                    bugs.append(f"{path} {conv.id} {policy}: {traceback.format_exc()[-300:]}")
+    print(f"{len(files)} files: {dict(outcomes)}")
+    for b in bugs[:8]:
+        print(b)
+    return 1 if bugs else 0
+
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--recordings", type=Path, help="preview every recording under this folder instead")
+    args = ap.parse_args()
+    if args.recordings is not None:
+        return recordings(args.recordings)
     spec = importlib.util.spec_from_file_location("test_preview", ROOT / "tests" / "test_preview.py")
     assert spec is not None and spec.loader is not None
     checks = importlib.util.module_from_spec(spec)

@@ -15,7 +15,7 @@ import math
 
 import pytest
 
-import sim.replay.engine as engine_mod
+import sim.replay.compaction as compaction_mod
 from policies.baselines import NoCompaction
 from policies.cloudflare_os import SUMMARY_NOTE, SUMMARY_PROMPT, CloudflareOS, CloudflareOSConfig, projection_weight
 from sim.core.log import CompactionCreated, CompactionFailed
@@ -567,13 +567,13 @@ def test_previous_summary_is_folded_into_the_next(monkeypatch):
         fact("k1", "constraint", "turn 1: please continue", "u1"),
     ]
     seen: list[set[str]] = []
-    real = engine_mod.summarise
+    real = compaction_mod.summarise
 
     def spy(**kw):
         seen.append({f.id for f in kw["candidates"]})
         return real(**kw)
 
-    monkeypatch.setattr(engine_mod, "summarise", spy)
+    monkeypatch.setattr(compaction_mod, "summarise", spy)
     res = run(CloudflareOS(), chat(30, facts=facts), cfg(summariser=KEEP_ALL))
     recs = compaction_records(res)
     assert len(recs) >= 2

@@ -15,7 +15,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sim.replay.engine as engine_mod
+import sim.replay.compaction as compaction_mod
 from policies import _js_json as js
 from policies.effect_agent import (
     PLACEHOLDER,
@@ -254,13 +254,13 @@ def test_summariser_input_keeps_the_oldest_and_newest_messages_within_80000(monk
     ]
     c = conv(*drafts, asst("done"), facts=facts)
     seen: list[set[str]] = []
-    real = engine_mod.summarise
+    real = compaction_mod.summarise
 
     def spy(**kw):  # type: ignore[no-untyped-def]
         seen.append({f.id for f in kw["candidates"]})
         return real(**kw)
 
-    monkeypatch.setattr(engine_mod, "summarise", spy)
+    monkeypatch.setattr(compaction_mod, "summarise", spy)
     res = run(p, c, cfg)
     calls = [r for r in res.rows if r["request_kind"] == "summariser"]
     assert calls and seen
@@ -349,14 +349,14 @@ def test_summariser_transcript_is_render_for_summary_blocks(monkeypatch) -> None
         drafts += [asst(f"step {i}", calls=[f"c{i}"]), tool(f"c{i}", f"hit {i} " + "r" * 2500)]
     c = conv(*drafts, asst("done"))
     seen: list[str] = []
-    real = engine_mod.summariser_input
+    real = compaction_mod.summariser_input
 
     def spy(*a, **kw):  # type: ignore[no-untyped-def]
         given = real(*a, **kw)
         seen.append("".join(given.pieces))
         return given
 
-    monkeypatch.setattr(engine_mod, "summariser_input", spy)
+    monkeypatch.setattr(compaction_mod, "summariser_input", spy)
     run(policy(context_token_limit=1_500, keep_recent_tokens=700, mode="summarize"), c, C4)
     text = seen[0]
     assert text.startswith(

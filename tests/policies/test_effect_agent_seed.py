@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import sim.replay.engine as engine_mod
+import sim.replay.compaction as compaction_mod
 from policies.baselines import NoCompaction
 from policies.effect_agent import (
     PLACEHOLDER,
@@ -1014,13 +1014,13 @@ def test_summaries_are_incremental(monkeypatch):
     ]
     c = conv(*mixed_chat(20).messages, facts=facts)
     seen: list[set[str]] = []
-    real = engine_mod.summarise
+    real = compaction_mod.summarise
 
     def spy(**kw):
         seen.append({f.id for f in kw["candidates"]})
         return real(**kw)
 
-    monkeypatch.setattr(engine_mod, "summarise", spy)
+    monkeypatch.setattr(compaction_mod, "summarise", spy)
     keep = SummariserConfig(keep_constraint=1.0, keep_recall=0.0)
     res = run(
         policy(context_token_limit=2_500, keep_recent_tokens=600, mode="summarize"),
