@@ -72,16 +72,19 @@ def test_with_caching_off_a_fork_is_priced_as_a_separate_request_was() -> None:
 
 def test_a_separate_summariser_request_is_billed_as_before() -> None:
     """Main's numbers at 9898d14, before summariser requests could be forked: ``codex`` (separate) and
-    ``claude-code`` made separate bill exactly what ``codex`` and ``claude-code`` billed then."""
+    ``claude-code`` made separate bill exactly what ``codex`` and ``claude-code`` billed then. Since the fitted
+    retention model (issue 28) the summaries' texts differ, so claude-code's two summariser requests write
+    slightly different outputs (0.082824 then, 0.082839 now) and the second reads a previous summary one token
+    longer; the context of the first, what forking changes, is the same."""
     conv = agent_loop(120, result_chars=2_000)
     codex = run(make_policy("codex"), conv, CONFIG)
     assert codex.summary["compaction_count"] == 1
     assert (codex.summary["total_cost_usd"], codex.summary["summariser_cost_usd"]) == (1.1303817, 0.142095)
     cc = run(SeparateClaudeCode(), conv, CONFIG)
-    assert (cc.summary["total_cost_usd"], cc.summary["summariser_cost_usd"]) == (0.9781206, 0.166065)
+    assert (cc.summary["total_cost_usd"], cc.summary["summariser_cost_usd"]) == (0.9781653, 0.166083)
     assert [(row["context_tokens"], row["cost_usd"]) for row in _summariser(cc)] == [
-        (27288, 0.082824),
-        (27427, 0.083241),
+        (27288, 0.082839),
+        (27428, 0.083244),
     ]
 
 

@@ -6,10 +6,15 @@ import argparse
 import hashlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
+
+if TYPE_CHECKING:
+    from sim.core.retention import RetentionModel
 
 
 def load_source(
@@ -52,6 +57,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from sim.calibration import fit as cal
 
     groups, fitted_on, digest = load_source(args.source, args.format, args.cache, args.lenient)
+    if args.retention:
+        return _calibrate_retention(groups, fitted_on, args)
     rows = []
     notes = []
     for fmt, convs in groups:
@@ -78,12 +85,42 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate_retention(groups: list[tuple[str, list[Conversation]]], fitted_on: str, args: argparse.Namespace) -> int:
+    """``csim calibrate --retention``: the retention model of the recorded summaries, held out by session."""
+    from sim.calibration import retention_fit
+    from sim.core.tokenizers import get_tokenizer
+
+    count = get_tokenizer(args.tokenizer).count
+    summaries = retention_fit.recorded_summaries((c for _, convs in groups for c in convs), count)
+    if not summaries:
+        raise InvalidConfig(
+            f"{fitted_on}: no recorded summary with probes in its span (a Claude Code isCompactSummary message, "
+            "a Codex compacted item, or a message an importer marks compact_summary): nothing to fit"
+        )
+    model = retention_fit.fit(summaries, fitted_on)
+    print(f"{fitted_on}: {len(summaries)} recorded summaries of {len({s.session for s in summaries})} sessions")
+    print(retention_fit.render(model))
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(model.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"wrote {out} (use it with -R retention={out})")
+    return 0
+
+
 def cmd_fidelity(args: argparse.Namespace) -> int:
     from sim.calibration import fidelity, files, survival
     from sim.core import counting
 
     groups, _, _ = load_source(args.path, args.format, args.cache, args.lenient)
     cals = files.load(args.calibration)
+    model, count = None, None
+    if args.retention:
+        from sim.core.retention import load_model
+        from sim.core.tokenizers import get_tokenizer
+
+        model = load_model(None if args.retention == "bundled" else args.retention)
+        count = get_tokenizer("cl100k_base").count
     out = Path(args.out) if args.out else None
     summaries = []
     for fmt, convs in groups:
@@ -143,6 +180,10 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                     f"({d['kept_needed_after']}/{d['needed_after']} of those needed later)"
                     for kind, d in kept.items()
                 )
+            if model is not None and kept:
+                predicted, lines = _predicted(conv, model, count)
+                s["retention"]["predicted"] = predicted
+                line += "".join(lines)
             print(line)
             if out is not None:
                 safe = conv.id.replace("/", "_")
@@ -154,6 +195,33 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     if not summaries:
         raise InvalidConfig(f"{args.path}: no conversation with recorded usage to compare")
     return 0
+
+
+def _predicted(conv: Conversation, model: RetentionModel, count: Callable[[str], int]) -> tuple[dict, list[str]]:
+    """Per kind over ``conv``'s recorded summaries: the probes, how many ``model`` predicts kept, and its share;
+    and a line per recorded compaction, observed beside predicted."""
+    from sim.calibration import retention_fit
+
+    out: dict[str, dict[str, float]] = {}
+    lines = []
+    for rec in retention_fit.recorded_summaries([conv], count):
+        parts = []
+        for kind in sorted({r.kind for r in rec.rows}):
+            rows = rec.of(kind)
+            share = retention_fit.predict(model, rec, kind) or 0.0
+            kept = sum(r.kept for r in rows)
+            d = out.setdefault(kind, {"probes": 0, "kept": 0, "predicted_kept": 0.0})
+            d["probes"] += len(rows)
+            d["kept"] += kept
+            d["predicted_kept"] += share * len(rows)
+            parts.append(f"{kind} {kept / len(rows):.1%} vs {share:.1%} ({len(rows)})")
+        head = f"\n    summary {rec.summary[:12]} ({rec.tokens:,} tokens): observed vs predicted "
+        lines.append(head + ", ".join(parts))
+    for d in out.values():
+        d["predicted_kept"] = round(d["predicted_kept"], 3)
+        d["predicted_share"] = round(d["predicted_kept"] / d["probes"], 4)
+        d["kept_share"] = round(d["kept"] / d["probes"], 4)
+    return dict(sorted(out.items())), lines
 
 
 def _source_args(p: argparse.ArgumentParser) -> None:
@@ -189,7 +257,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="held-out split: leave one conversation out (default) or alternate requests",
     )
     p.add_argument("--group", help="keep only this group, e.g. anthropic/claude-code/main")
-    p.add_argument("--out", metavar="FILE", help="write the calibrations as JSON")
+    p.add_argument(
+        "--retention",
+        action="store_true",
+        help="fit the mock summariser's retention model instead: per fact kind, what the recorded summaries kept "
+        "of the probes of their spans (a kind with fewer than 20 takes its published figure), held out by "
+        "session; --out writes it for -R retention=FILE",
+    )
+    p.add_argument("--out", metavar="FILE", help="write the calibrations (or, with --retention, the model) as JSON")
     _source_args(p)
     p.set_defaults(func=cmd_calibrate)
 
@@ -218,6 +293,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "with the calibration; calibrated: every request estimated with the calibration",
     )
     p.add_argument("--all-agents", action="store_true", help="also replay subagent and compaction transcripts")
+    p.add_argument(
+        "--retention",
+        metavar="FILE",
+        help="a retention model (csim calibrate --retention --out FILE, or 'bundled' for the one csim ships): "
+        "print, per recorded compaction, the share of its span's probes it kept beside the model's prediction, and "
+        "write both to summary.json (retention.observed, retention.predicted)",
+    )
     p.add_argument("--out", metavar="DIR", help="write DIR/<session>/fidelity.csv, compactions.csv, DIR/summary.json")
     _source_args(p)
     p.set_defaults(func=cmd_fidelity)

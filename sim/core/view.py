@@ -126,6 +126,8 @@ class Summary:
         through: messages before this index are covered (summarised or earlier summaries).
         compaction_id: the compaction that produced it.
         role: the role of the message that carries it.
+        rounds: per retained fact, how many summaries it has been through, this one included (the mock
+            summariser's draw is keyed by the fact and its round: ``sim.replay.summariser``).
     """
 
     text: str
@@ -133,6 +135,7 @@ class Summary:
     through: int = 0
     compaction_id: str = ""
     role: Role = "user"
+    rounds: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -136,8 +136,9 @@ def summary_of(e: Engine, plan: Plan, before: View, after: View, cid: str, trigg
     ``after`` edits it, with the previous summary folded in; None when the summariser call fails."""
     request = plan.summary_request
     given = summariser_input(request, before, after, e.requests, e.retention, e.tok.count)
-    input_tokens = e.measure.summariser_tokens(given.tokens(request, e.tok.count), before.summary is not None)
     cfg = e.config.summariser
+    asked = given.tokens(request, e.tok.count) + (e.tok.count(cfg.instruction) if cfg.instruction else 0)
+    input_tokens = e.measure.summariser_tokens(asked, before.summary is not None)
     cap = cfg.max_output_tokens or e.model.output_reserve
     if request.max_tokens is not None:
         cap = min(cap, request.max_tokens)
@@ -146,7 +147,8 @@ def summary_of(e: Engine, plan: Plan, before: View, after: View, cid: str, trigg
     # fit the window falls back to the separate request, as Claude Code falls back when its fork fails.
     fork = e.policy.summary_call == "fork" and e.config.cache == "provider"
     if fork:
-        fork_tokens = e.prompt(before, e.measure.head_tokens(False), e.measure.instruction_tokens(request.prompt))
+        instruction = e.measure.instruction_tokens(_instruction(request.prompt, cfg.instruction))
+        fork_tokens = e.prompt(before, e.measure.head_tokens(False), instruction)
         fork = fits_window(fork_tokens, e.model, max_output=cap)
         if fork:
             input_tokens = fork_tokens
@@ -167,8 +169,11 @@ def summary_of(e: Engine, plan: Plan, before: View, after: View, cid: str, trigg
         covered_messages=len(given.span),
         covered_calls=calls,
         candidates=given.candidates,
+        rounds=dict(before.summary.rounds) if before.summary is not None else {},
         config=cfg,
         max_output_tokens=cap,
+        input_tokens=input_tokens,
+        seed=e.config.seed,
         rng=rng,
         count=e.tok.count,
     )
@@ -202,7 +207,12 @@ def summary_of(e: Engine, plan: Plan, before: View, after: View, cid: str, trigg
             f"compaction {cid} commits a summary without the summariser's text (wrapper "
             f"{request.wrapper[:40]!r} has no {{summary}}): the view changed with no summary in it",
         )
-    return Summary(text, outcome.facts, plan.start, cid, request.role)
+    return Summary(text, outcome.facts, plan.start, cid, request.role, outcome.rounds)
+
+
+def _instruction(prompt: str, custom: str) -> str:
+    """The summary request's instruction with the run's custom one (``-R instruction``) after it."""
+    return f"{prompt}\n\n{custom}" if custom else prompt
 
 
 __all__ = ["compact", "edit_changes", "over_trigger", "restore", "summary_of"]

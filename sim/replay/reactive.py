@@ -236,13 +236,13 @@ def _exchange_before(engine: Host, src: int) -> tuple[Message, list[Part]] | Non
 def signals_lost(engine: Host, before: View, after: View, cid: str) -> None:
     """After a compaction that wrote a summary: each failing tool result (``is_error``: a command that exited
     non-zero, a failing test run) that left the view is a "this is not working" signal, and the summary keeps it
-    with the retention model's ``keep_recall`` (Factory's recall probe asks exactly "what was the original
+    with the retention model's ``recall`` keep probability (Factory's recall probe asks "what was the original
     error?"). A signal the summary dropped makes the agent try the failing step again before its next one
     (``stall_steps`` times), as the Complexity Trap study reports summaries lengthen trajectories by smoothing
     over failure signals. Masking or clearing leaves the agent's own replies, which react to the failure, in the
     view, so only summaries drop the signal here."""
     msgs, n = engine.ledger.messages, len(engine.ledger.messages)
-    keep = engine.config.summariser.keep_recall
+    keep = engine.config.summariser.keep("recall")
     for a, b in minus(ranges(before, n), ranges(after, n)):
         for i in range(a, b):
             m = msgs[i]
