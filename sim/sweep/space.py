@@ -157,7 +157,9 @@ def check_overrides(refs: Sequence[str], overrides: Sequence[str]) -> None:
 def _split(item: str) -> tuple[str, str, str]:
     name, sep, text = item.partition("=")
     if not sep or not name.strip() or not text.strip():
-        raise InvalidConfig(f"--space {item!r} is not FIELD=LOW:HIGH (or FIELD=A,B,C), e.g. --space trigger_ratio=0.5:0.95")
+        raise InvalidConfig(
+            f"--space {item!r} is not FIELD=LOW:HIGH (or FIELD=A,B,C), e.g. --space trigger_ratio=0.5:0.95"
+        )
     return name.strip(), sep, text.strip()
 
 
