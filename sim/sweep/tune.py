@@ -266,7 +266,9 @@ class Tuner:
     def stats(self, rows: Sequence[Mapping[str, Any]], draws: np.ndarray) -> dict[str, dict[str, float]]:
         return {c: interval(column(rows, c), draws) for c in self.columns}
 
-    def judge(self, stats: Mapping[str, Mapping[str, float]], default: Mapping[str, Mapping[str, float]]) -> dict:
+    def judge(
+        self, stats: Mapping[str, Mapping[str, float]], default: Mapping[str, Mapping[str, float]]
+    ) -> dict[str, Any]:
         """Each constraint's bound, limit and violation (<= 0: met), and whether all are met."""
         out = {}
         for c in self.constraints:
@@ -373,19 +375,27 @@ class Tuner:
                 self.on_trial(st, record)
 
     def best(self, st: Study) -> dict[str, Any] | None:
-        """The feasible trial with the best objective mean (ties: the better first constraint, then the earlier)."""
+        """The feasible trial with the best objective mean. Ties (a trigger never reached costs the same wherever it
+        is): the better bound of the first constraint, then the higher trigger (the first field: compact later, keep
+        more), then the earlier trial."""
         ok = [t for t in st.trials if t["feasible"] and not np.isnan(t["objective"]["mean"])]
         if not ok:
             return None
         first = self.constraints[0] if self.constraints else None
 
-        def key(t: dict[str, Any]) -> tuple[float, float, int]:
+        trigger = next(iter(st.space))
+
+        def key(t: dict[str, Any]) -> tuple[float, float, float, int]:
             tie = 0.0
             if first is not None:
                 b = t["stats"][first.column][first.bound]
                 tie = -b if first.op == ">=" else b
                 tie = 0.0 if np.isnan(tie) else tie
-            return (self.sign * t["objective"]["mean"], tie, t["number"])
+            try:
+                later = -float(t["params"][trigger])
+            except ValueError:  # a choice, not a number: no order
+                later = 0.0
+            return (self.sign * t["objective"]["mean"], tie, later, t["number"])
 
         return min(ok, key=key)
 
@@ -427,7 +437,7 @@ class _quiet_optuna:
         self.warnings.__enter__()
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         import optuna
 
         self.warnings.__exit__(*exc)

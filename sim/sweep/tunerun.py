@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from sim.core.errors import InvalidConfig
+from sim.core.metrics import versions
 from sim.sweep.executors import ExecutorSpec
 from sim.sweep.results import results_lock
 from sim.sweep.space import format_number, native_terms
@@ -32,8 +33,6 @@ def run_tune(
 ) -> dict[str, Any]:
     """Tune every policy (per window) into ``out``; returns (and writes as ``out/tune.json``) the answer.
     Running it again on the same folder reuses every stored run; another spec in the same folder is refused."""
-    from sim.core.metrics import versions
-
     budget = budget or Budget()
     root = Path(out)
     ex = ExecutorSpec(executor, workers, scheduler)
@@ -51,6 +50,8 @@ def run_tune(
                 )
         elif root.exists() and any(p.name not in (".lock",) for p in root.iterdir()):
             raise InvalidConfig(f"{root} is not empty and holds no {TUNE_MANIFEST}; give a new or empty --out")
+        else:  # the spec first, so a tune stopped before its answer is recognised and resumed
+            _write(root, {"kind": "tune", "spec": normalised, "finished": False})
         bar = Progress(spec, budget, enabled=progress)
 
         def seen(st: Study, trial: dict[str, Any]) -> None:
@@ -85,11 +86,16 @@ def run_tune(
         bar.close()
         assert tuner.store is not None
         result["runs"] = {"stored": len(tuner.store.rows), "ran": len(tuner.store.ran)}
-        text = json.dumps(_plain(result), indent=1, sort_keys=True) + "\n"
-        tmp = root / f".{TUNE_MANIFEST}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(root / TUNE_MANIFEST)
+        result["finished"] = True
+        _write(root, result)
     return result
+
+
+def _write(root: Path, result: Mapping[str, Any]) -> None:
+    """``tune.json``, written whole or not at all (a temporary file renamed into place)."""
+    tmp = root / f".{TUNE_MANIFEST}.tmp"
+    tmp.write_text(json.dumps(_plain(result), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(root / TUNE_MANIFEST)
 
 
 def _unit_label(u: UnitRun) -> str:

@@ -50,7 +50,7 @@ DEFAULT_CONSTRAINTS = ("retention>=default", "overflows<=0")
 def column_of(name: str) -> str:
     """The runs column a name means (a short name or a column), or a "did you mean" naming the choices."""
     col = ALIASES.get(name, name)
-    numeric = [c for c, t in RUN_COLUMNS.items() if t in NUMERIC] + ["undeclared_violations"]
+    numeric = [c for c, t in RUN_COLUMNS.items() if t in NUMERIC and c != "seed"] + ["undeclared_violations"]
     if col not in numeric:
         raise UnknownName("run column", name, sorted(set(numeric) | set(ALIASES)))
     return col

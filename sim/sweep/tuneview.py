@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sim.sweep.space import format_number
+from sim.sweep.tunestats import Constraint, column_of
 
 WIDTH = 120
 
@@ -46,8 +47,6 @@ def _wrap(text: str, indent: str = "    ") -> list[str]:
 def render(result: Mapping[str, Any]) -> str:
     """The answer ``csim tune`` prints (and writes as ``OUT/answer.txt``)."""
     spec = result["spec"]
-    from sim.sweep.tunestats import Constraint, column_of
-
     col = column_of(spec["objective"])
     better = "lower" if spec["direction"] == "minimize" else "higher"
     cons = [Constraint.parse(c) for c in spec["constraints"]]
@@ -154,23 +153,26 @@ def _gap(tuned: str, held: str) -> str:
 def advisor(result: Mapping[str, Any]) -> list[str]:
     """The threshold advisor: per window and policy, the recommended trigger and the trigger values the data
     cannot tell from it (feasible trials whose objective lies inside the best one's 95% interval)."""
-    from sim.sweep.tunestats import column_of
-
     col = column_of(result["spec"]["objective"])
     rows = [["window", "policy", "trigger", "recommended", "interval (as good)", result["spec"]["objective"], "change"]]
     for w in result["windows"]:
         for s in w["policies"]:
             field = s["trigger"]
             d = s["default"]["stats"][col]["mean"]
-            if s["improves"]:
-                rec = s["recommend"][field]
+            if s["best"] is not None:
+                rec = s["best"]["params"][field]
                 near = s["near_best"].get(field) or [rec]
                 span = f"{near[0]} .. {near[-1]}" if len(near) > 1 else near[0]
-                cost, change = _num(s["best"]["objective"]["mean"], col), _pct(s["best"]["objective"]["mean"], d)
+                cost = _num(s["best"]["objective"]["mean"], col)
+                change = _pct(s["best"]["objective"]["mean"], d) if s["improves"] else "= default"
             else:
-                rec, span, cost, change = "default", "", _num(d, col), ""
+                rec, span, cost, change = "default", "(none feasible)", _num(d, col), ""
             rows.append([f"{w['window']:,}" if w["window"] else "run's", s["policy"], field, rec, span, cost, change])
-    return ["threshold advisor (the trigger to set per context window):", *_table(rows)]
+    head = (
+        "threshold advisor: per context window, the trigger of the best feasible trial (ties: the later trigger) and "
+        "the trigger values whose cost lies inside its 95% interval:"
+    )
+    return [*_wrap(head, ""), *_table(rows)]
 
 
 __all__ = ["advisor", "format_number", "render", "verdict"]
