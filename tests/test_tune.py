@@ -222,3 +222,33 @@ def test_cli_tune_and_its_errors(tmp_path: Path, capsys: pytest.CaptureFixture[s
     ):
         assert main([*args, *bad, "--out", str(tmp_path / "c")]) == 2
         assert said in capsys.readouterr().err
+
+
+def test_the_report_of_a_tune_folder(reference: tuple[dict[str, Any], Path], tmp_path: Path) -> None:
+    _, out = reference
+    assert main(["report", str(out), "--out", str(tmp_path / "r")]) == 0
+    page = (tmp_path / "r" / "tune.html").read_text()
+    for ident in ("fig-tune-history", "fig-tune-frontier", "table-tune-importance", "table-tune-holdout"):
+        assert f'id="{ident}"' in page, ident
+    assert "trigger_ratio" in page.split('id="table-tune-importance"')[1].split("</table>")[0]
+    assert main(["report", str(out), "--out", str(tmp_path / "s")]) == 0
+    assert (tmp_path / "s" / "tune.html").read_bytes() == page.encode()  # seeded importance, PNGs without metadata
+    with pytest.raises(InvalidConfig, match="not the output of csim tune"):
+        from sim.report.tune import load_tune
+
+        load_tune(tmp_path)
+
+
+def test_by_window_prints_a_trigger_per_window(tmp_path: Path) -> None:
+    spec = small_spec(windows=(20000, 40000), run=())
+    result = run_tune(spec, tmp_path / "w", Budget(trials=4), workers=1, progress=False)
+    assert [w["window"] for w in result["windows"]] == [20000, 40000]
+    text = render(result)
+    advisor = text.split("threshold advisor")[1].splitlines()
+    rows = [line.split() for line in advisor if line.startswith(("20,000", "40,000"))]
+    assert [r[:3] for r in rows] == [
+        ["20,000", "cloudflare-os", "trigger_ratio"],
+        ["40,000", "cloudflare-os", "trigger_ratio"],
+    ]
+    with pytest.raises(InvalidConfig, match="a context window is in tokens"):
+        small_spec(windows=(200,))

@@ -298,7 +298,7 @@ class Tuner:
         )
         seed = int(hashlib.sha256(f"{self.spec.seed}|{ref}|{window}".encode()).hexdigest()[:8], 16)
         n = budget.trials
-        with _quiet_optuna():
+        with quiet_optuna():
             if use_grid:  # every setting, in the grid's order: each one enqueued, so no sampler is asked
                 sampler: optuna.samplers.BaseSampler = optuna.samplers.RandomSampler(seed=seed)
                 label = f"grid ({size} settings)"
@@ -319,7 +319,7 @@ class Tuner:
             if deadline is not None and time.perf_counter() >= deadline:
                 break
             k = self.spec.batch if n is None else min(self.spec.batch, n - done)
-            with _quiet_optuna():
+            with quiet_optuna():
                 asked = [study.ask() for _ in range(k)]
             self._batch(st, study, asked, units, version, refs, draws, default)
             done += k
@@ -346,7 +346,7 @@ class Tuner:
                 for c in self.constraints:
                     trial.set_constraint(c.text, 1e9)
                 st.invalid.append({"number": trial.number, "params": params, "invalid": str(exc)})
-                with _quiet_optuna():
+                with quiet_optuna():
                     study.tell(trial, float("inf") * self.sign)
         before = len(self.store.ran)
         measured = self.store.measure([v[2] for v in valid], units, version, refs)
@@ -369,7 +369,7 @@ class Tuner:
             }
             ran = 0  # the batch's runs, counted on its first trial
             st.trials.append(record)
-            with _quiet_optuna():
+            with quiet_optuna():
                 study.tell(trial, float("inf") * self.sign if np.isnan(value) else value)
             if self.on_trial is not None:
                 self.on_trial(st, record)
@@ -423,7 +423,7 @@ class Tuner:
         return {"units": len(held), "default": base, "best": got, "difference": diff, **self.judge(got, base)}
 
 
-class _quiet_optuna:
+class quiet_optuna:
     """Optuna's per-trial INFO lines and experimental warnings off, for the study's duration only."""
 
     def __enter__(self) -> None:
@@ -446,6 +446,7 @@ class _quiet_optuna:
 
 __all__ = [
     "STORE",
+    "quiet_optuna",
     "TUNE_MANIFEST",
     "Budget",
     "Store",

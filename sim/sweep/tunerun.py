@@ -94,7 +94,7 @@ def run_tune(
 def _write(root: Path, result: Mapping[str, Any]) -> None:
     """``tune.json``, written whole or not at all (a temporary file renamed into place)."""
     tmp = root / f".{TUNE_MANIFEST}.tmp"
-    tmp.write_text(json.dumps(_plain(result), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(_plain(result), indent=1) + "\n", encoding="utf-8")
     tmp.replace(root / TUNE_MANIFEST)
 
 
