@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from policies import load_policy_class
 from sim.core.errors import InvalidConfig
 from sim.core.metrics import versions
 from sim.sweep.executors import ExecutorSpec
@@ -125,24 +126,31 @@ def _answer(tuner: Tuner, st: Study, held: list[UnitRun], version: str) -> dict[
         "improves": improves,
         "recommend": params,
         "native": native_terms(st.space, params),
-        "near_best": _near_best(tuner, st, best),
+        "near_best": _near_best(tuner, st, best if improves else None),
+        "defaults": _defaults(st.policy, list(st.space)),
         "holdout": tuner.check(st.policy, params, held, version) if improves else None,
         "front": [t["number"] for t in tuner.front(st.trials)],
     }
 
 
 def _near_best(tuner: Tuner, st: Study, best: Mapping[str, Any] | None) -> dict[str, list[str]]:
-    """Per field, the values of the feasible trials whose objective mean lies inside the best one's 95% interval:
-    the settings the data cannot tell from the best (the trigger's interval that ``--by window`` prints)."""
-    if best is None:
-        return {}
-    edge = best["objective"]["hi"] if tuner.sign > 0 else best["objective"]["lo"]
+    """Per field, the values of the feasible trials whose objective mean lies inside the 95% interval of the answer
+    (the best trial when it beats the default, else the default): the settings the data cannot tell from it (the
+    trigger's interval that ``--by window`` prints)."""
+    ref = best["objective"] if best is not None else st.default["stats"][tuner.objective]
+    edge = ref["hi"] if tuner.sign > 0 else ref["lo"]
     close = [t for t in st.trials if t["feasible"] and tuner.sign * t["objective"]["mean"] <= tuner.sign * edge]
     out: dict[str, list[str]] = {}
     for name, d in st.space.items():
         values = sorted({t["params"][name] for t in close}, key=lambda v: (float(v) if not d.choices else 0.0, v))
         out[name] = values
     return out
+
+
+def _defaults(ref: str, names: Sequence[str]) -> dict[str, str]:
+    """The default value of each tuned field, as ``-P`` writes it (``unset`` for None: the policy derives it)."""
+    config = load_policy_class(ref).Config()
+    return {n: "unset" if getattr(config, n) is None else format_number(getattr(config, n)) for n in names}
 
 
 def _overall(tuner: Tuner, studies: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:

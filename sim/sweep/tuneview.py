@@ -159,18 +159,18 @@ def advisor(result: Mapping[str, Any]) -> list[str]:
         for s in w["policies"]:
             field = s["trigger"]
             d = s["default"]["stats"][col]["mean"]
-            if s["best"] is not None:
-                rec = s["best"]["params"][field]
-                near = s["near_best"].get(field) or [rec]
-                span = f"{near[0]} .. {near[-1]}" if len(near) > 1 else near[0]
-                cost = _num(s["best"]["objective"]["mean"], col)
-                change = _pct(s["best"]["objective"]["mean"], d) if s["improves"] else "= default"
-            else:
-                rec, span, cost, change = "default", "(none feasible)", _num(d, col), ""
+            near = s["near_best"].get(field) or []
+            if s["improves"]:
+                rec = s["recommend"][field]
+                cost, change = _num(s["best"]["objective"]["mean"], col), _pct(s["best"]["objective"]["mean"], d)
+            else:  # the default stands; the interval: the tried values as good as it
+                rec, cost, change = f"{s['defaults'][field]} (default)", _num(d, col), ""
+            span = f"{near[0]} .. {near[-1]}" if len(near) > 1 else (near[0] if near else "")
             rows.append([f"{w['window']:,}" if w["window"] else "run's", s["policy"], field, rec, span, cost, change])
     head = (
-        "threshold advisor: per context window, the trigger of the best feasible trial (ties: the later trigger) and "
-        "the trigger values whose cost lies inside its 95% interval:"
+        "threshold advisor: per context window, the trigger of the best feasible settings (ties: the later trigger; "
+        "the default when nothing feasible beats it) and the trigger values tried whose cost lies inside its 95% "
+        "interval:"
     )
     return [*_wrap(head, ""), *_table(rows)]
 
