@@ -71,7 +71,7 @@ def test_ranges_parse_and_bad_ones_say_how() -> None:
     with pytest.raises(UnknownName, match="Did you mean 'trigger_ratio'"):
         small_spec(space=("trigger_ration=0.5:0.9",))
     with pytest.raises(InvalidConfig, match="declares no search space"):
-        policy_space("none")
+        small_spec(policies=("none",), space=())
 
 
 # -- numbers ----------------------------------------------------------------------------------------------------

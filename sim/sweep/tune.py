@@ -90,6 +90,8 @@ class TuneSpec:
         for c in self.constraints:
             Constraint.parse(c)
         check_overrides(self.policies, self.space)
+        for ref in self.policies:  # an unknown policy, or one with no space, fails before anything runs
+            policy_space(ref, self.space)
         for w in self.windows:
             if w < 1000:
                 raise InvalidConfig(f"--windows {w}: a context window is in tokens, e.g. 200000")
