@@ -3,6 +3,7 @@ the frontier, ``OUT/tune.json``, and the progress line. The search itself is :mo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -118,6 +119,7 @@ def _answer(tuner: Tuner, st: Study, held: list[UnitRun], version: str) -> dict[
         "window": st.window,
         "sampler": st.sampler,
         "space": [d.describe() for d in st.space.values()],
+        "dims": [dataclasses.asdict(d) for d in st.space.values()],  # the report rebuilds the space from these
         "trigger": next(iter(st.space)),
         "default": st.default,
         "trials": st.trials,
