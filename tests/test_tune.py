@@ -195,7 +195,7 @@ def test_the_answer_is_checked_on_held_out_sessions(reference: tuple[dict[str, A
     assert s["best"]["feasible"] and s["holdout"]["units"] == len(w["held_out"])
     assert s["native"] and s["native"][0].startswith("COMPACTION_TRIGGER_RATIO = ")
     text = render(result)
-    assert "held out (1 conversations)" in text and "in its own terms" in text
+    assert "held out (1 conversation)" in text and "in its own terms" in text
     assert max(map(len, text.splitlines())) <= 120
     assert json.loads((out / "tune.json").read_text())["spec"] == json.loads(json.dumps(small_spec().normalised()))
 
