@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 
 from sim.core.errors import InvalidConfig
 from sim.report.figures import Html, colours, note, show, table
-from sim.sweep.space import Dim
+from sim.sweep.space import Dim, policy_space
 from sim.sweep.tune import TUNE_MANIFEST, quiet_optuna
 from sim.sweep.tunestats import column_of
 from sim.sweep.tuneview import render, verdict
@@ -155,8 +155,14 @@ def importance(result: Mapping[str, Any]) -> pd.DataFrame:
 
     rows = []
     for w, s in _studies(result):
-        # From tune.json, never from the policy: reading a folder imports no code it names (a module:Class policy)
-        space = {d["name"]: Dim(**{**d, "choices": tuple(d["choices"])}) for d in s["dims"]}
+        # From tune.json, never from the policy: reading a folder imports no code it names (a module:Class policy).
+        # A tune.json from before "dims" has the space of a bundled policy rebuilt from its declaration.
+        if "dims" in s:
+            space = {d["name"]: Dim(**{**d, "choices": tuple(d["choices"])}) for d in s["dims"]}
+        elif ":" not in s["policy"]:
+            space = policy_space(s["policy"], tuple(result["spec"].get("space", ())))
+        else:
+            continue
         distinct = {json.dumps(t["params"], sort_keys=True) for t in s["trials"]}
         if len(space) < 2 or len(distinct) < 4:
             continue

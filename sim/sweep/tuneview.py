@@ -136,7 +136,8 @@ def _policy_lines(s: Mapping[str, Any], col: str) -> list[str]:
         for t, v in h["constraints"].items()
     )
     return lines + _wrap(
-        f"held out ({h['units']} conversation{'' if h['units'] == 1 else 's'}): {_num(d['mean'], col)} -> {_num(b['mean'], col)} ({held}; paired "
+        f"held out ({h['units']} conversation{'' if h['units'] == 1 else 's'}): "
+        f"{_num(d['mean'], col)} -> {_num(b['mean'], col)} ({held}; paired "
         f"difference {_num(diff['mean'], col)} [{_num(diff['lo'], col)}, {_num(diff['hi'], col)}]); gap to the tuning "
         f"set's {tuned}: {_gap(tuned, held)}; {kept}. Held out: {verdict(s)}",
         "    ",
