@@ -32,7 +32,7 @@ turn, cuts at a pending turn, and a revert of a change already summarised rolls 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from policies.base import AskPoint, Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, keep_reverts, plan_shrinks, rollback_target, unit_floor
@@ -216,6 +216,17 @@ class AnthropicClearToolUses(Policy[ClearToolUsesConfig]):
     caveat (each clearing invalidates the cached prefix at the clear point, hence ``clear_at_least``) shows up
     as compaction events only.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "trigger_tokens": "50000:180000:10000",
+        "keep": "1:10",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "trigger_tokens": 'clear_tool_uses_20250919 edit: trigger {"type": "input_tokens", "value": {value}}',
+        "keep": 'clear_tool_uses_20250919 edit: keep {"type": "tool_uses", "value": {value}}',
+    }
 
     Config = ClearToolUsesConfig
 

@@ -22,7 +22,7 @@ assistant messages one user message.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks, reported_total
@@ -316,6 +316,15 @@ class Cline(Policy[ClineConfig]):
     fails, and the basic strategy of the provider-overflow recovery, are not modelled (no retry on overflow);
     nothing of an unresolved pending turn is summarised.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "preserve_recent_tokens": "5000:60000:5000",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "preserve_recent_tokens": "compaction.preserveRecentTokens = {value} (SDK settings)",
+    }
 
     Config = ClineConfig
     known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})

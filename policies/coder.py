@@ -10,6 +10,7 @@ when it is omitted; 200k and 272k windows keep the 70% default; an explicit valu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from policies._tail import client_estimate, summary_plan, tail_by_tokens
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
@@ -60,6 +61,15 @@ class Coder(Policy[CoderConfig]):
     Known deviation: ``revert-resolution`` (coder knows nothing of reverts): a change compacted away is
     not brought back for a revert that comes later.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "compression_threshold": "20:95:5",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "compression_threshold": "compression_threshold: {value} (the chat model config, percent)",
+    }
 
     Config = CoderConfig
     known_deviations = frozenset({"revert-resolution"})

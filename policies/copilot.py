@@ -13,6 +13,7 @@ conformance suite.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from policies._tail import client_estimate, summary_plan
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
@@ -72,6 +73,15 @@ class CopilotInfiniteSessions(Policy[CopilotInfiniteSessionsConfig]):
     Known deviation: ``revert-resolution`` (Copilot knows nothing of reverts): a change compacted away is not brought
     back for a revert that comes later.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "background_compaction_threshold": "0.4:0.9:0.05",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "background_compaction_threshold": "InfiniteSessionConfig backgroundCompactionThreshold = {value}",
+    }
 
     Config = CopilotInfiniteSessionsConfig
     known_deviations = frozenset({"revert-resolution"})

@@ -21,7 +21,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, newest_results_bound, plan_shrinks
@@ -257,6 +257,17 @@ class LangChainSummarization(Policy[LangChainSummarizationConfig]):
     which LangChain's trim usually cuts off.
     """
 
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "trigger": "fraction:0.5,fraction:0.6,fraction:0.7,fraction:0.8,fraction:0.9",
+        "keep": "messages:5,messages:10,messages:20,messages:40",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "trigger": "SummarizationMiddleware(trigger={value})",
+        "keep": "SummarizationMiddleware(keep={value})",
+    }
+
     Config = LangChainSummarizationConfig
     known_deviations = frozenset({"atomic-units", "revert-resolution", "compaction-loop"})
     deviation_reasons = {
@@ -438,6 +449,17 @@ class LangChainClearToolUses(Policy[LangChainClearToolUsesConfig]):
     that answers them (``live-turn``: the newest tool results cleared). ``ClearToolUsesEdit.apply`` does the
     same (``tool_messages[:-keep]``, before every model call).
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "trigger": "40000:180000:20000",
+        "keep": "1:10",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "trigger": "ClearToolUsesEdit(trigger={value})",
+        "keep": "ClearToolUsesEdit(keep={value})",
+    }
 
     Config = LangChainClearToolUsesConfig
     known_deviations = frozenset({"live-turn"})

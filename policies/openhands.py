@@ -41,7 +41,7 @@ import functools
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from itertools import accumulate
-from typing import Literal
+from typing import ClassVar, Literal
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks, unit_floor
@@ -383,6 +383,17 @@ class OpenHandsSummarizing(Policy[SummarizingConfig]):
     here one summary holds both; a condensation whose summary could outgrow what it replaces is not made; an
     unresolved pending turn is never condensed (the harness's contract).
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "max_size": "40:240:20",
+        "keep_first": "1:8",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "max_size": "LLMSummarizingCondenser(max_size={value})",
+        "keep_first": "LLMSummarizingCondenser(keep_first={value})",
+    }
 
     Config = SummarizingConfig
     # OpenHands has no notion of reverts: a revert can outlive the change it reverts.

@@ -38,6 +38,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "sim.cli.importing",
     "sim.cli.report",
     "sim.cli.preview",
+    "sim.cli.tune",
 )
 
 

@@ -13,6 +13,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     from sim.report.notebooks import write_report
 
+    if (Path(args.results) / "tune.json").is_file():  # a csim tune folder: its own page (sim.report.tune)
+        from sim.report.tune import write_tune_report
+
+        page = write_tune_report(args.results, args.out)
+        print(f"wrote {page} (open it in a browser)")
+        return 0
+
     started = time.perf_counter()  # for the progress lines only; nothing written depends on it
 
     def progress(what: str) -> None:
@@ -63,7 +70,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "configuration that compacts; --run to choose) and OUT/index.html linking them. Figures are embedded; no "
         "network needed.",
     )
-    p.add_argument("results", type=Path, help="results directory (csim sweep --out, or csim run --out)")
+    p.add_argument(
+        "results",
+        type=Path,
+        help="results directory (csim sweep --out, or csim run --out), or a csim tune --out folder",
+    )
     p.add_argument("--out", required=True, type=Path, help="where to write the HTML and executed notebooks")
     p.add_argument(
         "--run",
