@@ -181,7 +181,7 @@ def fit(summaries: Sequence[Recorded], fitted_on: str = "", seed: int = 0, held_
                 )
             )
     length = round(median(s.tokens for s in summaries)) if summaries else 3500
-    model = RetentionModel(tuple(kinds), length, fitted_on, _notes(summaries))
+    model = RetentionModel(tuple(sorted(kinds, key=lambda k: k.kind)), length, fitted_on, _notes(summaries))
     if held_out:
         model = RetentionModel(model.kinds, model.summary_tokens, fitted_on, model.notes, held_out_rows(summaries))
     return model

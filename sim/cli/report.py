@@ -95,7 +95,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     p = sub.add_parser(
         "findings",
-        help="reproduce published compaction results (Complexity Trap, Anthropic, Factory) on bundled scenarios",
+        help="reproduce published compaction results (Complexity Trap, Anthropic, Factory, the 2026 studies of what "
+        "compaction loses) on bundled scenarios",
         description="Run the policies each published study compares on a bundled scenario shaped like its "
         "workload, with the reactive agent, and print each published result beside ours with whether its "
         "direction holds: qualitative reproductions of mechanisms, not predictions of those systems "

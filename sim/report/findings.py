@@ -20,12 +20,13 @@ summaries keep. The workloads:
 * **Support tickets** (F4): ``support-chat`` with 35 customer messages and tool calls on most of them.
 * **A long dialogue** (F6): ``support-chat`` with 600 customer messages in a 60,000-token window, with and
   without context rot (``rot_length`` 0.5, ``rot_middle`` 0.25).
+* **The 2026 studies of what compaction loses** (F7-F9, :mod:`sim.report.findings_2026`): ``research-agent`` in a
+  100,000-token window.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -35,34 +36,14 @@ from sim import api
 from sim.core.errors import UnknownName
 from sim.core.log import CompactionCreated
 from sim.replay.engine import RunConfig, run
+from sim.report.claims import Claim, Finding
+from sim.report.findings_2026 import FINDINGS_2026
 from sim.scenarios import generate
 
 #: The seeds every finding runs (a synthetic scenario makes one conversation per seed).
 SEEDS = (0, 1, 2)
 SWE = {"turns": 120, "explore_max": 16}
 SWE_RUN: dict[str, Any] = {"agent": "reactive", "window": 1_000_000, "max_tool_calls": 250, "cache": "off"}
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One published result: what the study reported, what we measured, and whether the direction holds."""
-
-    statement: str
-    theirs: str
-    ours: str
-    holds: bool
-    note: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "holds", bool(self.holds))  # a numpy comparison gives numpy's bool
-
-
-@dataclass(frozen=True)
-class Finding:
-    key: str
-    title: str
-    source: str
-    claims: tuple[Claim, ...] = field(default_factory=tuple)
 
 
 Runner = Callable[..., pd.DataFrame]
@@ -316,8 +297,10 @@ def artifact_retention(kept_by_kind: Callable[[str, Mapping[str, Any]], Mapping[
                 "artifact score 2.45 / 2.33 / 2.19 of 5, the lowest dimension for all three methods",
                 f"share of the facts a compaction summarised away that its summary kept: {shown}",
                 len(worst) == len(SUMMARISERS) and all(w == "artifact" for w in worst.values()),
-                "the keep rates are read from Factory's scores (sim.replay.summariser), so this checks that "
-                "every policy's summaries carry them through, not an independent result",
+                "not an independent result: the keep rates are the retention model's (sim/core/retention_fit.json): "
+                "artifacts fitted on real Claude Code summaries, which keep nearly all of a span's few artifacts and "
+                "a third of a crowded span's, and the other kinds from published figures (rules 53%, decisions 77%, "
+                "Factory's 75% for the rest), so where a span holds few artifacts they are not the worst kept",
             ),
         ),
     )
@@ -339,6 +322,7 @@ KEYS = (
     "compaction-control",
     "context-rot",
     "artifact-retention",
+    *FINDINGS_2026,
 )
 
 
@@ -364,6 +348,8 @@ def run_findings(
             progress(key)
         if key == "artifact-retention":
             out.append(artifact_retention(kept))
+        elif key in FINDINGS_2026:
+            out.append(FINDINGS_2026[key](seeds))
         else:
             out.append(FINDINGS[KEYS.index(key)](runner))
     return out
