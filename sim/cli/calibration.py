@@ -180,7 +180,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                     f"({d['kept_needed_after']}/{d['needed_after']} of those needed later)"
                     for kind, d in kept.items()
                 )
-            if model is not None and kept:
+            if model is not None and count is not None and kept:
                 predicted, lines = _predicted(conv, model, count)
                 s["retention"]["predicted"] = predicted
                 line += "".join(lines)
@@ -197,7 +197,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predicted(conv: Conversation, model: RetentionModel, count: Callable[[str], int]) -> tuple[dict, list[str]]:
+def _predicted(conv: Conversation, model: RetentionModel, count: Callable[[str], int]) -> tuple[dict[str, dict[str, float]], list[str]]:
     """Per kind over ``conv``'s recorded summaries: the probes, how many ``model`` predicts kept, and its share;
     and a line per recorded compaction, observed beside predicted."""
     from sim.calibration import retention_fit
