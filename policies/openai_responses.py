@@ -14,8 +14,8 @@ the API guide ``developers.openai.com/api/docs/guides/compaction`` (server-side 
 
 The summary is a black box. The compaction item is encrypted ("opaque and not intended to be human-interpretable"),
 so what it carries cannot be read: both policies model it with the run's retention model, as every summarising
-policy here does (``sim.replay.summariser``: each fact in what is compacted survives with the per-kind keep
-probability, ``keep_constraint`` ... ``keep_recall``, an earlier compaction item is folded into the next). Its
+policy here does (``sim.replay.summariser``: each fact in what is compacted survives with its kind's keep
+probability under the run's retention model, ``-R keep_KIND`` to fix one; an earlier item is folded into the next). Its
 size is the mock summariser's, its prompt ours (the server's is not public). Factory.ai measured OpenAI's compaction
 lowest on accuracy of the methods it compared (catalogue §D4): lower the keep probabilities to study that.
 """

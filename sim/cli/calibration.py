@@ -197,7 +197,9 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predicted(conv: Conversation, model: RetentionModel, count: Callable[[str], int]) -> tuple[dict[str, dict[str, float]], list[str]]:
+def _predicted(
+    conv: Conversation, model: RetentionModel, count: Callable[[str], int]
+) -> tuple[dict[str, dict[str, float]], list[str]]:
     """Per kind over ``conv``'s recorded summaries: the probes, how many ``model`` predicts kept, and its share;
     and a line per recorded compaction, observed beside predicted."""
     from sim.calibration import retention_fit

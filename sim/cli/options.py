@@ -30,7 +30,8 @@ def add_run_options(p: argparse.ArgumentParser, *, seed: bool = True, calibratio
         "-R",
         action="append",
         metavar="NAME=VALUE",
-        help="retention model parameter, e.g. -R keep_recall=0.3 -R max_output_tokens=2048",
+        help="mock summariser parameter: -R retention=FILE (csim calibrate --retention), -R pin=constraint, "
+        "-R instruction='keep every rule', -R keep_recall=0.3, -R max_output_tokens=2048 (sim/core/retention.py)",
     )
     if calibration:
         add_calibration_option(p)
