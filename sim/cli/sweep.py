@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sim.core.errors import InvalidConfig
+from sim.core.errors import InvalidConfig, UnknownName
 
 SWEEP_EPILOG = """examples:
   csim sweep datasets/sweeps/example.toml --out results/example
@@ -130,11 +130,13 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser(
         "compare",
-        help="compare the configurations of a sweep: means, intervals, paired differences, Pareto",
-        description="Per configuration: mean and 95%% bootstrap interval over conversations of cumulative input "
-        "tokens, cost, peak context, retention recall, compactions, overflows and violations; the "
-        "paired difference against the baseline; the Pareto frontier of cost against retention. "
-        "Writes RESULTS/summary.parquet and summary.csv.",
+        help="rank the configurations of a sweep: cost, retention, intervals, the frontier, a recommendation",
+        description="Per configuration: mean and 95%% bootstrap interval over conversations of cost, retention "
+        "and the other run metrics; the paired difference against the baseline; ranked by the objective (cost by "
+        "default), with the Pareto frontier (*) and the recommended row (R: the best frontier row that meets every "
+        "--require). Recorded conversations also get their recorded bill (their own usage priced) beside the "
+        "simulated costs. At most 120 characters wide; --wide prints every column. "
+        "Writes RESULTS/summary.parquet and summary.csv (and bills.csv for recordings).",
     )
     p.add_argument("results", help="a csim sweep results directory (or a csim run output directory)")
     p.add_argument("--baseline", help="configuration label to pair against (default: none, if swept)")
@@ -142,9 +144,20 @@ def register(sub: Any) -> None:
         "--by",
         action="append",
         default=[],
-        choices=("source", "source_kind"),
-        help="also split by source (scenario, dataset or file)",
+        metavar="COLUMN",
+        help="rank by this metric (cost_usd by default; any summary metric, e.g. retention, input_tokens, "
+        "overflows, or a runs column such as total_cost_usd; lower is better except for retention*, success, "
+        "cache_hit and completed); --by source or --by source_kind instead splits the table by source",
     )
+    p.add_argument(
+        "--require",
+        action="append",
+        default=[],
+        metavar="COLUMN>=X",
+        help="a constraint the recommended row must meet, e.g. retention>=0.9, retention_lo>=0.85, overflows==0 "
+        "(OP one of >= <= > < ==; repeatable; the first one is also the frontier's second axis)",
+    )
+    p.add_argument("--wide", action="store_true", help="print every column and the paired differences (wide)")
     p.set_defaults(func=cmd_compare)
 
 
@@ -224,13 +237,35 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from sim.sweep.bills import recorded_bills
     from sim.sweep.compare import compare, render, write_summary
+    from sim.sweep.ranked_view import bill_lines, render_ranked
+    from sim.sweep.ranking import DEFAULT_OBJECTIVE, column_of, parse_constraint, rank, short_names
     from sim.sweep.results import load_results
 
+    splits = ("source", "source_kind")
+    by = list(dict.fromkeys(b for b in args.by if b in splits))
+    objectives = list(dict.fromkeys(b for b in args.by if b not in splits))
+    if len(objectives) > 1:
+        raise InvalidConfig(f"rank by one metric at a time, not {', '.join(objectives)} (--by takes one metric)")
+    objective = objectives[0] if objectives else DEFAULT_OBJECTIVE
+    try:
+        column_of(objective)
+    except UnknownName:
+        raise UnknownName("column for --by", objective, [*short_names(), *splits]) from None
+    constraints = [parse_constraint(text) for text in args.require]
     results = load_results(args.results)
-    by = list(dict.fromkeys(args.by))
     table = compare(results, args.baseline, by)
-    print(render(table, by))
-    parquet, csv = write_summary(table, Path(args.results))
-    print(f"\nwrote {parquet} and {csv}")
+    ranked = rank(table, objective, constraints, group=by)
+    print(render(ranked, by) if args.wide else render_ranked(ranked, by, objective, constraints))
+    bills, notes = recorded_bills(results.manifest.get("spec", {}).get("sources", []))
+    lines = bill_lines(bills, results.runs, ranked, notes)
+    if lines:
+        print("\n" + "\n".join(lines))
+    parquet, csv = write_summary(ranked.sort_index(), Path(args.results))
+    wrote = f"{parquet.name} and {csv.name}"
+    if not bills.empty:
+        bills.to_csv(Path(args.results) / "bills.csv", index=False)
+        wrote = f"{parquet.name}, {csv.name} and bills.csv"
+    print(f"\nwrote {wrote} in {args.results}")
     return 0

@@ -21,6 +21,10 @@ that stopped early does not sit on the frontier with a perfect score. ``success`
 errors (sim.core.agent); ``trajectory`` the agent requests a run made (a reactive agent's extra ones included).
 ``retention_r0``, ``retention_r1`` and ``retention_r2plus`` are the recall of the needs judged after 0, 1, and 2 or
 more compactions of their source (sim.replay.retention); a run with no need in a round has no figure for it.
+
+The ``pareto`` column here is the fixed cost-against-retention frontier; ``csim compare`` then ranks the table
+(sim.sweep.ranking: an objective, requirements, the frontier on their axes, a recommended row) and prints it
+narrow (sim.sweep.ranked_view), or with every column by :func:`render` (``--wide``).
 """
 
 from __future__ import annotations
@@ -212,10 +216,16 @@ def _cell(table: pd.DataFrame, i: int, short: str, suffix: str = "", signed: boo
 
 
 def render(table: pd.DataFrame, by: Sequence[str] = ()) -> str:
-    """Two readable tables: means with 95% intervals, then paired differences against the baseline."""
+    """``csim compare --wide``: two tables with every printed metric, means with 95% intervals, then paired
+    differences against the baseline; in the frame's row order (a ranked frame: best first, with its rank)."""
     keys = [*by, "config"]
+    ranks = {}
+    if "rank" in table.columns:  # a frame from sim.sweep.ranking.rank: its order, its rank and marks
+        marks = np.where(table["recommended"], "R", "")
+        ranks = {"rank": table["rank"], "rec": marks}
     first = pd.DataFrame(
         {
+            **ranks,
             **{k: table[k] for k in keys},
             "runs": table["runs"],
             "convs": table["conversations"],
@@ -244,7 +254,8 @@ def render(table: pd.DataFrame, by: Sequence[str] = ()) -> str:
     second = second[table["config"] != baseline]
     lines = [
         "Mean [95% bootstrap CI over conversations]; * = on the Pareto frontier of cost against retention; "
-        "violations are undeclared ones, declared = the modelled system's documented deviations",
+        "violations are undeclared ones, declared = the modelled system's documented deviations"
+        + ("; rank and rec (R = recommended) as in the default table" if ranks else ""),
         first.to_string(index=False),
         "",
         f"Paired difference against baseline {baseline!r} (configuration minus baseline, same conversations and seeds)",
