@@ -179,6 +179,11 @@ class Policy(Generic[C]):
         recheck_after_compaction: whether the engine asks again, at the same point, after an automatic
             compaction (not a rollback), until the policy declines: as Workshop reruns a turn that compacted
             and checks the shorter prompt again (``overseer.ts``, the loop around ``runAgent``).
+        overflow_fails_turn: what a request the provider still rejects as too long (after any retries) ends:
+            the run (default, ``finish_reason`` ``context-overflow``), or only the current turn, when True: the
+            modelled client reports the error and waits for the next user message, so the script's messages up
+            to it are skipped (never sent or appended; their needs count as lost, their task as failed) and the
+            run goes on (``failed_turns`` in the run's summary).
         run_status: whether the modelled system appends the run-status line to each request.
         placeholder: the text that replaces a cleared tool result.
         cache_placement: where the modelled client puts Anthropic ``cache_control`` breakpoints
@@ -198,6 +203,7 @@ class Policy(Generic[C]):
     acts_on: ClassVar[str] = ""
     run_status: ClassVar[bool] = False
     recheck_after_compaction: ClassVar[bool] = False
+    overflow_fails_turn: ClassVar[bool] = False
     placeholder: ClassVar[str] = DEFAULT_PLACEHOLDER
     cache_placement: ClassVar[CachePlacement] = CachePlacement()
     summary_call: ClassVar[SummaryCall] = "separate"

@@ -156,13 +156,16 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
     (an assistant message and its results are one unit). A cut inside the live loop that drops the step whose
     thinking opened it, when the later steps carry none, is a request Anthropic rejects (``atomic-units``).
 
+    A request the provider rejects as too long fails the turn, not the chat (``overflow_fails_turn``): Workshop
+    has no retry (``runAgent`` rethrows the failed request as ``AgentTurnError``, agent.ts), and the ``catch``
+    around it in ``overseer.ts`` posts an ``error`` chat record and ends the turn; the steps already completed
+    stay (the turn-end barrier persisted them) and the error record is never model input (agent.ts's replay
+    skips ``error`` records). At the next user message the pre-turn check sees the context over the trigger and
+    compacts. Here the script's messages up to that user message are skipped, and the run goes on.
+
     Not modelled: eliding the messages of a reverted range from replay (Workshop marks them
     reverted; here they stay in the view, so a revert of an early change pins the cut at that change);
-    the recovery from a provider overflow: Workshop has no retry (``runAgent`` throws the failed request as
-    ``AgentTurnError``; the loop around it in ``overseer.ts`` catches it, posts an error message to the chat and
-    ends the turn), but the chat goes on: at the next user message the pre-turn check sees the last step's total
-    over the trigger and compacts. Here the overflow ends the run (``context-overflow``): the engine has no turn
-    that fails while the run continues. A stored assistant snapshot (the provider's usage numbers, a response id,
+    A stored assistant snapshot (the provider's usage numbers, a response id,
     signatures) weighs some tens of characters more than the reconstruction weighed here; it weighs only in the
     cut and in the estimate right after a compaction, never in the measured one, which covers the last reply.
     bindings, pins and epochs of the checkpoint (Workshop state with no counterpart in a transcript).
@@ -191,6 +194,7 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
         "live-turn": "Workshop's /compact keeps only the last record, so the last user message can be summarised",
     }
     recheck_after_compaction = True
+    overflow_fails_turn = True
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         cfg = self.config

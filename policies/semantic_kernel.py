@@ -198,7 +198,11 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
       very front of the history, and the system message is in front of them, so the previous summary is always
       summarised again with the new span (one summary, regenerated).
 
-    Known deviations: as the truncation reducer's (``live-turn``, ``revert-resolution``).
+    Known deviations: as the truncation reducer's (``live-turn``, ``revert-resolution``), and ``atomic-units``: the
+    safe reduction index starts a chain of calls and results, and a text reply inside a tool loop ends a chain, so
+    in a live loop whose first step alone thinks the cut may fall after a reply and drop that step; the later
+    steps then open the request's final assistant turn without thinking, which Anthropic rejects (``locate_safe_reduction_index``
+    knows no thinking blocks).
 
     Differences: the summariser is shown the calls (not the results) when function content is left out (SK shows
     it neither); with no system prompt, SK's ``use_single_summary=False`` keeps every summary side by side, which
@@ -207,10 +211,11 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
     """
 
     Config = SemanticKernelSummarizationConfig
-    known_deviations = frozenset({"live-turn", "revert-resolution"})
+    known_deviations = frozenset({"live-turn", "revert-resolution", "atomic-units"})
     deviation_reasons = {
         "live-turn": "SK's cut passes the user message of a tool loop longer than the target",
         "revert-resolution": "SK has no reverts",
+        "atomic-units": "SK's cut may drop a live tool loop's first step, whose thinking opened the turn",
     }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:

@@ -305,9 +305,23 @@ def _live_thinking_loop(steps: int = 30, size: int = 1_200) -> Conversation:
     return Conversation("live-thinking-loop", (*msgs, _a(2 + 2 * steps, "done")))
 
 
+def _live_thinking_loop_with_replies(steps: int = 8) -> Conversation:
+    """One user task answered by a tool loop whose first reply alone thinks, each step followed by a short text
+    reply: a reducer whose cut starts a chain of calls and results may cut after a reply and drop the first step."""
+    msgs: list[Message] = [_s(), _u(1, "task")]
+    for k in range(steps):
+        i = 2 + 3 * k
+        a = _a(i, "", (f"c{k}",))
+        if k == 0:
+            a = Message(a.id, "assistant", (Part("thinking", "plan the work " * 20), *a.parts))
+        msgs += [a, _t(i + 1, f"c{k}", 800), _a(i + 2, f"done step {k}")]
+    return Conversation("live-thinking-loop-with-replies", tuple(msgs))
+
+
 # Hand-built fallbacks, for deviations the policy's 60 generated examples happen not to show.
 HAND_BUILT = {
     ("cline", "atomic-units"): _live_thinking_loop,
+    ("semantic-kernel-summarization", "atomic-units"): _live_thinking_loop_with_replies,
     ("inspect-trim", "atomic-units"): _live_thinking_loop,
     ("langchain-summarization", "atomic-units"): _live_thinking_loop,
     ("cline-legacy", "atomic-units"): _live_thinking_loop,

@@ -91,7 +91,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{r['conversation']}: {r['finish_reason']}, {r['agent_requests']} agent requests, "
             f"peak {r['peak_context_tokens']:,} tokens, cumulative input {r['cumulative_input_tokens']:,}, "
             f"cost ${r['total_cost_usd']:.4f}, {r['compaction_count']} compactions, {r['overflows']} overflows, "
-            f"retention {recall}, {violations_text(viols)}, "
+            + (f"{r['failed_turns']} failed turns (skipped to the next user message), " if r["failed_turns"] else "")
+            + f"retention {recall}, {violations_text(viols)}, "
             + ("no request" if pd.isna(r["cache_hit_share"]) else f"{r['cache_hit_share']:.1%} of the prompt")
             + " read from cache"
         )

@@ -85,6 +85,7 @@ SUMMARY_COLUMNS: dict[str, str] = {
     "compaction_cost_usd": "float64",
     "compaction_count": "int64",
     "overflows": "int64",
+    "failed_turns": "int64",
     "facts_needed": "int64",
     "facts_visible": "int64",
     "facts_unreached": "int64",

@@ -15,7 +15,8 @@ Replay: user and tool messages of the script are appended to the log (tool resul
 policy on entry). Every scripted ``assistant`` message is the reply to one agent request whose
 prompt is the view at that moment: before it, the policy may compact; if the provider rejects the
 prompt as too long, the policy may compact and retry (``retry_on_overflow`` times) before the run
-ends with a context overflow. A ``/compact`` user command asks the policy to compact at once, and
+ends with a context overflow (or, for a policy whose client survives it, ``overflow_fails_turn``, only the turn:
+the script's messages up to the next user message are skipped). A ``/compact`` user command asks the policy to compact at once, and
 that turn ends without a model call.
 
 The reactive agent (:mod:`sim.replay.reactive`) and lockstep (:mod:`sim.replay.lockstep`) drive the engine
@@ -90,6 +91,10 @@ class _Finished(Exception):
         self.reason, self.exhausted = reason, exhausted
 
 
+class _TurnFailed(Exception):
+    """The provider rejected a request as too long and the policy's client ends only the turn."""
+
+
 #: In lockstep (sim.replay.lockstep.sync), before a phase of a message: the plan the members that stay agree on.
 Lockstep = Callable[["Engine", int, Phase], Plan | None]
 
@@ -157,6 +162,10 @@ class Engine:
         self.clock = RunClock(conversation, self._script, config.seed, self.tok.derived, self.measure.content_tokens)
         self._next = 0
         self._outcome: tuple[str, str | None] | None = None
+        # Replies whose request failed the turn (Policy.overflow_fails_turn), and whether the script's messages are
+        # being skipped until the next user message.
+        self.failed_turns: list[int] = []
+        self._skipping = False
         self.compaction_attempts = 0
         self.loops = LoopWatch()
 
@@ -311,6 +320,8 @@ class Engine:
                     plan = self.policy.decide(st, "overflow")
                     if plan is not None and compact(self, plan, "overflow"):
                         continue
+                if self.policy.overflow_fails_turn:
+                    raise _TurnFailed from None
                 raise _Finished("context-overflow") from None
             break
         needed, visible = self.retention.judge(view, st.turn)
@@ -435,6 +446,10 @@ class Engine:
         try:
             for k in range(k0, len(msgs) if k1 is None else k1):
                 m = msgs[k]
+                if self._skipping:  # a failed turn: nothing more of it is sent or appended
+                    if m.role != "user":
+                        continue
+                    self._skipping = False
                 phase = phase0 if k == k0 else MESSAGE
                 if phase == MESSAGE and m.role != "assistant":
                     self.append(m)
@@ -449,9 +464,14 @@ class Engine:
                     self._sync(k, SEND)
                     self.tracker.elapsed_seconds = self.clock.start_request(k)  # the status line's, the budget's
                     self.clock.at = None
-                    if self.reactive and react(self, k, m, self.config.agent):
-                        self._auto_compact(k, False)  # the agent's messages came after the policy was asked
-                    self._agent_request(m)
+                    try:
+                        if self.reactive and react(self, k, m, self.config.agent):
+                            self._auto_compact(k, False)  # the agent's messages came after the policy was asked
+                        self._agent_request(m)
+                    except _TurnFailed:
+                        self.failed_turns.append(k)
+                        self._skipping = True
+                        continue
                     self._sent = k
                     phase = BUDGET
                 if phase == MANUAL:
@@ -499,12 +519,13 @@ class Engine:
             billing=self.billing,
             cached=self.config.cache == "provider",
             retention=self.retention,
-            unreached=self.retention.unreached(self._script) if not completed else {},
+            unreached=self.retention.unreached(self._script) if not completed or self.failed_turns else {},
             reactions=self.reactions,
             task_success=task_success(
-                self._script, self.reactions, self.config.agent, None if completed else self._sent
+                self._script, self.reactions, self.config.agent, None if completed else self._sent, self.failed_turns
             ),
             overflows=self.overflows,
+            failed_turns=len(self.failed_turns),
             violations=self.violations,
             messages=len(self.ledger.messages),
         )
@@ -534,6 +555,7 @@ class Engine:
         e.log = self.log.copy()
         e.tracker = replace(self.tracker, warned=set(self.tracker.warned))
         e.violations = list(self.violations)
+        e.failed_turns = list(self.failed_turns)
         e.billing = self.billing.copy()
         e.reactions = self.reactions.copy()
         e.retention = self.retention.copy(e.ledger, e.reactions)

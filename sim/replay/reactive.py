@@ -13,6 +13,7 @@ visible wherever a copy is shown, and a later compaction that drops the copy los
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -101,13 +102,18 @@ def task_of(counts: list[int], k: int) -> int:
     return max(0, counts[min(k, len(counts) - 1)] - 1)
 
 
-def task_success(script: list[Message], reactions: Reactions, cfg: AgentConfig, sent: int | None) -> float:
+def task_success(
+    script: list[Message], reactions: Reactions, cfg: AgentConfig, sent: int | None, failed_turns: Sequence[int] = ()
+) -> float:
     """The share of the script's tasks done: a task fails with ``max_unrepaired_errors`` errors left standing in
-    it, and when the run stopped after sending script reply ``sent``, the task of the first reply it never sent
-    and every later one were not done (a run that stops after its last reply left nothing undone)."""
+    it or a turn of it failed (the script reply at each of ``failed_turns`` was never answered:
+    ``Policy.overflow_fails_turn``), and when the run stopped after sending script reply ``sent``, the task of the
+    first reply it never sent and every later one were not done (a run that stops after its last reply left
+    nothing undone)."""
     counts = task_counts(script)
     total = max(1, counts[-1])
     failed = {t for t, n in reactions.unrepaired_by_task.items() if n >= cfg.max_unrepaired_errors}
+    failed.update(task_of(counts, j + 1) for j in failed_turns)
     if sent is not None:
         unsent = next((j for j in range(sent + 1, len(script)) if script[j].role == "assistant"), None)
         if unsent is not None:

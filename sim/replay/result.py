@@ -58,6 +58,7 @@ def run_result(
     reactions: Reactions,
     task_success: float,
     overflows: int,
+    failed_turns: int,
     violations: list[Violation],
     messages: int,
 ) -> RunResult:
@@ -98,6 +99,7 @@ def run_result(
         "compactions": compactions,
         "compaction_count": len(compactions),
         "overflows": overflows,
+        "failed_turns": failed_turns,
         "facts_needed": needed,
         "facts_visible": retention.visible,
         "facts_unreached": sum(unreached.values()),
