@@ -201,8 +201,8 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
     Known deviations: as the truncation reducer's (``live-turn``, ``revert-resolution``), and ``atomic-units``: the
     safe reduction index starts a chain of calls and results, and a text reply inside a tool loop ends a chain, so
     in a live loop whose first step alone thinks the cut may fall after a reply and drop that step; the later
-    steps then open the request's final assistant turn without thinking, which Anthropic rejects (``locate_safe_reduction_index``
-    knows no thinking blocks).
+    steps then open the request's final assistant turn without thinking, which Anthropic rejects
+    (``locate_safe_reduction_index`` knows no thinking blocks).
 
     Differences: the summariser is shown the calls (not the results) when function content is left out (SK shows
     it neither); with no system prompt, SK's ``use_single_summary=False`` keeps every summary side by side, which

@@ -16,8 +16,8 @@ policy on entry). Every scripted ``assistant`` message is the reply to one agent
 prompt is the view at that moment: before it, the policy may compact; if the provider rejects the
 prompt as too long, the policy may compact and retry (``retry_on_overflow`` times) before the run
 ends with a context overflow (or, for a policy whose client survives it, ``overflow_fails_turn``, only the turn:
-the script's messages up to the next user message are skipped). A ``/compact`` user command asks the policy to compact at once, and
-that turn ends without a model call.
+the script's messages up to the next user message are skipped). A ``/compact`` user command asks the policy to
+compact at once, and that turn ends without a model call.
 
 The reactive agent (:mod:`sim.replay.reactive`) and lockstep (:mod:`sim.replay.lockstep`) drive the engine
 through its public methods: :meth:`Engine.append`, :meth:`Engine.side_request`, :meth:`Engine.resume`,
