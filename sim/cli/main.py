@@ -50,7 +50,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sim import api
     from sim.core.params import parse_kv
     from sim.sweep.driver import run_sweep
-    from sim.sweep.results import SEED_ON_RECORDINGS, declared_reasons, load_results, violations_text
+    from sim.sweep.results import SEED_ON_RECORDINGS, declared_reasons, read_tables, violations_text
 
     if sum(map(bool, (args.scenario, args.conversation, args.dataset))) != 1:
         raise InvalidConfig("give exactly one of --scenario NAME, --conversation PATH or --dataset NAME")
@@ -83,9 +83,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if hint is None:
             raise
         raise FormatError(exc.path, exc.line, exc.problem, hint) from None
-    results = load_results(out)
-    for _, r in results.runs.iterrows():
-        viols = results.violations[results.violations["run_key"] == r["run_key"]]
+    tables = read_tables(out, ("runs", "violations"))  # what the lines below print, as load_results reads it
+    runs, violations = tables["runs"], tables["violations"]
+    for _, r in runs.iterrows():
+        viols = violations[violations["run_key"] == r["run_key"]]
         recall = "n/a" if pd.isna(r["retention_recall"]) else f"{r['retention_recall']:.3f}"
         print(
             f"{r['conversation']}: {r['finish_reason']}, {r['agent_requests']} agent requests, "

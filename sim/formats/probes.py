@@ -229,9 +229,14 @@ def _artifacts(msgs: tuple[Message, ...], system: str) -> list[Fact]:
     n = len(msgs)
     toks: list[set[str]] = []  # per message: what it tells (a user or tool message) or uses (an assistant's)
     first: dict[str, int] = {}  # token -> its first message; negative when the agent coined it
+    held = [holdings(m) for m in msgs]  # each message's texts, built once: the searches below ask again and again
+
+    def has(j: int, t: str) -> bool:  # _holds(msgs[j], t)
+        return any(t in h for h in held[j])
+
     for i, m in enumerate(msgs):
         if m.role in ("user", "tool"):
-            hs = holdings(m)
+            hs = held[i]
             toks.append(set().union(*(_tokens(h) for h in hs)) if hs else set())
             if m.meta.get("compact_summary"):
                 continue  # a summary restates; it carries, never establishes
@@ -244,7 +249,7 @@ def _artifacts(msgs: tuple[Message, ...], system: str) -> list[Fact]:
                 first.setdefault(t, -1 - i)
             for t in toks[i]:
                 if " " in t:  # a whole command: told verbatim earlier?
-                    src = next((j for j in range(i) if msgs[j].role in ("user", "tool") and _holds(msgs[j], t)), None)
+                    src = next((j for j in range(i) if msgs[j].role in ("user", "tool") and has(j, t)), None)
                     first.setdefault(t, src if src is not None else -1 - i)
                 first.setdefault(t, -1 - i)  # coined by the agent: never a probe
         else:
@@ -256,14 +261,14 @@ def _artifacts(msgs: tuple[Message, ...], system: str) -> list[Fact]:
     facts: list[tuple[int, int, Fact]] = []
     for t, at in holders.items():
         src = first.get(t, -1)
-        if src < 0 or len(at) > max(4, MAX_SHARE * n) or (system and t in system) or not _holds(msgs[src], t):
+        if src < 0 or len(at) > max(4, MAX_SHARE * n) or (system and t in system) or not has(src, t):
             continue
         uses = [a for a in at if msgs[a].role == "assistant" and a - 1 > src]
-        needs = _spread([a - 1 for a in uses if not _holds(msgs[a - 1], t)], MAX_NEEDS)
+        needs = _spread([a - 1 for a in uses if not has(a - 1, t)], MAX_NEEDS)
         if not needs:
             continue
         last = needs[-1]
-        carriers = tuple(msgs[i].id for i in at if i != src and i <= last and _holds(msgs[i], t))
+        carriers = tuple(msgs[i].id for i in at if i != src and i <= last and has(i, t))
         fact = Fact(
             _fid("artifact", t, msgs[src].id),
             "artifact",

@@ -190,10 +190,16 @@ def read_manifest(root: Path) -> dict[str, Any]:
     return manifest
 
 
+def read_tables(root: Path, names: Iterable[str] = TABLES) -> dict[str, pd.DataFrame]:
+    """The tables ``names`` of every finished part under ``root``, each concatenated (what :func:`load_results`
+    holds of them; ``csim run`` reads back only the two it prints)."""
+    parts = finished_parts(root)
+    return {name: concat((read_table(d, name) for d in parts), TABLES[name]) for name in names}
+
+
 def _load_sweep(root: Path) -> Results:
     manifest = read_manifest(root)
-    parts = finished_parts(root)
-    frames = {name: concat((read_table(d, name) for d in parts), cols) for name, cols in TABLES.items()}
+    frames = read_tables(root)
     return Results(
         "sweep",
         manifest,
