@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from policies._tail import message_tokens, summary_plan
+from policies._tail import message_tokens
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
+from policies.helpers import cut_ceiling, floor_index, plan_shrinks, unit_floor
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
 
@@ -64,8 +65,12 @@ class MastraObservationalMemory(Policy[MastraObservationalMemoryConfig]):
     Mastra keeps raw besides the live turn is not documented; the live turn is ours, and its messages are neither
     counted nor observed until the next user message (Mastra observes them mid-turn).
 
-    Known deviation: ``revert-resolution`` (Mastra knows nothing of reverts): a change observed away is not brought
-    back for a revert that comes later.
+    Known deviation: ``revert-resolution`` (Mastra knows nothing of reverts): the Observer takes every unobserved
+    message before the live turn, a change that a kept revert reverts included, and a change observed away is not
+    brought back for a revert that comes later. The observation is not held back at a revert's change, as the shared
+    summary cut does: the reference page names no such rule, and holding it back left a large result after the
+    change unobserved, so the next turn observed again over the threshold (``csim check``: compaction-loop after
+    5,736 examples, issue 32).
     """
 
     Config = MastraObservationalMemoryConfig
@@ -88,5 +93,10 @@ class MastraObservationalMemory(Policy[MastraObservationalMemoryConfig]):
         if trigger == "overflow" or (trigger == "auto" and not self.over_trigger(state)):
             return None
         start = state.last_user_index if state.last_user_index >= 0 else len(state)
+        # Every unobserved message before the live turn, a revert's change included: no hold-back for reverts.
+        cut = unit_floor(state, min(start, cut_ceiling(state)))
+        if cut <= floor_index(state):
+            return None
         request = SummaryRequest(prompt=OBSERVER_PROMPT, wrapper=WRAPPER, role="user")
-        return summary_plan(state, start, request, mode="observe")
+        plan = Plan(start=cut, summarize=True, summary_request=request, mode="observe")
+        return plan if plan_shrinks(state, plan) else None

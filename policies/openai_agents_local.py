@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from policies.autogen import kept_plan
+from policies.autogen import context_base, kept_plan
 from policies.base import Plan, Policy, Trigger, register
-from policies.helpers import floor_index
 from sim.core.conversation import Message
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
@@ -76,9 +75,12 @@ class OpenAIAgentsLocal(Policy[OpenAIAgentsLocalConfig]):
       costs (the soft limit). Items keep their order; calls and outputs left without their pair are dropped.
 
     Differences: a log message is kept when any of its items is, with its whole unit (an assistant message whose
-    text is kept and whose calls are not is sent whole, calls with their results); what an earlier turn dropped
-    stays dropped, where the package recomputes from the whole session each run (a pair skipped for its size comes
-    back once newer items leave); nothing of an unresolved pending turn leaves the view.
+    text is kept and whose calls are not is sent whole, calls with their results); the walk reads the whole session
+    each turn, as the package does, but what an earlier turn dropped stays dropped (a pair skipped for its size
+    that the package sends again once newer items leave); nothing of an unresolved pending turn leaves the view.
+    The walk does not read the view: the view holds the whole units, items the walk skipped among them, and a walk
+    over them keeps less than the one that made it, so each user turn dropped again what the last one had kept (a
+    ``compaction-loop`` that the package, whose ``get_items`` returns its own result unchanged, does not have).
 
     Known deviation: ``revert-resolution`` (the session knows nothing of reverts): a change compacted away is
     not brought back for a revert that comes later.
@@ -98,8 +100,10 @@ class OpenAIAgentsLocal(Policy[OpenAIAgentsLocalConfig]):
             return None
         cfg = self.config
         end = len(state) - 1  # the new user message is appended after get_items
-        base = floor_index(state)
-        items = [(i, *it) for i in range(base, end) for it in items_of(state.messages[i])]
+        # The walk reads the whole session, as get_items does each run, not the view: the view keeps whole units
+        # (items the walk skipped ride along), so a walk over it would keep less than the one that made it, and
+        # the next decision would drop again what this one kept (issue 32: compaction-loop after 6,476 examples).
+        items = [(i, *it) for i in range(context_base(state), end) for it in items_of(state.messages[i])]
         if cfg.token_budget is None and cfg.window_size is not None and len(items) <= cfg.window_size:
             return None
         calls = {cid: k for k, (_, kind, cid, _) in enumerate(items) if kind == "call"}

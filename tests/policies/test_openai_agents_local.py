@@ -10,7 +10,7 @@ from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
 from sim.core.model import ModelConfig
 from sim.replay.engine import Engine, RunConfig
-from tests.builders import compaction_records, conv, request_turn, shown_ids, state_of, sys, user
+from tests.builders import asst, call, compaction_records, conv, request_turn, shown_ids, state_of, sys, tools, user
 
 
 def chat(turns: int, size: int = 400) -> Conversation:
@@ -60,3 +60,39 @@ def test_known_deviation_revert_resolution() -> None:
     from tests.policies.reverts import shows_revert_resolution
 
     assert shows_revert_resolution(OpenAIAgentsLocal(OpenAIAgentsLocalConfig(window_size=12)))
+
+
+def batches_then_short_turns() -> Conversation:
+    """Parallel reads of two calls, a four-call batch, then user turns of one request each: at a window of 14 items
+    the walk keeps the newer call of a two-call batch, skips the older one and spends its last slot on an older
+    message, and the view, keeping the batch whole, holds one item more than the window."""
+    d = [sys("You are a coding agent.", id="sys"), user("tidy the parser", id="task")]
+    n = 0
+
+    def batch(k: int, tag: str) -> None:
+        nonlocal n
+        ids = [f"r{n + j}" for j in range(k)]
+        n += k
+        d.extend([asst("", [call(c, "read") for c in ids], id=f"b{tag}"), tools({c: f"src {c}" for c in ids})])
+
+    for tag in "abc":
+        batch(2, tag)
+    d.append(asst("read the three modules", id="note"))
+    batch(1, "d")
+    batch(4, "e")
+    for k in range(3):
+        d.append(user(f"now step {k}", id=f"step{k}"))
+        batch(4, f"s{k}")
+    return conv(*d[:-2], asst("all done", id="done"))
+
+
+def test_window_is_stable_once_applied() -> None:
+    """Issue 32 (``csim check``: compaction-loop after 6,476 examples): ``get_items`` applied to what it returned
+    returns it unchanged, so right after a user turn's window the policy has nothing more to drop. The walk reads the
+    whole session, not the view: the view keeps whole units, and a walk over it dropped again what the turn had
+    kept, at each of consecutive user turns."""
+    pol = OpenAIAgentsLocal(OpenAIAgentsLocalConfig(window_size=14))
+    config = RunConfig(model=ModelConfig(context_window=8_000, output_reserve=1_000), tokenizer="chars4")
+    res = Engine(pol, batches_then_short_turns(), config).run()
+    assert len(compaction_records(res)) >= 2
+    assert not res.violations
