@@ -36,3 +36,29 @@ def test_engine_run_and_known_deviation() -> None:
     res = Engine(pol, c, SMALL).run()
     assert compaction_records(res) and not res.violations
     assert shows_revert_resolution(pol)
+
+
+def test_a_revert_does_not_hold_observation_back() -> None:
+    """A revert of an older change with a large result after it (csim check's compaction-loop, issue 32): the
+    Observer observes every unobserved message before the live turn, so the view fits after the compaction."""
+    from policies.mastra import MastraObservationalMemory, MastraObservationalMemoryConfig
+    from sim.core.model import ModelConfig
+    from sim.replay.engine import Engine, RunConfig
+    from tests.builders import asst, call, change, conv, revert, sys, tool, user
+
+    def words(n: int) -> str:
+        return " ".join(f"w{i % 97}" for i in range(n))
+
+    d = [sys("You are a coding agent."), user("fix the flaky test")]
+    for k in range(4):
+        d += [asst(f"look {k}", [call(f"a{k}", "read")]), tool(f"a{k}", words(100), name="read")]
+    d += [user("and the docs"), asst("Shall I rewrite the docs page?", pending=True, id="ask")]
+    d += [user("first the changelog"), asst("editing", [call("e1", "edit")], parts=[change("ch1")])]
+    d += [tool("e1", "ok", name="edit"), asst("reading", [call("big", "read")]), tool("big", words(2000), name="read")]
+    d += [user("fine"), asst("noted")]
+    d += [user("undo that edit, then yes", revert("ch1"), resolves=["ask"]), asst("reverting", [call("e2", "edit")])]
+    d += [tool("e2", "ok", name="edit"), user("thanks"), asst("done")]
+    pol = MastraObservationalMemory(MastraObservationalMemoryConfig(message_tokens=1200, observation_tokens=1600))
+    model = ModelConfig(context_window=8_000, output_reserve=1_000)
+    r = Engine(pol, conv(*d), RunConfig(model=model, tokenizer="chars4")).run()
+    assert "compaction-loop" not in {v.invariant for v in r.violations}
