@@ -45,6 +45,8 @@ AskPoint = Literal["request", "response"]
 #: request (same tools, system prompt and conversation) with the instruction appended as a last user message,
 #: which reads the agent's cached prefix.
 SummaryCall = Literal["separate", "fork"]
+#: When a policy's automatic summary takes effect (:attr:`Policy.timing`).
+Timing = Literal["foreground", "background"]
 C = TypeVar("C")
 
 
@@ -193,6 +195,12 @@ class Policy(Generic[C]):
             agent's request plus the instruction, billed by the run's cache model like an agent request (with
             ``--cache provider``; with caching off it is priced as ``separate``). A policy that sets it names the
             source that shows its client's request.
+        timing: when an automatic summarising compaction takes effect (:data:`Timing`): ``foreground`` (default), at
+            once, the request waiting for it; ``background``, the summary is computed from the view as it stands
+            (the summariser request made and billed then) and swapped in once it is done on the run's clock, or
+            before the first request :meth:`must_wait` says cannot go without it; meanwhile the agent works on
+            the whole history and the policy is not asked again (:mod:`sim.replay.background`). What came after
+            the start stays verbatim after the summary: the summary is stale by it.
     """
 
     Config: ClassVar[type[Any]] = NoConfig
@@ -207,6 +215,7 @@ class Policy(Generic[C]):
     placeholder: ClassVar[str] = DEFAULT_PLACEHOLDER
     cache_placement: ClassVar[CachePlacement] = CachePlacement()
     summary_call: ClassVar[SummaryCall] = "separate"
+    timing: ClassVar[Timing] = "foreground"
 
     def __init__(self, config: C | None = None) -> None:
         self.config: C = config if config is not None else self.Config()
@@ -220,6 +229,11 @@ class Policy(Generic[C]):
         if invariant not in cls.known_deviations:
             return None
         return cls.deviation_reasons.get(invariant) or f"declared by {cls.name or cls.__name__} (no reason given)"
+
+    def must_wait(self, state: RunState) -> bool:
+        """With a background compaction under way (:attr:`timing`), whether the next request waits for it (Copilot
+        blocks at 0.95 of the window); by default it never does and the summary lands when it is done. Pure."""
+        return False
 
     @property
     def retry_on_overflow(self) -> int:

@@ -58,17 +58,20 @@ class CopilotInfiniteSessionsConfig:
 
 @register("copilot-infinite-sessions")
 class CopilotInfiniteSessions(Policy[CopilotInfiniteSessionsConfig]):
-    """GitHub Copilot SDK/CLI infinite sessions: at 0.80 of the window, compact all but the live turn into a checkpoint.
+    """GitHub Copilot SDK/CLI infinite sessions: from 0.80 of the window, a checkpoint of all but the live turn is made
+    in the background and swapped in when done; at 0.95 the session waits for it.
 
     * **Trigger**, before every model call: the estimate (the last reported prompt and output, plus chars/4 since)
       at or over ``background_compaction_threshold`` of the window.
-    * **Kept**: the live turn (from the last user message); everything before is summarised with the previous
-      checkpoint.
+    * **Timing**: background (``sim.replay.background``): the checkpoint is made from the view at the trigger and
+      lands before the first request that starts once it is done, or before the first request whose estimate is at
+      or over ``buffer_exhaustion_threshold`` (the session blocks until compaction completes). What came in
+      meanwhile stays verbatim after it.
+    * **Kept**: the live turn (from the last user message) at the trigger; everything before is summarised with the
+      previous checkpoint.
 
-    Differences: the real compaction runs in the background from 0.80 and is swapped in when done, the session
-    blocking only at 0.95, so its summary may be stale by the time it lands; until the engine has a background timing
-    (issue 32, item 3) the summary is computed and swapped in at once, at 0.80, and the 0.95 threshold changes
-    nothing. What the CLI keeps verbatim is not documented; the live turn is ours.
+    Differences: what the CLI keeps verbatim is not documented; the live turn is ours. How long the real checkpoint
+    takes is not documented: the engine's model of a model call times it.
 
     Known deviation: ``revert-resolution`` (Copilot knows nothing of reverts): a change compacted away is not brought
     back for a revert that comes later.
@@ -84,6 +87,7 @@ class CopilotInfiniteSessions(Policy[CopilotInfiniteSessionsConfig]):
     }
 
     Config = CopilotInfiniteSessionsConfig
+    timing = "background"
     known_deviations = frozenset({"revert-resolution"})
     deviation_reasons = {
         "revert-resolution": (
@@ -93,6 +97,9 @@ class CopilotInfiniteSessions(Policy[CopilotInfiniteSessionsConfig]):
 
     def over_trigger(self, state: RunState) -> bool:
         return client_estimate(state) >= self.config.background_compaction_threshold * state.model.context_window
+
+    def must_wait(self, state: RunState) -> bool:
+        return client_estimate(state) >= self.config.buffer_exhaustion_threshold * state.model.context_window
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger == "overflow" or (trigger == "auto" and not self.over_trigger(state)):

@@ -33,6 +33,9 @@ CONFIGS: list[tuple[str, dict[str, str]]] = [
     ("effect-agent", {"context_token_limit": "5000", "keep_recent_tokens": "2000", "max_bytes": "4096"}),
     ("effect-agent", {"context_token_limit": "5000", "max_bytes": "2048"}),
     ("effect-agent", {}),
+    # a background compaction (Policy.timing) under way while the others go on
+    ("copilot-infinite-sessions", {"background_compaction_threshold": "0.6"}),
+    ("copilot-infinite-sessions", {}),
 ]
 
 

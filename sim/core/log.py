@@ -34,6 +34,18 @@ class MessageAppended:
 
 
 @dataclass(frozen=True, slots=True)
+class Staleness:
+    """How a background compaction (``Policy.timing``) landed: its summary was made from the view at ``started_turn``,
+    and ``messages`` more messages (``tokens`` tokens of them) came in before it was swapped in, kept verbatim after
+    it; ``waited_seconds`` the agent waited for it (the run's clock is not moved: the script's times stand)."""
+
+    started_turn: int
+    messages: int
+    tokens: int
+    waited_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionCreated:
     """A compaction changed the view; ``view`` is the whole new view, so this record is a checkpoint."""
 
@@ -47,6 +59,8 @@ class CompactionCreated:
     summarised: tuple[int, int] = (0, 0)
     #: Ids of the facts established so far that the view showed before and not after (comma-joined).
     facts_lost: str = ""
+    #: Set on a background compaction's swap; None for one made at once.
+    staleness: Staleness | None = None
     kind: Literal["compaction"] = "compaction"
 
     def row(self) -> dict[str, Any]:
@@ -63,7 +77,18 @@ class CompactionCreated:
             "cleared_through": self.view.cleared_through,
             "summary_facts": len(summary.facts) if summary else 0,
             "facts_lost": self.facts_lost,
+            **stale_columns(self.staleness),
         }
+
+
+def stale_columns(s: Staleness | None) -> dict[str, Any]:
+    """The compactions table's columns of a background compaction's :class:`Staleness` (None for one made at once)."""
+    return {
+        "started_turn": None if s is None else s.started_turn,
+        "stale_messages": None if s is None else s.messages,
+        "stale_tokens": None if s is None else s.tokens,
+        "waited_seconds": None if s is None else s.waited_seconds,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,10 +350,12 @@ __all__ = [
     "RequestSent",
     "RunFinished",
     "RunLog",
+    "Staleness",
     "encode_event",
     "compaction_rows",
     "decode_log",
     "encode_log",
     "request_rows",
+    "stale_columns",
     "to_plain",
 ]

@@ -17,9 +17,10 @@ import numpy as np
 from policies.base import Plan
 from sim.core.errors import PromptTooLong
 from sim.core.invariants import check_compaction, check_plan
-from sim.core.log import CompactionCreated, CompactionFailed
+from sim.core.log import CompactionCreated, CompactionFailed, Staleness
 from sim.core.model import fits_window
 from sim.core.view import Summary, View, edit_parts
+from sim.replay import background
 from sim.replay import model as wire
 from sim.replay.billing import record_request
 from sim.replay.reactive import signals_lost
@@ -31,21 +32,24 @@ if TYPE_CHECKING:
 
 
 def compact(e: Engine, plan: Plan, trigger: str) -> bool:
-    """Carry out ``plan``; True when the view changed."""
-    before = e.state.view
+    """Carry out ``plan``; True when the view changed. An automatic summary of a policy whose compaction runs in the
+    background (``Policy.timing``) is made now and swapped in later (:mod:`sim.replay.background`): False here."""
     if plan.restore is not None:
+        e.background = None  # a background compaction under way: what it summarised is not the view it would land on
         return restore(e, plan.restore, trigger)
+    before = e.state.view
     view = plan.view_from(before)
     bad = check_plan(e.state, before, view)
     if bad:
         e.violate("plan-invalid", "agent", f"{type(e.policy).__name__}: {bad}")
         return False
+    if trigger != "auto":
+        e.background = None  # a /compact drops a background compaction under way (sim.replay.background)
     e.compaction_attempts += 1
     cid = f"c{e.compaction_attempts}"
-    tokens_before = e.view_tokens(before)
     # whether the policy compacts because it is over its trigger (compaction-loop, below)
     over_before = trigger == "auto" and e.policy.over_trigger(e.state) is not False
-    summarised = (0, 0)
+    summarised = None
     if plan.summarize:
         summary = summary_of(e, plan, before, view, cid, trigger)
         if summary is None:
@@ -54,31 +58,64 @@ def compact(e: Engine, plan: Plan, trigger: str) -> bool:
             return False
         summarised = (before.start, plan.start)
         view = replace(view, summary=summary)
-    tokens_after = e.view_tokens(view)
+        if trigger == "auto" and e.policy.timing == "background":
+            background.start(e, before, view, cid, plan.mode, summarised)
+            return False
+    return commit(e, before, view, cid, trigger, plan.mode, summarised, over_before)
+
+
+def commit(
+    e: Engine,
+    before: View,
+    view: View,
+    cid: str,
+    trigger: str,
+    mode: str,
+    summarised: tuple[int, int] | None,
+    over_before: bool,
+    staleness: Staleness | None = None,
+) -> bool:
+    """Make ``view`` the run's view in place of ``before`` (compaction ``cid``), log it and check it; True when the
+    view changed. ``summarised``: the span a summary stands for, None when none was made."""
+    tokens_before, tokens_after = e.view_tokens(before), e.view_tokens(view)
     if tokens_after == tokens_before and view == before:
         return False
     e.state.view = view
     e.state.compactions += 1
-    if plan.summarize:
+    if summarised is not None:
         e.state.failed_in_a_row = 0
         if e.reactive:
             signals_lost(e, before, view, cid)
     e.state.checkpoints.append(view)
     lost = e.retention.compacted(before, view)
     e.log.append(
-        CompactionCreated(cid, e.state.turn, trigger, plan.mode, view, tokens_before, tokens_after, summarised, lost)
+        CompactionCreated(
+            cid, e.state.turn, trigger, mode, view, tokens_before, tokens_after, summarised or (0, 0), lost, staleness
+        )
     )
     if tokens_after >= tokens_before:
         e.violate(
             "compaction-shrinks",
             "agent",
-            f"compaction {cid} ({plan.mode}) went from {tokens_before} to {tokens_after} tokens",
+            f"compaction {cid} ({mode}) went from {tokens_before} to {tokens_after} tokens",
         )
     for name, detail in check_compaction(e.state, before, view, edit_changes(e, before, view)):
         e.violate(name, "agent", f"compaction {cid}: {detail}")
     if trigger == "auto":  # a link of a compaction loop claims so now; settled after the next request
         e.loops.compacted(cid, e.state.turn, over_before and over_trigger(e))
     return True
+
+
+def land(e: Engine, waited: float = 0.0) -> bool:
+    """Swap in the background compaction under way (:mod:`sim.replay.background`), the agent having waited ``waited``
+    seconds for it; True when the view changed. It was made from the current view but for the messages that came
+    in since, which stay after its summary."""
+    b, e.background = e.background, None
+    if b is None or e.state.view != b.before:  # only a cancel changes the view while one is under way: a guard
+        return False
+    over_before = e.policy.over_trigger(e.state) is not False
+    stale = background.staleness(e, b, waited)
+    return commit(e, b.before, b.view, b.cid, "auto", b.mode, b.summarised, over_before, stale)
 
 
 def over_trigger(e: Engine) -> bool:
@@ -215,4 +252,4 @@ def _instruction(prompt: str, custom: str) -> str:
     return f"{prompt}\n\n{custom}" if custom else prompt
 
 
-__all__ = ["compact", "edit_changes", "over_trigger", "restore", "summary_of"]
+__all__ = ["commit", "compact", "edit_changes", "land", "over_trigger", "restore", "summary_of"]

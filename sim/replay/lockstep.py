@@ -26,7 +26,13 @@ def _replay_key(policy: Policy[Any], config: RunConfig) -> tuple[object, ...]:
     """What shapes a replay besides the policy's decisions: policies with equal keys see the same
     requests for as long as they all decline to compact, and the prompt cache bills them alike (the
     engine's cache takes its breakpoints from the policy it starts with, and a fork keeps them)."""
-    return (policy.placeholder, appends_status(policy, config), policy.bound_key(), policy.cache_placement)
+    return (
+        policy.placeholder,
+        appends_status(policy, config),
+        policy.bound_key(),
+        policy.cache_placement,
+        policy.timing,
+    )
 
 
 def sync(e: Engine, k: int, phase: Phase) -> Plan | None:

@@ -75,6 +75,12 @@ COMPACTION_COLUMNS: dict[str, str] = {
     "cleared_through": "int64",
     "summary_facts": "int64",
     "facts_lost": "string",
+    #: A background compaction's (``Policy.timing``): the turn its summary was made at, the messages and tokens that
+    #: came after and stay verbatim, the seconds the agent waited for it. Null for one made at once.
+    "started_turn": "Int64",
+    "stale_messages": "Int64",
+    "stale_tokens": "Int64",
+    "waited_seconds": "Float64",
     "cost_usd": "float64",
     "payback_requests": "Int64",
 }

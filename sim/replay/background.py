@@ -1,0 +1,88 @@
+"""Background compaction (``Policy.timing = "background"``): the summary is made from the view as it stands, and
+swapped in later, while the agent goes on with the whole history.
+
+The systems that do this: GitHub Copilot's infinite sessions (compaction starts in the background at 0.80 of the
+window and the session blocks at 0.95 until it is done: ``InfiniteSessionConfig``), the Anthropic API's background
+compaction (keep working on the full history, start no other compaction until the result is swapped in, then drop
+exactly the prefix that was sent: platform.claude.com ``build-with-claude/compaction-background``) and Claude Code's
+precomputed compaction (``anthropics/claude-code`` #70459: a stale precompute keeps some 200,000 tokens verbatim,
+cache-written rather than read). ``reference/field-2026.md`` §3 and N6 name the sources.
+
+What the engine does, and why each step is so:
+
+* **Start**: the policy's automatic summarising plan is made as usual, the summariser request sent and billed then
+  (:func:`sim.replay.compaction.summary_of`, on the view at the start); nothing changes in the view. The summary is
+  done ``first_token_seconds + seconds_per_output_token * its tokens`` later on the run's clock
+  (:class:`sim.core.clock.ClockParams`' defaults, the same model of a model call that times a synthetic
+  conversation's replies; the prompt's own processing time is not modelled).
+* **Meanwhile** the policy is not asked for another automatic compaction (as the Anthropic API asks of a client).
+* **Swap**: before the first request that starts once the summary is done, or before the first request the policy
+  says cannot go without it (:meth:`policies.base.Policy.must_wait`) or that would not fit the window (the client
+  waits for the summary rather than fail), the view the summary made is swapped in. A view names a
+  prefix of the log and keeps an open-ended tail, so everything that came in since the start stays verbatim after
+  the summary: the summary is stale by those messages (:class:`sim.core.log.Staleness`: how many, their tokens and
+  how long the agent waited). The first request after the swap writes the new prefix to the cache, the stale tail
+  included; the compactions table's ``cost_usd`` counts that write with the summariser call.
+* **Cancelled**: a ``/compact`` or a rollback while one is under way drops it (what it summarised is no longer the
+  view it would land on); a run that ends first never uses it. Its summariser request stays billed either way: the
+  requests table keeps it under its ``compaction_id``, with no compaction of that id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sim.core.clock import ClockParams
+from sim.core.log import Staleness
+from sim.core.view import View
+
+if TYPE_CHECKING:
+    from sim.replay.engine import Engine
+
+_TIMES = ClockParams()
+
+
+@dataclass(frozen=True)
+class UnderWay:
+    """A background compaction made and not yet swapped in."""
+
+    cid: str
+    mode: str
+    before: View  # the view it was made from
+    view: View  # the view it makes (an open-ended tail: later messages follow the summary)
+    summarised: tuple[int, int]
+    turn: int  # the turn it was started at
+    messages: int  # the log's length then
+    ready: float  # when its summary is done, in seconds on the run's clock
+
+
+def start(e: Engine, before: View, view: View, cid: str, mode: str, summarised: tuple[int, int]) -> None:
+    """Compaction ``cid`` (``before`` -> ``view``, its summary made) starts in the background now."""
+    summary = view.summary
+    tokens = e.tok.count(summary.text) if summary is not None else 0
+    done = e.clock.compaction_time() + _TIMES.first_token_seconds + _TIMES.seconds_per_output_token * tokens
+    e.background = UnderWay(cid, mode, before, view, summarised, e.state.turn, len(e.ledger.messages), done)
+
+
+def due(e: Engine) -> float | None:
+    """The seconds the agent waits for the background compaction under way before the request about to start, when
+    it is swapped in now: its summary is done by then, the policy cannot send this request without it, or the
+    request would not fit the window (the client waits rather than fail); else None (nothing under way, or not
+    yet)."""
+    b = e.background
+    if b is None:
+        return None
+    now = e.clock.compaction_time()
+    if now < b.ready and not e.policy.must_wait(e.state) and e.prompt_fits():
+        return None
+    return max(0.0, b.ready - now)
+
+
+def staleness(e: Engine, b: UnderWay, waited: float) -> Staleness:
+    """What came in between ``b``'s start and now, kept verbatim after its summary, and the wait."""
+    n, tp = len(e.ledger.messages), e.ledger.tokens_prefix
+    return Staleness(b.turn, n - b.messages, tp[n] - tp[b.messages], round(waited, 6))
+
+
+__all__ = ["UnderWay", "due", "staleness", "start"]
