@@ -9,7 +9,6 @@ import pytest
 
 from policies import make_policy
 from policies.copilot import CopilotInfiniteSessions
-from sim.core.clock import ClockParams
 from sim.core.conversation import Conversation
 from sim.core.log import CompactionCreated, MessageAppended, RequestSent
 from sim.core.model import ModelConfig
@@ -109,7 +108,7 @@ class NeverBlocks(CopilotInfiniteSessions):
 def test_a_request_that_would_not_fit_waits_for_it_rather_than_overflow(monkeypatch: pytest.MonkeyPatch) -> None:
     """Never blocking by its own estimate, the client still waits when the prompt would not fit the window (here for a
     summary that takes 1,000 seconds)."""
-    monkeypatch.setattr(background, "_TIMES", ClockParams(first_token_seconds=1_000.0))
+    monkeypatch.setattr(background, "SUMMARY_SECONDS", 1_000.0)
     pol = NeverBlocks(replace(CopilotInfiniteSessions().config, background_compaction_threshold=0.7))
     base = conv(sys("You are Copilot.", id="sys"), *user_turns(2, steps=12, size=1_000))
     at = appended_before(run(pol, base, CONFIG), "c1")  # the reply whose request started it is message ``at``

@@ -12,9 +12,12 @@ What the engine does, and why each step is so:
 
 * **Start**: the policy's automatic summarising plan is made as usual, the summariser request sent and billed then
   (:func:`sim.replay.compaction.summary_of`, on the view at the start); nothing changes in the view. The summary is
-  done ``first_token_seconds + seconds_per_output_token * its tokens`` later on the run's clock
-  (:class:`sim.core.clock.ClockParams`' defaults, the same model of a model call that times a synthetic
-  conversation's replies; the prompt's own processing time is not modelled).
+  done :data:`SUMMARY_SECONDS` later on the run's clock: what the two compactions of the shared Claude Code sessions
+  took from the summary request to the summary (86.5 and 86.2 s; ``../shared/recorded/claude-code/*/subagents/
+  agent-acompact-*.jsonl``, prompts of some 169,000 tokens, summaries of some 14,000 characters, Opus 4.6). A fixed
+  time, not one from the mock summary's length: the mock writes 1,000 to 3,500 characters where those summaries
+  have 14,000, so :class:`sim.core.clock.ClockParams`' model of a call (2 s + 0.02 s per output token), which gives
+  74 to 82 s for the real summaries, would give a few seconds for the mock's.
 * **Meanwhile** the policy is not asked for another automatic compaction (as the Anthropic API asks of a client).
 * **Swap**: before the first request that starts once the summary is done, or before the first request the policy
   says cannot go without it (:meth:`policies.base.Policy.must_wait`) or that would not fit the window (the client
@@ -33,14 +36,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sim.core.clock import ClockParams
 from sim.core.log import Staleness
 from sim.core.view import View
 
 if TYPE_CHECKING:
     from sim.replay.engine import Engine
 
-_TIMES = ClockParams()
+#: Seconds from a background summary's request to its summary (the module docstring gives the source).
+SUMMARY_SECONDS = 86.4
 
 
 @dataclass(frozen=True)
@@ -59,9 +62,7 @@ class UnderWay:
 
 def start(e: Engine, before: View, view: View, cid: str, mode: str, summarised: tuple[int, int]) -> None:
     """Compaction ``cid`` (``before`` -> ``view``, its summary made) starts in the background now."""
-    summary = view.summary
-    tokens = e.tok.count(summary.text) if summary is not None else 0
-    done = e.clock.compaction_time() + _TIMES.first_token_seconds + _TIMES.seconds_per_output_token * tokens
+    done = e.clock.compaction_time() + SUMMARY_SECONDS
     e.background = UnderWay(cid, mode, before, view, summarised, e.state.turn, len(e.ledger.messages), done)
 
 
