@@ -137,3 +137,24 @@ def test_a_compact_command_drops_the_one_under_way() -> None:
     landed = {e.id: e for e in events(r, CompactionCreated)}
     assert first.id in made and first.id not in landed
     assert any(e.trigger == "manual" for e in landed.values())
+
+
+def test_the_results_tables_and_the_run_page_say_how_stale_each_landed() -> None:
+    import pandas as pd
+
+    from sim import api
+    from sim.report import run_page
+
+    kw = {"scenario": "research-agent", "window": 200_000, "output_reserve": 8_000, "probes": False}
+    for policy, in_background in (("copilot-infinite-sessions", True), ("claude-code", False)):
+        res = api.run(policy, **kw)
+        comps = res.compactions
+        assert len(comps)
+        steps = pd.DataFrame({"compaction": list(comps["compaction_id"])})
+        page = run_page.compaction_costs(res, comps["run_key"].iloc[0], steps)
+        if in_background:
+            assert comps["started_turn"].notna().all() and (comps["started_turn"] < comps["turn"]).all()
+            assert (comps["stale_tokens"] > 0).all()
+            assert list(page["stale_messages"]) == list(comps["stale_messages"])
+        else:  # made at once: the columns are empty, and the run page leaves them out
+            assert comps["started_turn"].isna().all() and "stale_messages" not in page.columns

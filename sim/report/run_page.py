@@ -119,10 +119,19 @@ def _shown(view: Mapping[str, Any], n: int, has_system: bool) -> set[int]:
 def compaction_costs(results: Results, run_key: str, steps: pd.DataFrame) -> pd.DataFrame:
     """``steps`` (:func:`compaction_steps`) with each compaction's cost (USD: its summariser calls and the cache
     rewrite it caused) and its payback (agent requests until what it saved covered that; empty: not within the
-    run), from the results' compactions table."""
+    run), from the results' compactions table; for a policy that compacts in the background, how stale each landed
+    (the turn it was started at, the messages and tokens that came since, the seconds waited for it)."""
     comps = results.compactions[results.compactions["run_key"] == run_key]
-    costs = comps[["compaction_id", "cost_usd", "payback_requests"]].rename(columns={"compaction_id": "compaction"})
+    cols = ["compaction_id", "cost_usd", "payback_requests"]
+    stale = [c for c in STALE_COLUMNS if c in comps.columns]  # results older than the columns have none
+    if stale and comps[stale[0]].notna().any():
+        cols += stale
+    costs = comps[cols].rename(columns={"compaction_id": "compaction"})
     return steps.merge(costs, on="compaction", how="left")
+
+
+#: The compactions table's columns of a background compaction (``sim.core.log.Staleness``).
+STALE_COLUMNS = ("started_turn", "stale_messages", "stale_tokens", "waited_seconds")
 
 
 def compaction_steps(log: RunLog) -> pd.DataFrame:
