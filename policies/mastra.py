@@ -9,7 +9,10 @@ the code of ``@mastra/memory`` 1.31.0 from npm (its bundled ``dist/src-*.js``): 
 / ``observe`` (the count and the observed set are the same unobserved messages, threshold ``>=``),
 ``SyncObservationStrategy`` (observes them all, the cursor moves past the newest), ``ObservationStep.prepare`` (checked
 at every step of the agent loop) and ``ReflectorRunner.maybeReflect`` (reflects at ``observationTokens``).
-Mastra ships on npm (``@mastra/memory``); its observer needs a model and Mastra's storage: no conformance suite yet.
+Conformance: ``conformance/mastra-memory/`` runs that package (``@mastra/core`` 1.71.0 beside it) with an in-memory
+store and a stub model returning canned observations, before every model call of scripted runs and the long
+conversations; ``tests/conformance/test_conformance_mastra_memory.py`` compares decision by decision (466 of 528 calls
+agree; the others are the declared live-turn and tokenizer classes, ``conformance/README.md``).
 """
 
 from __future__ import annotations
