@@ -3,8 +3,16 @@ observations that replace them; a Reflector condenses the observations when they
 
 Sources (``reference/field-2026.md`` §3): mastra.ai's reference page ``memory/observational-memory`` (the Observer runs
 when unobserved messages reach 30,000 tokens, the Reflector when observations reach 40,000; the default model
-``google/gemini-2.5-flash``) and ``pydantic/pydantic-ai-harness`` #68 quoting ``packages/core/src/harness/types.ts``.
-Mastra ships on npm (``@mastra/memory``); its observer needs a model and Mastra's storage: no conformance suite yet.
+``google/gemini-2.5-flash``) and ``pydantic/pydantic-ai-harness`` #68 quoting ``packages/core/src/harness/types.ts``;
+the code of ``@mastra/memory`` 1.31.0 from npm (its bundled ``dist/src-*.js``): ``OBSERVATIONAL_MEMORY_DEFAULTS``
+(``messageTokens`` 30,000, ``observationTokens`` 40,000), ``ObservationalMemory.getStatus`` / ``getUnobservedMessages``
+/ ``observe`` (the count and the observed set are the same unobserved messages, threshold ``>=``),
+``SyncObservationStrategy`` (observes them all, the cursor moves past the newest), ``ObservationStep.prepare`` (checked
+at every step of the agent loop) and ``ReflectorRunner.maybeReflect`` (reflects at ``observationTokens``).
+Conformance: ``conformance/mastra-memory/`` runs that package (``@mastra/core`` 1.71.0 beside it) with an in-memory
+store and a stub model returning canned observations, before every model call of scripted runs and the long
+conversations; ``tests/conformance/test_conformance_mastra_memory.py`` compares decision by decision (466 of 528 calls
+agree; the others are the declared live-turn and tokenizer classes, ``conformance/README.md``).
 """
 
 from __future__ import annotations
@@ -53,17 +61,22 @@ class MastraObservationalMemoryConfig:
 class MastraObservationalMemory(Policy[MastraObservationalMemoryConfig]):
     """Mastra Observational Memory: at 30,000 unobserved tokens, observations replace the messages before the live turn.
 
-    * **Trigger**, before every model call: the tokens of the messages after the observations (the unobserved ones)
-      before the live turn at or over ``message_tokens``.
-    * **Observed**: every unobserved message before the live turn (from the last user message on, messages stay);
-      the observations are a user-side block before them, the earlier observations folded in.
+    * **Trigger**, before every model call: the tokens of the unobserved messages the Observer may take (after the
+      observations, before the live turn and before any unresolved pending turn) at or over ``message_tokens``.
+      Mastra counts the set it observes (``getUnobservedMessages`` feeds both ``getStatus``'s count and
+      ``observe``), so after an observation nothing counted is left; a pending turn the harness keeps whole is not
+      counted until it resolves, as Mastra leaves uncounted the observed messages it keeps raw (its retention floor).
+    * **Observed**: every unobserved message before the live turn and any pending turn (from the last user message
+      on, messages stay); the observations are a user-side block before them, the earlier observations folded in.
     * **Reflection**: the observations are condensed by the same call once they pass ``observation_tokens`` (the
       observer's instruction says so); the threshold is otherwise not separately modelled.
 
-    Differences: the Observer and Reflector run in the background in Mastra, their result applied when ready;
-    here at once (until the engine has a background timing, issue 32 item 3). Which recent unobserved messages
-    Mastra keeps raw besides the live turn is not documented; the live turn is ours, and its messages are neither
-    counted nor observed until the next user message (Mastra observes them mid-turn).
+    Differences: the Observer and Reflector run in the background in Mastra (``bufferTokens`` 0.2,
+    ``bufferActivation`` 0.8 by default), their result applied when ready; here synchronously, as Mastra does with
+    ``bufferTokens: false`` (until the engine has a background timing, issue 32 item 3). Mastra observes the live
+    turn too (every unobserved message at the step, deferred while the latest step has a tool call without its
+    result); the live turn is ours, and its messages are neither counted nor observed until the next user message.
+    Mastra knows no pending turns: where the harness keeps one whole, it is neither observed nor counted here.
 
     Known deviation: ``revert-resolution`` (Mastra knows nothing of reverts): the Observer takes every unobserved
     message before the live turn, a change that a kept revert reverts included, and a change observed away is not
@@ -81,10 +94,16 @@ class MastraObservationalMemory(Policy[MastraObservationalMemoryConfig]):
         )
     }
 
+    def observable_end(self, state: RunState) -> int:
+        """Where an observation ends: before the live turn and before any unresolved pending turn (the harness
+        keeps those whole), at the start of an atomic unit. Every unobserved message before it, a revert's change
+        included: no hold-back for reverts."""
+        return unit_floor(state, cut_ceiling(state))
+
     def unobserved_tokens(self, state: RunState) -> int:
-        """Tokens of the unobserved messages before the live turn (the ones an observation would take)."""
-        end = state.last_user_index if state.last_user_index >= 0 else len(state)
-        return message_tokens(state, state.view.start, max(end, state.view.start))
+        """Tokens of the unobserved messages an observation would take (from the view's start to
+        :meth:`observable_end`): Mastra counts the set it observes, so nothing counted is left after an observation."""
+        return message_tokens(state, state.view.start, max(self.observable_end(state), state.view.start))
 
     def over_trigger(self, state: RunState) -> bool:
         return self.unobserved_tokens(state) >= self.config.message_tokens
@@ -92,9 +111,7 @@ class MastraObservationalMemory(Policy[MastraObservationalMemoryConfig]):
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger == "overflow" or (trigger == "auto" and not self.over_trigger(state)):
             return None
-        start = state.last_user_index if state.last_user_index >= 0 else len(state)
-        # Every unobserved message before the live turn, a revert's change included: no hold-back for reverts.
-        cut = unit_floor(state, min(start, cut_ceiling(state)))
+        cut = self.observable_end(state)
         if cut <= floor_index(state):
             return None
         request = SummaryRequest(prompt=OBSERVER_PROMPT, wrapper=WRAPPER, role="user")

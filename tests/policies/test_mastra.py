@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from policies._tail import message_tokens
 from policies.mastra import MastraObservationalMemory, MastraObservationalMemoryConfig
+from sim.core.conversation import Conversation, Part
 from sim.core.model import ModelConfig
 from sim.core.view import Summary
 from sim.replay.engine import Engine
@@ -62,3 +64,34 @@ def test_a_revert_does_not_hold_observation_back() -> None:
     model = ModelConfig(context_window=8_000, output_reserve=1_000)
     r = Engine(pol, conv(*d), RunConfig(model=model, tokenizer="chars4")).run()
     assert "compaction-loop" not in {v.invariant for v in r.violations}
+
+
+def test_pending_turns_kept_verbatim_do_not_hold_the_trigger() -> None:
+    """csim check's compaction-loop at commit 7832614 (18 messages, shrunk): three pending answers (m4, m6, m8) make
+    the harness keep everything from m4's turn on, and a 6,495-character result sits in that span. Counted as
+    unobserved, it held the view over the trigger, so each turn observed again the little that was new. Mastra
+    counts the messages it would observe (``getUnobservedMessages`` feeds both the count and the Observer), so ours
+    counts only what the Observer may take: after an observation nothing counted is left."""
+    from sim.replay.engine import Engine, RunConfig
+    from sim.replay.strategies import _text, small_model
+    from tests.builders import asst, call, fact, tool, tools
+
+    def read(cid: str, word: str) -> Part:
+        return call(cid, "read", f'{{"q": "{word}"}}')
+
+    d = [sys("s"), user("a"), asst("", [read("c1", "alpha"), read("c2", "alpha")])]
+    d += [tools({"c1": "a FACT1", "c2": "a"}, name="read"), asst(_text("alpha", 232), pending=True, id="m4")]
+    d += [user("r"), asst(_text("river", 113) + " FACT2", pending=True, id="m6"), user("s")]
+    d += [asst(_text("stone", 299) + " FACT3", pending=True, id="m8"), user("c"), asst("", [read("c3", "cloud")])]
+    d += [tool("c3", _text("cloud", 6495), name="read"), user("m", resolves=["m4"]), asst("", [read("c4", "maple")])]
+    d += [tool("c4", "m", name="read"), user("e", resolves=["m6"]), asst("", [read("c5", "ember")])]
+    d += [tool("c5", "e", name="read")]
+    facts = [fact("f1", "recall", "FACT1", "m3", ["m7"]), fact("f2", "recall", "FACT2", "m6", ["m14"])]
+    facts.append(fact("f3", "recall", "FACT3", "m8"))
+    pol = MastraObservationalMemory(MastraObservationalMemoryConfig(message_tokens=1200, observation_tokens=1600))
+    c = conv(*d, facts=facts)
+    r = Engine(pol, c, RunConfig(model=small_model(8000), deep_checks=True)).run()
+    assert not r.violations  # before: compaction-loop at turn 6
+    st = state_of(pol, Conversation(c.id, c.messages[:16]), small_model(8000))
+    assert st.protected_from == 7 and pol.observable_end(st) == 7  # m7 on is kept whole: m8 is still pending
+    assert pol.unobserved_tokens(st) < 1200 < message_tokens(st, 0, 15)  # the big result is kept, not counted
