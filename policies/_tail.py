@@ -2,7 +2,7 @@
 measured in tokens or in messages, and a plan that summarises what lies before it.
 
 Each function is a small pure reading of the run state, written once because half a dozen of the systems modelled
-in issue 32 (Hermes Agent, pi, docker-agent, coder, NexAU, Copilot, Mastra) compact the same way: past a trigger,
+in issue 32 (Hermes Agent, docker-agent, coder, NexAU, Copilot, Mastra) compact the same way: past a trigger,
 summarise everything before a kept tail; they differ in the trigger, the tail and the summary's wording, which each
 module names with its source. The cut always goes through :func:`policies.helpers.safe_cut`: never inside the live
 turn, an atomic unit or a pending turn, never between a kept revert and its change.

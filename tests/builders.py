@@ -285,6 +285,16 @@ def state_of(
     return st
 
 
+def reported(state: RunState, reply: int, prompt: int, output: int) -> RunState:
+    """``state`` once the request that message ``reply`` answers reported ``prompt`` tokens and the reply ``output``
+    (the view unchanged since): what a client that reads the provider's usage back knows mid-run."""
+    state.last_input_tokens, state.last_output_tokens = prompt, output
+    state.messages_at_last_request = reply
+    state.view_at_last_request = state.view
+    state.chars_at_last_request = state.chars(0, reply)
+    return state
+
+
 @dataclass
 class Captured:
     """One agent (or grace) request as the engine rendered it."""
