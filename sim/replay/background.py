@@ -27,8 +27,13 @@ What the engine does, and why each step is so:
   how long the agent waited). The first request after the swap writes the new prefix to the cache, the stale tail
   included; the compactions table's ``cost_usd`` counts that write with the summariser call.
 * **Cancelled**: a ``/compact`` or a rollback while one is under way drops it (what it summarised is no longer the
-  view it would land on); a run that ends first never uses it. Its summariser request stays billed either way: the
-  requests table keeps it under its ``compaction_id``, with no compaction of that id.
+  view it would land on); a run that ends first never uses it. One that would break a contract of the harness the
+  policy keeps is discarded, a ``CompactionFailed`` in the log, and the policy asked again at the next request: a
+  turn it summarised has asked for approval since (nothing of an unresolved pending turn may be compacted), or a
+  revert came in of a change it summarised (a kept revert keeps its change;
+  :data:`sim.replay.compaction.CONTRACTS`). A real client swaps regardless; these contracts are the harness's.
+  Its summariser request stays billed either way: the requests table keeps it under its ``compaction_id``, with no
+  compaction of that id.
 """
 
 from __future__ import annotations

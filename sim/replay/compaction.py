@@ -16,7 +16,7 @@ import numpy as np
 
 from policies.base import Plan
 from sim.core.errors import PromptTooLong
-from sim.core.invariants import check_compaction, check_plan
+from sim.core.invariants import check_compaction, check_plan, check_view
 from sim.core.log import CompactionCreated, CompactionFailed, Staleness
 from sim.core.model import fits_window
 from sim.core.view import Summary, View, edit_parts
@@ -106,12 +106,31 @@ def commit(
     return True
 
 
+#: The harness's contracts a background compaction can come to break while it is under way: a turn it summarised
+#: asks for approval later (nothing of an unresolved pending turn may be compacted), a revert comes in of a change it
+#: summarised (a kept revert keeps its change).
+CONTRACTS = ("protected-span", "revert-resolution")
+
+
+def stale_breaks(e: Engine, before: View, after: View) -> list[str]:
+    """The contracts (:data:`CONTRACTS`) that swapping ``after`` in for ``before`` now would newly break and the
+    policy does not declare it breaks; a background compaction that would is discarded instead."""
+    found = {name for name, _ in check_compaction(e.state, before, after, edit_changes(e, before, after))}
+    found |= {name for name, _ in check_view(e.state, after)} - {name for name, _ in check_view(e.state, before)}
+    return [c for c in CONTRACTS if c in found and c not in e.policy.known_deviations]
+
+
 def land(e: Engine, waited: float = 0.0) -> bool:
     """Swap in the background compaction under way (:mod:`sim.replay.background`), the agent having waited ``waited``
     seconds for it; True when the view changed. It was made from the current view but for the messages that came
     in since, which stay after its summary."""
     b, e.background = e.background, None
     if b is None or e.state.view != b.before:  # only a cancel changes the view while one is under way: a guard
+        return False
+    broken = stale_breaks(e, b.before, b.view)
+    if broken:
+        why = f"background compaction {b.cid} discarded: landing now would break {', '.join(broken)}"
+        e.log.append(CompactionFailed(e.state.turn, "auto", why))
         return False
     over_before = e.policy.over_trigger(e.state) is not False
     stale = background.staleness(e, b, waited)
