@@ -18,11 +18,16 @@ from sim.core.view import View
 
 def client_estimate(state: RunState) -> int:
     """The estimate clients that read the provider's usage make: the last request's reported prompt plus its output
-    (the reply is in the history now), plus a quarter of the characters appended since; the view's characters over 4
-    before the first request or right after a compaction."""
+    (the reply is in the history now), plus a quarter of the characters appended after the reply (the reply itself is
+    counted by its output tokens, not again by its characters); the view's characters over 4 before the first request
+    or right after a compaction."""
     if state.last_input_tokens is None or state.view_changed_since_request:
         return -(-state.chars_in_view() // 4)
-    return state.last_input_tokens + (state.last_output_tokens or 0) + -(-state.chars_since_last_request // 4)
+    since = state.chars_since_last_request
+    reply = state.messages_at_last_request  # the reply to that request, once it is in: counted by its output
+    if state.last_output_tokens is not None and len(state) > reply:
+        since -= state.chars(reply, reply + 1)
+    return state.last_input_tokens + (state.last_output_tokens or 0) + -(-since // 4)
 
 
 def message_tokens(state: RunState, a: int, b: int) -> int:
