@@ -10,8 +10,9 @@ LangChain's ``SummarizationMiddleware`` helper (``_should_summarize``, ``_determ
 ``_create_summary``), which ``policies/langchain.py`` models and whose counting this policy reuses; the catalogue
 ``reference/policy-catalogue.md`` §B7e and §F. The ``deepagents`` package 0.7.32 on PyPI has the same rules (and also
 drops Claude reasoning blocks from kept messages older than the summary, which has no counterpart here);
-``conformance/deepagents/`` runs its ``wrap_model_call`` with a fake chat model on scripted states and
-``tests/conformance/test_conformance_deepagents.py`` compares this policy with what the model was sent.
+``conformance/deepagents/`` runs its ``wrap_model_call`` with a fake chat model on scripted states and before every
+model call of the long conversations of ``conformance/long/``, and ``tests/conformance/test_conformance_deepagents.py``
+compares this policy with what the model was sent and with each decision.
 
 Before every model call (``wrap_model_call``), from the messages as the last summarisation event left them (the
 state is never rewritten: a private ``_summarization_event`` holds the cut and the summary message, so this is a
@@ -37,8 +38,10 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, plan_shrinks
@@ -72,6 +75,19 @@ SUMMARY_WRAPPER = (
     "<summary>\n{summary}\n</summary>"
 )
 HISTORY_PATH = "/conversation_history/{session}.md"  # _get_history_path, with the default artifacts root
+
+
+@lru_cache(maxsize=4096)
+def longest_string_arg(args: str) -> int:
+    """The length of a call's longest string argument (``_truncate_tool_call`` measures each top-level value of the
+    arguments alone); 0 for arguments that are not a JSON object."""
+    try:
+        parsed = json.loads(args)
+    except ValueError:
+        return 0
+    if not isinstance(parsed, dict):
+        return 0
+    return max((len(v) for v in parsed.values() if isinstance(v, str)), default=0)
 
 
 @dataclass(frozen=True)
@@ -124,8 +140,8 @@ class DeepAgents(Policy[DeepAgentsConfig]):
 
     Differences: a truncated call's arguments are replaced whole by ``{"...": "...(argument truncated)"}`` (Deep
     Agents keeps every key and the first 20 characters of each string over ``max_length``), and once one call before
-    the bound has arguments over ``max_length``, every ``write_file``/``edit_file`` call before it is replaced (the
-    engine edits a kind of part, not one argument; an edit that would not shrink the view is skipped); the history
+    the bound has a string argument over ``max_length``, every ``write_file``/``edit_file`` call before it is replaced
+    (the engine edits a kind of part, not one argument; an edit that would not shrink the view is skipped); the history
     file is named but reading it back is not modelled, and its name is derived from the system prompt (Deep
     Agents draws a random session id); on an overflow, the large tool results at the end of the kept messages are not
     offloaded (``_clip_overflow_tail``); tool schemas are not counted; and ``langchain-summarization``'s
@@ -192,7 +208,7 @@ class DeepAgents(Policy[DeepAgentsConfig]):
 
     def truncated_edits(self, state: RunState) -> tuple[Edit, ...]:
         """The view's edits with the argument truncation where ``_truncate_args`` applies it now (its bound only
-        moves forward, and only over calls whose arguments are over ``max_length``)."""
+        moves forward, and only over calls with a string argument over ``max_length``)."""
         trigger = self.config.truncate_trigger
         rule = self.truncate_rule()
         current = next((e.before for e in state.view.edits if e.rule == rule), 0)
@@ -210,10 +226,12 @@ class DeepAgents(Policy[DeepAgentsConfig]):
         return (*others, Edit(rule, bound))
 
     def _long_args_before(self, state: RunState, a: int, b: int) -> bool:
-        """Whether a truncated tool's call in ``[a, b)`` has arguments over ``max_length`` characters."""
+        """Whether a truncated tool's call in ``[a, b)`` has a string argument over ``max_length`` characters."""
         limit = self.config.max_arg_length
         return any(
-            p.name in TRUNCATED_TOOLS and len(p.args or "") > limit for m in state.messages[a:b] for p in m.calls
+            p.name in TRUNCATED_TOOLS and longest_string_arg(p.args or "") > limit
+            for m in state.messages[a:b]
+            for p in m.calls
         )
 
     # -- the decision -------------------------------------------------------------------------------------------------

@@ -5,8 +5,9 @@ Read: ``langchain-ai/langmem`` at ``b5dbe4aa`` (2026-06-19), ``src/langmem/short
 (``_preprocess_messages``, ``_adjust_messages_before_summarization``, ``_prepare_summarization_result``,
 ``summarize_messages``, the default prompts, ``RunningSummary``), the same file as the ``langmem`` package on PyPI
 ships it; the catalogue ``reference/policy-catalogue.md`` §B7d and §F. ``conformance/langmem/`` runs the package's
-own ``summarize_messages`` with a fake chat model on scripted histories and
-``tests/conformance/test_conformance_langmem.py`` compares this policy with what it summarised.
+own ``summarize_messages`` with a fake chat model on scripted histories and before every model call of the long
+conversations of ``conformance/long/``, and ``tests/conformance/test_conformance_langmem.py`` compares this policy with
+what it summarised.
 
 ``summarize_messages`` is a pure function of the graph's messages and the running summary (``SummarizationNode``
 calls it before every model call, keeping the full history in ``messages`` and the LLM's input in another key): so it

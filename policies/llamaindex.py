@@ -7,8 +7,9 @@ chat_summary_memory_buffer.py`` (``DEFAULT_TOKEN_LIMIT_RATIO``, ``SUMMARIZE_PROM
 ``llama_index/core/agent/workflow/base_agent.py`` and ``function_agent.py`` (when an agent calls ``memory.aget()``);
 the catalogue ``reference/policy-catalogue.md`` §B24 and §F, which read ``run-llama/llama_index``'s
 ``core/memory/chat_summary_memory_buffer.py``. ``conformance/llama-index-core/`` runs the package's own ``get()``
-with its ``MockLLM`` and an offline tokenizer on scripted histories, and
-``tests/conformance/test_conformance_llama_index_core.py`` compares this policy with what it kept and summarised.
+with its ``MockLLM`` and an offline tokenizer on scripted histories and on one memory through each long conversation
+of ``conformance/long/``, and ``tests/conformance/test_conformance_llama_index_core.py`` compares this policy with
+what it kept and summarised.
 
 The memory is a chat store holding the conversation without the system prompt (the agent puts its system prompt
 in front of what ``get()`` returns). ``get()`` walks the stored messages from the newest back, adding each one's

@@ -10,7 +10,8 @@ metadata gives the 3,900-token default window), and the tokenizer is a function 
 a quarter of the characters rounded up (tiktoken's files are never downloaded). Writes
 ``tests/golden/conformance/llama-index-core.json``: per case the messages ``get()`` returned, in order (the store's
 ids, ``SUMMARY`` for a new summary, ``summary`` for the earlier one kept as it was), whether the LLM was called, and
-the limit used.
+the limit used; and ``long``: every ``get()`` of one memory through each long conversation of ``conformance/long/``
+(``long_run``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from llama_index.core.memory import ChatSummaryMemoryBuffer
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "long"))
 from cases import CASES, SYSTEM  # noqa: E402
+from conversations import load  # noqa: E402
 
 GOLDEN = HERE.parents[1] / "tests" / "golden" / "conformance" / "llama-index-core.json"
 
@@ -92,12 +95,49 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
     return {"expected": {"view": view, "summarised": bool(llm and llm.calls)}, "settings": settings}
 
 
+# -- long conversations (conformance/long/): every get(), decision by decision -------------------------------------
+def long_run(conv: dict[str, Any], divisor: int) -> dict[str, Any]:
+    """One memory through a long conversation: every message is put as it comes (a tool message's results one
+    ``ChatMessage`` each), and ``get()`` is called where an agent calls it: after each user message (a run starts) and
+    after each reply without tool calls (a run ends). ``get()`` rewrites the store (the summary and the messages it
+    kept), and the next messages are put after them, so each call decides on the memory's own state. ``token_limit``
+    is the whole conversation's count (the tokenizer's, over every stored message) over ``divisor``. Recorded per
+    call: whether the LLM was called, and the first message kept verbatim (None: none, the summary alone)."""
+    stored = to_llama(conv["messages"])
+    limit = sum(len(tokenizer(str(m.content))) for m in stored) // divisor
+    llm = CountingMockLLM(max_tokens=8)
+    memory = ChatSummaryMemoryBuffer.from_defaults(llm=llm, token_limit=limit, tokenizer_fn=tokenizer)
+    decisions = []
+    for m in conv["messages"]:
+        for message in to_llama([m]):
+            memory.put(message)
+        if m["role"] == "user":
+            point = "user_turn"
+        elif m["role"] == "assistant" and not m["calls"]:
+            point = "response"
+        else:
+            continue
+        calls = llm.calls
+        kept = [x.additional_kwargs["csim_id"] for x in memory.get() if "csim_id" in x.additional_kwargs]
+        decisions.append(
+            {"at": m["id"], "point": point, "summarised": llm.calls > calls, "kept_from": kept[0] if kept else None}
+        )
+    return {"conversation": conv["name"], "token_limit": limit, "decisions": decisions}
+
+
 def main() -> None:
     out = []
     for case in CASES:
         got = run(case)
         out.append({**case, "settings": got["settings"], "expected": got["expected"]})
-    golden = {"package": "llama-index-core", "version": version("llama-index-core"), "system": SYSTEM, "cases": out}
+    long = [long_run(conv, d) for d in (4, 3) for conv in load()]
+    golden = {
+        "package": "llama-index-core",
+        "version": version("llama-index-core"),
+        "system": SYSTEM,
+        "cases": out,
+        "long": long,
+    }
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
     print(f"wrote {len(out)} cases to {GOLDEN} (llama-index-core {golden['version']})")

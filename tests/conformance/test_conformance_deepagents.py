@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
-from policies.deep_agents import HISTORY_PATH, DeepAgents, DeepAgentsConfig
+from policies.deep_agents import HISTORY_PATH, SUMMARY_WRAPPER, DeepAgents, DeepAgentsConfig
 from sim.core.conversation import Conversation
 from sim.core.model import ModelConfig
-from sim.core.view import Messages, layout
+from sim.core.view import Messages, Summary, View, layout
 from tests.builders import case_conversation, state_of
+from tests.conformance import long
 
 GOLDEN_PATH = Path(__file__).parents[1] / "golden" / "conformance" / "deepagents.json"
 GOLDEN: dict[str, Any] = json.loads(GOLDEN_PATH.read_text())
@@ -116,3 +117,63 @@ def test_agreement_summary(capsys: pytest.CaptureFixture[str]) -> None:
     assert agree + len(KNOWN) == len(CASES)
     with capsys.disabled():
         print(f"\ndeep-agents: {agree}/{len(CASES)} cases agree")
+
+
+# -- long conversations (conformance/long/), decision by decision ------------------------------------------------
+LONG: list[dict[str, Any]] = GOLDEN["long"]
+
+
+def long_decisions(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """Our policy before every model call of a long conversation (Deep Agents' own cut: ``keep_last_user`` off), on a
+    model whose input budget is the profile's ``max_input_tokens``, each decision made on Deep Agents' state: its
+    summary (the fake model's, or LangChain's too-long fallback) and the messages from the cut its previous
+    summarisation left, so one difference does not cascade. Per call: our count, whether we summarise and where the
+    kept messages start, whether we truncate arguments."""
+    c = long.to_conversation(long.by_name(entry["conversation"]), one_result_per_message=True)
+    limit = entry["max_input_tokens"]
+    model = ModelConfig(context_window=limit + 1_000, output_reserve=1_000)
+    policy, view, out = DeepAgents(OWN_CUT), View(), []
+    index = {m.id: k for k, m in enumerate(c.messages)}
+    theirs = {d["at"]: d for d in entry["decisions"]}
+    for i, prefix in long.prefixes(c):
+        state = state_of(policy, prefix, model, view=view)
+        plan = policy.decide(state, "auto")
+        summarised = plan is not None and plan.summarize
+        kept = prefix.messages[plan.start].id if plan is not None and plan.start < len(prefix.messages) else None
+        at = c.messages[i].id
+        out.append(
+            {
+                "at": at,
+                "tokens": policy.count(state),
+                "summarised": summarised,
+                "kept_from": kept if summarised else None,
+                "truncated": plan is not None and plan.edits != state.view.edits,
+            }
+        )
+        if theirs[at]["summarised"]:
+            start = index[theirs[at]["kept_from"]]
+            text = SUMMARY_WRAPPER.replace("{path}", HISTORY_PATH.format(session=DeepAgents.session(state)))
+            summary = Summary(text.replace("{summary}", theirs[at]["summary"]), through=start)
+            view = View(start=start, summary=summary, summary_slot=0)
+    return out
+
+
+@pytest.mark.parametrize("entry", LONG, ids=[e["conversation"] for e in LONG])
+def test_long_decisions(entry: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """Every model call of a long conversation: the same count (``count_tokens_approximately`` of the system prompt and
+    the messages) and the same decision as Deep Agents' ``wrap_model_call`` (summarised, and where the kept messages
+    start; arguments truncated: never, on either side, as no ``write_file``/``edit_file`` string argument in these
+    conversations is over 2,000 characters); no tail result offloaded (``_clip_overflow_tail``). No difference is
+    documented: every decision must agree."""
+    ours = long_decisions(entry)
+    theirs = [
+        {**{k: d[k] for k in ("at", "tokens", "summarised", "kept_from")}, "truncated": bool(d["truncated"])}
+        for d in entry["decisions"]
+    ]
+    assert not any(d["replaced"] for d in entry["decisions"])
+    assert sum(d["summarised"] for d in theirs) >= 3
+    share = long.agreement(ours, theirs)
+    with capsys.disabled():
+        print(f"\ndeepagents {entry['conversation']}: {share:.1%} of {len(ours)} model calls agree")
+    differ = [(a, b) for a, b in zip(ours, theirs, strict=True) if a != b]
+    assert not differ, f"{len(differ)} differences (ours, theirs): {differ[:3]}"

@@ -128,6 +128,22 @@ def test_short_arguments_are_left_alone() -> None:
     assert plan is not None and plan.summarize
 
 
+def test_each_string_argument_is_measured_alone() -> None:
+    """``_truncate_tool_call`` measures each string argument, not the call's arguments together: an ``edit_file`` call
+    whose ``old_string`` and ``new_string`` are 1,200 characters each (2,400 together, each under ``max_length``) is
+    not truncated, so at the trigger the middleware summarises (as Deep Agents did on the long ``coding-1-parallel``
+    conversation, where such an edit made the policy truncate instead)."""
+    args = json.dumps({"file_path": "a.py", "old_string": "o" * 1_200, "new_string": "n" * 1_200})
+    assert len(args) > 2_000
+    c = chat(*steps(3, first=0, name="edit_file", args=args), *steps(22, first=3))
+    policy = DeepAgents()
+    state = state_of(policy, c, MODEL)
+    assert policy.count(state) >= fraction_tokens(state, 0.85)
+    assert policy.truncated_edits(state) == state.view.edits
+    plan = policy.decide(state, "auto")
+    assert plan is not None and plan.summarize
+
+
 def test_a_context_length_error_summarises_below_the_trigger() -> None:
     """``wrap_model_call``: a ``ContextOverflowError`` below the trigger falls back to summarising and calls again."""
     c = chat(*steps(12))
