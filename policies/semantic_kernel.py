@@ -207,7 +207,10 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
     Differences: the summariser is shown the calls (not the results) when function content is left out (SK shows
     it neither); with no system prompt, SK's ``use_single_summary=False`` keeps every summary side by side, which
     is not modelled; a cut never passes the start of an unresolved pending turn; reductions happen before model
-    calls, not after every message added; a summary that would not shrink the view is skipped.
+    calls, not after every message added; a summary that would not shrink the view is skipped. When the safe index
+    is the history's first message after the summary (a tool loop longer than the target, walked back to its first
+    call), SK summarises the previous summary alone again, before every call until the loop ends; here there is
+    nothing new to summarise, so no plan (``test_conformance_semantic_kernel``: ``summary-only``).
     """
 
     Config = SemanticKernelSummarizationConfig
@@ -219,9 +222,12 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
     }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
+        plan = self.reduction(state) if trigger == "auto" else None
+        return plan if plan is not None and plan_shrinks(state, plan) else None
+
+    def reduction(self, state: RunState) -> Plan | None:
+        """What ``reduce()`` would do, before our check that the summary shrinks the view."""
         cfg = self.config
-        if trigger != "auto":
-            return None
         n = len(state)
         base = 1 if state.has_system else 0
         start = max(state.view.start, base)
@@ -246,7 +252,7 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
             role != "system" and (cfg.include_function_content_in_summary or not fc) for role, fc in span
         ):
             return None  # extract_range found nothing to summarise
-        plan = Plan(
+        return Plan(
             start=cut,
             summarize=True,
             mode="summarize",
@@ -254,4 +260,3 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
                 role="assistant", prompt=SUMMARY_PROMPT, drop_tool_outputs=not cfg.include_function_content_in_summary
             ),
         )
-        return plan if plan_shrinks(state, plan) else None

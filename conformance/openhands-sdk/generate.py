@@ -15,7 +15,8 @@ the agent LLM is a ``TestLLM`` too, whose ``max_input_tokens`` is set far above 
 
 Writes ``tests/golden/conformance/openhands-sdk.json``: per case, whether it condensed, the requirement
 (``condensation_requirement``), the forgotten event ids, the summary's offset, and the events of the view after
-the condensation in order (``SUMMARY`` for a summary).
+the condensation in order (``SUMMARY`` for a summary). Its ``long`` section: every ``condense`` call the agent makes
+over each long conversation of ``conformance/long/`` (:func:`long_run`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from openhands.sdk.context.condenser import LLMSummarizingCondenser
+from openhands.sdk.context.condenser.utils import get_total_token_count
 from openhands.sdk.context.view import View
 from openhands.sdk.event import ActionEvent, Condensation, CondensationRequest, MessageEvent, ObservationEvent
 from openhands.sdk.event.condenser import CondensationSummaryEvent
@@ -37,7 +39,9 @@ from openhands.sdk.tool.builtins.think import ThinkObservation
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "long"))
 from cases import CASES  # noqa: E402
+from conversations import load  # noqa: E402
 
 GOLDEN = HERE.parents[1] / "tests" / "golden" / "conformance" / "openhands-sdk.json"
 FAKE_SUMMARY = "FAKE SUMMARY"
@@ -91,9 +95,9 @@ def to_events(m: dict[str, Any]) -> list[Any]:
     ]
 
 
-def summary_llm() -> TestLLM:
+def summary_llm(replies: int = 8) -> TestLLM:
     reply = Message(role="assistant", content=[TextContent(text=FAKE_SUMMARY)])
-    return TestLLM.from_messages([reply] * 8, usage_id="condenser")
+    return TestLLM.from_messages([reply] * replies, usage_id="condenser")
 
 
 def run(case: dict[str, Any]) -> dict[str, Any]:
@@ -153,8 +157,78 @@ def _name_id(view: View, eid: str) -> str:
     return next((_name(e) for e in view.events if e.id == eid), eid)
 
 
+# -- long conversations (conformance/long/): the condenser before every LLM call, as the agent runs it -------------
+def case_messages(conv: dict[str, Any]) -> list[dict[str, Any]]:
+    """A long conversation in this folder's form (``cases.py``): the system prompt first, each result's ``id`` its
+    call's."""
+    out: list[dict[str, Any]] = [{"id": "system", "role": "system", "text": conv["system"]}]
+    for m in conv["messages"]:
+        if m["role"] == "tool":
+            results = [{"id": r["call_id"], "name": r["name"], "text": r["text"]} for r in m["results"]]
+            out.append({"id": m["id"], "role": "tool", "results": results})
+        else:
+            out.append(m)
+    return out
+
+
+#: The long runs: ``events`` with ``max_size`` a quarter of the conversation's events (``keep_first`` the SDK's 2);
+#: ``tokens`` with ``max_tokens`` a third of the whole conversation's tokens, counted by the SDK (``max_size`` its 240);
+#: ``default-agent`` as ``default_condenser()`` makes it for the default agent (``max_size`` 80, ``keep_first`` 4).
+LONG_RUNS = ("events", "tokens", "default-agent")
+#: Condensations the agent may chain before one LLM call: each ends the step, and the next step condenses again.
+MAX_ROUNDS = 4
+
+
+def long_run(conv: dict[str, Any], run_name: str) -> dict[str, Any]:
+    """The conversation's events appended one by one, and before every LLM call (each assistant message) what the
+    agent does (``agent.py``: ``prepare_llm_messages(state.view, condenser=...)``): ``condense(view, agent_llm)`` on
+    the view of the whole history; a ``Condensation`` is appended to the history and the step ends, so the next step
+    condenses again, until a view comes back. Each ``condense`` call is one decision: the requirement, and for a
+    condensation the events it forgot (``SUMMARY`` for the previous summary) and where the summary went."""
+    msgs = case_messages(conv)
+    agent_llm = TestLLM.from_messages([], usage_id="agent", max_input_tokens=AGENT_MAX_INPUT)
+    every = [e for m in msgs for e in to_events(m)]
+    events = sum(1 for m in msgs for _ in event_ids(m))
+    if run_name == "events":
+        settings: dict[str, Any] = {"max_size": events // 4}
+    elif run_name == "tokens":
+        settings = {"max_tokens": get_total_token_count(every, agent_llm) // 3}
+    else:
+        settings = {"max_size": 80, "keep_first": 4}
+    condenser = LLMSummarizingCondenser(llm=summary_llm(10_000), **settings)
+    history: list[Any] = []
+    decisions = []
+    for m in msgs:
+        if m["role"] == "assistant":
+            for k in range(MAX_ROUNDS):
+                view = View.from_events(history)
+                requirement = condenser.condensation_requirement(view, agent_llm=agent_llm)
+                result = condenser.condense(view, agent_llm=agent_llm)
+                decision: dict[str, Any] = {
+                    "at": m["id"],
+                    "round": k,
+                    "events": len(view),
+                    "requirement": None if requirement is None else requirement.value,
+                }
+                if not isinstance(result, Condensation):
+                    decisions.append({**decision, "condensed": False})
+                    break
+                forgotten = sorted(_name_id(view, eid) for eid in result.forgotten_event_ids)
+                decisions.append(
+                    {**decision, "condensed": True, "forgotten": forgotten, "summary_offset": result.summary_offset}
+                )
+                history.append(result.model_copy(update={"id": f"condensation-{len(decisions)}"}))
+        history.extend(to_events(m))
+    return {"conversation": conv["name"], "run": run_name, "settings": settings, "decisions": decisions}
+
+
 def main() -> None:
-    out = {"package": "openhands-sdk", "version": version("openhands-sdk"), "cases": [run(c) for c in CASES]}
+    out = {
+        "package": "openhands-sdk",
+        "version": version("openhands-sdk"),
+        "cases": [run(c) for c in CASES],
+        "long": [long_run(conv, name) for name in LONG_RUNS for conv in load()],
+    }
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     GOLDEN.write_text(json.dumps(out, indent=1, sort_keys=False) + "\n")
     print(f"wrote {GOLDEN} ({len(out['cases'])} cases, openhands-sdk {out['version']})")

@@ -36,7 +36,9 @@ from semantic_kernel.contents.utils.author_role import AuthorRole
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "long"))
 from cases import CASES  # noqa: E402
+from conversations import load  # noqa: E402
 
 GOLDEN = HERE.parents[1] / "tests" / "golden" / "conformance" / "semantic-kernel.json"
 FAKE_SUMMARY = "FAKE SUMMARY"
@@ -82,9 +84,82 @@ async def run(case: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# -- long conversations (conformance/long/): reduce() before every model call, decision by decision ---------------
+def flat(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A long conversation's messages with one tool message per result, as SK's kernel adds each function result
+    (``kernel.py``: ``chat_history.add_message(frc.to_chat_message_content())``); ids ``<id>.<j>`` for a batch's."""
+    out: list[dict[str, Any]] = []
+    for m in msgs:
+        if m["role"] == "tool":
+            results = m["results"]
+            out += [
+                {"id": m["id"] if len(results) == 1 else f"{m['id']}.{j}", "role": "tool", **r}
+                for j, r in enumerate(results)
+            ]
+        else:
+            out.append(m)
+    return out
+
+
+#: The long runs: (name, reducer kind, settings as shares of the conversation's message count): the target a quarter
+#: of it; with a threshold of a twelfth, the trigger (target + threshold) at a third.
+LONG_RUNS: tuple[tuple[str, str, int, int], ...] = (
+    ("truncation", "truncation", 4, 0),
+    ("truncation-threshold", "truncation", 4, 12),
+    ("summarization", "summarization", 4, 0),
+)
+
+
+async def long_run(
+    conv: dict[str, Any], name: str, kind: str, target_share: int, threshold_share: int
+) -> dict[str, Any]:
+    """The conversation through one reducer holding the system message and the history: ``reduce()`` before every
+    model call (the chat completion agent reduces its history before it invokes the model), then the call's reply and
+    results appended, so every later decision is made on what the reducer left. Recorded per call: whether
+    ``reduce()`` returned the reducer (it does when the safe index falls on the history's first message after the
+    system message too, leaving it as it was), the first message it kept after the system message and the summary,
+    and for the summarization reducer whether it asked the service for a new summary."""
+    msgs = flat(conv["messages"])
+    settings = {"target_count": len(msgs) // target_share}
+    if threshold_share:
+        settings["threshold_count"] = len(msgs) // threshold_share
+    service = StandInService(ai_model_id="stand-in")
+    if kind == "truncation":
+        reducer: Any = ChatHistoryTruncationReducer(**settings)
+    else:
+        reducer = ChatHistorySummarizationReducer(service=service, **settings)
+    system = {"id": "system", "role": "system", "text": conv["system"]}
+    every = [to_sk(system)]  # every message made, kept alive so that no id() is reused
+    reducer.messages = list(every)
+    ids: dict[int, str] = {id(every[0]): "system"}
+    decisions = []
+    for m in msgs:
+        if m["role"] == "assistant":
+            asked = len(service.seen)
+            reduced = await reducer.reduce()
+            kept = [ids[id(x)] for x in reducer.messages if id(x) in ids and ids[id(x)] != "system"]
+            decision = {"at": m["id"], "reduced": reduced is not None, "kept_from": kept[0] if kept else None}
+            if kind == "summarization":
+                decision["summarized"] = len(service.seen) > asked
+            decisions.append(decision)
+        sk = to_sk(m)
+        every.append(sk)
+        ids[id(sk)] = m["id"]
+        reducer.messages.append(sk)
+    return {"conversation": conv["name"], "run": name, "settings": settings, "decisions": decisions}
+
+
+def long_section() -> list[dict[str, Any]]:
+    return [
+        asyncio.run(long_run(conv, name, kind, target, threshold))
+        for name, kind, target, threshold in LONG_RUNS
+        for conv in load()
+    ]
+
+
 def main() -> None:
     out = [{**case, "expected": asyncio.run(run(case))} for case in CASES]
-    golden = {"package": "semantic-kernel", "version": version("semantic-kernel"), "cases": out}
+    golden = {"package": "semantic-kernel", "version": version("semantic-kernel"), "cases": out, "long": long_section()}
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
     print(f"wrote {len(out)} cases to {GOLDEN} (semantic-kernel {golden['version']})")

@@ -9,6 +9,7 @@ same history becomes a ``Conversation``, our policy decides on it, and the messa
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from policies.semantic_kernel import (
 from sim.core.conversation import Conversation
 from sim.core.view import Messages, Summary, View, layout
 from tests.builders import Draft, asst, call, conv, state_of, sys, tool, user
+from tests.conformance import long
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "semantic-kernel.json"
 CASES: list[dict[str, Any]] = json.loads(GOLDEN.read_text())["cases"]
@@ -112,3 +114,82 @@ def test_agreement_summary(capsys: pytest.CaptureFixture[str]) -> None:
         lines.append(f"semantic-kernel-{kind}: {agree}/{len(cases)} cases agree")
     with capsys.disabled():
         print("\n" + "\n".join(lines))
+
+
+# -- long conversations (conformance/long/), decision by decision ------------------------------------------------
+LONG: list[dict[str, Any]] = json.loads(GOLDEN.read_text())["long"]
+
+
+def long_decisions(entry: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Our reducer before every model call of a long conversation (one tool message per result, as SK's kernel adds
+    them), each decision made on SK's own history at that call: the view starts where SK's reducer left its history
+    (with the summary it wrote, for the summarization reducer), so one difference does not cascade. Also each
+    decision's documented class of difference (``""`` where none)."""
+    c = long.to_conversation(long.by_name(entry["conversation"]), one_result_per_message=True)
+    s = entry["settings"]
+    summarizing = entry["run"] == "summarization"
+    policy: Any = (
+        SemanticKernelSummarization(SemanticKernelSummarizationConfig(**s))
+        if summarizing
+        else SemanticKernelTruncation(SemanticKernelTruncationConfig(**s))
+    )
+    index = {m.id: k for k, m in enumerate(c.messages)}
+    view, out, classes = View(start=1), [], []
+    for (i, prefix), theirs in zip(long.prefixes(c), entry["decisions"], strict=True):
+        state = state_of(policy, prefix, view=view)
+        plan = policy.decide(state, "auto")
+        first = plan.start if plan is not None else view.start
+        kept = prefix.messages[first].id if first < len(prefix.messages) else None
+        mine = {"at": c.messages[i].id, "kept_from": kept}
+        if summarizing:
+            mine["summarized"] = plan is not None and plan.summarize
+        out.append(mine)
+        classes.append(long_class(policy, state, plan, theirs) if summarizing else "")
+        if theirs["reduced"]:  # SK's history from here on
+            start = index[theirs["kept_from"]] if theirs["kept_from"] is not None else i
+            summary = Summary("FAKE SUMMARY", through=start, role="assistant") if summarizing else None
+            view = View(start=start, summary=summary)
+    return out, classes
+
+
+#: What a decision is: the first message the history keeps after it, and whether a new summary was written. (SK's
+#: ``reduce()`` also returns the reducer when its safe index is the history's first message, changing nothing.)
+DECISION = ("at", "kept_from", "summarized")
+
+
+def long_class(policy: SemanticKernelSummarization, state: Any, plan: Plan | None, theirs: dict[str, Any]) -> str:
+    """The documented class of a summarization decision that differs from SK's (``""`` where none applies):
+    ``not-shrinking`` where SK summarises and keeps from the same message as the reduction we would make, which we
+    skip only because its summary would not shrink the view (our ``plan_shrinks``; SK writes it anyway);
+    ``summary-only`` where SK, its history still over the target with the safe index on its first message after the
+    summary, summarises the previous summary alone again and keeps the rest as it was, and we have nothing new to
+    summarise."""
+    if plan is not None or not theirs["summarized"]:
+        return ""
+    msgs = state.messages
+    would = policy.reduction(state)
+    if would is not None and would.start < len(msgs) and msgs[would.start].id == theirs["kept_from"]:
+        return "not-shrinking"
+    view = state.view
+    if would is None and view.summary is not None and msgs[view.start].id == theirs["kept_from"]:
+        return "summary-only"
+    return ""
+
+
+@pytest.mark.parametrize("entry", LONG, ids=[f"{e['run']}-{e['conversation']}" for e in LONG])
+def test_long_decisions(entry: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """Before every model call of a long conversation: the same decision as SK's reducer (whether it reduced, and the
+    first message it kept after the system message and the summary)."""
+    ours, classes = long_decisions(entry)
+    theirs = [{k: d[k] for k in DECISION if k in d} for d in entry["decisions"]]
+    share = long.agreement(ours, theirs)
+    differ = [k for k, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b]
+    undocumented = [(ours[k], theirs[k]) for k in differ if not classes[k]]
+    counted = 1 - len(undocumented) / len(ours)
+    tally = ", ".join(f"{k} {v}" for k, v in sorted(Counter(classes[k] for k in differ if classes[k]).items()))
+    with capsys.disabled():
+        print(
+            f"\nsemantic-kernel {entry['run']} {entry['conversation']}: {share:.1%} of {len(ours)} model calls agree, "
+            f"{counted:.1%} with documented differences ({tally or 'none'})"
+        )
+    assert not undocumented, f"undocumented differences: {undocumented[:3]}"
