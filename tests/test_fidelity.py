@@ -267,3 +267,37 @@ def test_every_shared_claude_code_session_replays_at_its_recorded_prompts_held_o
         assert s["median_abs_relative_error"] <= 0.005 and s["p90_abs_relative_error"] <= 0.02, (name, s)
         checked += 1
     assert checked >= 4
+
+
+def test_cache_reads_are_checked_against_what_the_block_hashes_prove(tmp_path: Path) -> None:
+    """A token-level trace whose third request repeats the first, after a side request that diverged: the replay
+    (one growing conversation) reads what came before each from the cache, the hashes prove less was sent before
+    (for the side request its first 100 blocks, for the third the first request's): both are counted as reading
+    beyond the proof, and the session is priced both ways."""
+    from sim.formats import read
+
+    def request(t: float, tokens_in: int, blocks: list[int]) -> dict[str, object]:
+        return {"t": t, "type": "n", "model": "claude-opus-4-5", "in": tokens_in, "out": 10, "hash_ids": blocks}
+
+    blocks = list(range(1, 200))  # 12,000 tokens: past the model's smallest cacheable prompt
+    doc = {
+        "id": "side", "models": ["claude-opus-4-5"], "block_size": 64, "tool_tokens": 5_000, "system_tokens": 5_000,
+        "requests": [
+            request(0.0, 12_000, blocks[:187]),
+            request(10.0, 12_600, [*blocks[:100], *range(900, 996)]),
+            request(20.0, 12_700, blocks[:198]),
+        ],
+    }  # fmt: skip
+    path = tmp_path / "side.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    (conv,) = read(path, "kv-trace").conversations
+    res = fidelity.replay(conv, CAL, "continue")
+    proof = res.summary()["provable_cache"]
+    assert proof is not None and proof["requests"] == 2
+    rows = {r["message_id"]: r for r in res.rows}
+    assert rows["r2"]["provable_cache_read"] == 187 * 64
+    assert rows["r2"]["simulated_cache_read"] > 187 * 64 + 64  # the side request's prompt, which r2 does not begin with
+    # the side request too: the replay makes it extend the first request, the hashes show it left it at block 100
+    assert rows["r1"]["provable_cache_read"] == 100 * 64 < rows["r1"]["simulated_cache_read"] - 64
+    assert proof["requests_reading_beyond_proof"] == 2
+    assert proof["provable_cost_usd"] > 0 and proof["simulated_cost_usd"] > 0

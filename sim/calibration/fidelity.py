@@ -60,6 +60,11 @@ from sim.core.model import DEFAULT_MODEL
 from sim.replay.anchoring import anchors_for
 from sim.replay.billing import price_epoch, price_time
 
+#: The TTL a token-level trace is replayed with: a trace has no cache split to read it from, and the traces are Claude
+#: Code sessions, which write for an hour (every write of the shared session 258c7280 is a 1-hour write; the
+#: ``claude-code`` policy's ``cache_placement``). With 5 minutes, the replay predicts 172 misses of the sample's 3,086
+#: requests where the hashes prove most of the prompt was sent within the hour, with 1 hour 25.
+TRACE_TTL = "1h"
 Across = Literal["continue", "stop"]
 Accounting = Literal["calibrated", "anchored"]
 CURVE_COLUMNS = [
@@ -80,6 +85,8 @@ CURVE_COLUMNS = [
     "simulated_cost_usd",
     "estimated_tokens",
     "estimated_share",
+    "provable_cache_read",
+    "provable_cost_usd",
 ]
 
 
@@ -93,6 +100,9 @@ class Fidelity:
     estimated_messages: int | None = None  # anchored: recorded messages no usage covered
     rows: list[dict[str, Any]] = field(default_factory=list)
     compactions: list[dict[str, Any]] = field(default_factory=list)
+    #: The recording's hash block, in tokens (token-level traces): a proven prefix is whole blocks, so a read may
+    #: pass it by less than a block (the partial block at its end) without contradicting it.
+    block_tokens: int = 0
 
     def errors(self) -> np.ndarray:
         return np.array([abs(r["relative_error"]) for r in self.rows], dtype=float)
@@ -110,6 +120,39 @@ class Fidelity:
             "p90_abs_relative_error": float(np.percentile(e, 90)) if e.size else None,
             "compactions": self.compactions,
             "cache": self.cache_summary(),
+            "provable_cache": self.provable_summary(),
+        }
+
+    def provable_summary(self) -> dict[str, Any] | None:
+        """The simulated cache reads against what the recording's block hashes prove a cache could have read (the
+        longest prefix some earlier request of the session was sent with; token-level traces carry the hashes):
+        how much of it they take, the requests whose reads pass it by a block or more (the replay assumed a prompt
+        extends one the recording shows it does not), and the session priced both ways (the proven prefix read,
+        the rest written). None when the recording has no hashes."""
+        rows = [r for r in self.rows if r["provable_cache_read"] is not None]
+        if not rows:
+            return None
+        provable = sum(r["provable_cache_read"] for r in rows)
+        read = sum(r["simulated_cache_read"] for r in rows)
+        beyond = [r for r in rows if r["simulated_cache_read"] >= r["provable_cache_read"] + max(self.block_tokens, 1)]
+        provable_misses = [r for r in rows if r["provable_cache_read"] < r["recorded"] / 2]
+        sim_cost = sum(r["simulated_cost_usd"] for r in rows)
+        proof_cost = sum(r["provable_cost_usd"] for r in rows)
+        return {
+            "requests": len(rows),
+            "provable_read_tokens": provable,
+            "simulated_read_tokens": read,
+            "simulated_share_of_provable": read / provable if provable else None,
+            "requests_reading_beyond_proof": len(beyond),
+            "tokens_read_beyond_proof": sum(r["simulated_cache_read"] - r["provable_cache_read"] for r in beyond),
+            "simulated_cost_usd": round(sim_cost, 6),
+            "provable_cost_usd": round(proof_cost, 6),
+            "cost_relative_to_provable": (sim_cost - proof_cost) / proof_cost if proof_cost else None,
+            "provable_misses": len(provable_misses),
+            "provable_misses_predicted": sum(1 for r in provable_misses if r["simulated_miss"]),
+            "simulated_misses_with_provable_reuse": sum(
+                1 for r in rows if r["simulated_miss"] and r["provable_cache_read"] >= r["recorded"] / 2
+            ),
         }
 
     def cache_summary(self) -> dict[str, Any] | None:
@@ -153,8 +196,11 @@ def replay(
         segs = segs[:1]
     boundaries = [m.meta["compact_boundary"] for m in conv.messages[1:] if "compact_boundary" in m.meta]
     out = Fidelity(conv.id, across, accounting, anchors.estimated if anchors is not None else None)
+    out.block_tokens = int(conv.meta.get("block_size", 0) or 0)
     firsts: dict[int, tuple[int, int]] = {}
     ttl = recorded_ttl(conv.messages)
+    if ttl == "policy" and conv.meta.get("source") == "kv-trace":
+        ttl = TRACE_TTL
     turn = 0
     for k, seg in enumerate(segs):
         has_next = k < len(boundaries)
@@ -188,6 +234,7 @@ def replay(
                 price_time(epoch, row["time_seconds"]),
             )
             estimated = guessed[position[id(m)]] if anchors is not None else simulated
+            provable = m.meta.get("provable_prefix_tokens")
             if k not in firsts:  # the segment's first recorded request; with anchors, its overhead estimated
                 firsts[k] = (recorded, simulated if first_estimated is None else first_estimated)
             out.rows.append(
@@ -209,6 +256,12 @@ def replay(
                     "simulated_cost_usd": row["cost_usd"],
                     "estimated_tokens": estimated,
                     "estimated_share": estimated / simulated if simulated else 0.0,
+                    "provable_cache_read": provable,
+                    "provable_cost_usd": None
+                    if provable is None
+                    else _provable_cost(
+                        pricer, recorded, u.output_tokens, provable, ttl, price_time(epoch, row["time_seconds"])
+                    ),
                 }
             )
         if has_next:
@@ -239,6 +292,14 @@ def recorded_ttl(messages: tuple[Message, ...]) -> str:
         return "policy"
     one_hour = sum(int(m.meta.get("cache_write_1h", 0)) for m in messages if m.usage is not None)
     return "1h" if 2 * one_hour > written else "5m"
+
+
+def _provable_cost(pricer: Pricer, prompt: int, output: int, read: int, ttl: str, when: Any) -> float:
+    """A request priced as if the cache read exactly the prefix the hashes prove sent before (``read``) and wrote
+    the rest (as a client with a breakpoint on its last block does), at ``ttl``'s write price."""
+    read = min(read, prompt)
+    write = prompt - read
+    return pricer.cost(prompt, output, read, 0 if ttl == "1h" else write, write if ttl == "1h" else 0, when)
 
 
 def _pricer(model: str) -> Pricer:

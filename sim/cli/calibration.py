@@ -170,6 +170,18 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                     f"vs ${cache['recorded_cost_usd']:.2f} priced from recorded usage "
                     f"({cache['cost_relative_error']:+.1%})"
                 )
+            proof = s["provable_cache"]
+            if proof is not None:
+                share, rel = proof["simulated_share_of_provable"], proof["cost_relative_to_provable"]
+                line += (
+                    f"\n    cache against the block hashes: reads {proof['simulated_read_tokens']:,} of "
+                    f"{proof['provable_read_tokens']:,} provable ({'n/a' if share is None else f'{share:.1%}'}); "
+                    f"{proof['requests_reading_beyond_proof']} requests read a block or more beyond the proven prefix; "
+                    f"cost ${proof['simulated_cost_usd']:.2f} vs ${proof['provable_cost_usd']:.2f} with the proven "
+                    f"prefix read ({'n/a' if rel is None else f'{rel:+.1%}'}); "
+                    f"{proof['provable_misses_predicted']} of {proof['provable_misses']} provable misses predicted, "
+                    f"{proof['simulated_misses_with_provable_reuse']} predicted misses with most of the prompt provable"
+                )
             observed = survival.observed_survival(conv)
             kept = survival.by_kind(observed)
             # what the recorded summaries kept of the probes (issue 28), by kind and by artifact shape

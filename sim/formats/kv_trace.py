@@ -33,6 +33,10 @@ to work on, which ``meta["sizes_only"]`` says. The sizes:
   the script keeps its history there, so a replay stays above the recording after one;
 - a subagent is a conversation of its own, ``<parent id>/<agent_id>``, after its parent's, with ``meta["parent"]``;
   the parent's tool message answering the call that started it lists it in ``meta["subagents"]``;
+- each reply's meta keeps ``shared_prefix_tokens`` (the prompt's leading blocks equal to the previous request's) and
+  ``provable_prefix_tokens`` (the longest leading run of blocks some earlier request of the session began with: all
+  a prompt cache could have read for it, since a cache reads only content it was sent; ``csim fidelity`` checks the
+  cache model's reads against it);
 - a request's new messages are stamped (``meta["timestamp"]``) at its ``t``, its reply at ``t + api_time`` (or the
   next request's ``t``, if sooner: ``meta["reply_ends_clipped"]`` counts them), on a clock from the Unix epoch (a
   trace has no wall-clock time; :func:`sim.core.clock.recorded_times` counts from the first stamp); a subagent's
@@ -205,6 +209,29 @@ def _shared_blocks(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     return lo
 
 
+class _Prefixes:
+    """The block-id prefixes of a session's requests so far, as a trie: how long a prefix of a new request the hashes
+    prove was sent before in the session, in time linear in the blocks (a cache can only read content it was sent)."""
+
+    def __init__(self) -> None:
+        self.root: dict[int, dict[Any, Any]] = {}
+
+    def longest(self, ids: tuple[int, ...]) -> int:
+        """How many leading blocks of ``ids`` some earlier request began with."""
+        node, n = self.root, 0
+        for x in ids:
+            nxt = node.get(x)
+            if nxt is None:
+                break
+            node, n = nxt, n + 1
+        return n
+
+    def add(self, ids: tuple[int, ...]) -> None:
+        node = self.root
+        for x in ids:
+            node = node.setdefault(x, {})
+
+
 # --- one session -------------------------------------------------------------------------------------------
 
 
@@ -241,6 +268,7 @@ class _Session:
     clock: float = 0.0
     clipped: int = 0  # replies whose t + api_time passed the next request's t: stamped at that t instead
     held: int = 0  # requests whose t is before the previous one's: held at the previous time
+    prefixes: _Prefixes = field(default_factory=_Prefixes)
 
     def add(self, req: _Request) -> None:
         """Append what ``req`` added to the prompt, then its reply."""
@@ -263,7 +291,12 @@ class _Session:
                 self._compaction(prev, req, shared)
             else:
                 self._inputs(prev, req, shared)
-        self._reply(req, shared)
+        provable = None
+        if req.hash_ids is not None and prev is not None:
+            provable = self.prefixes.longest(req.hash_ids) * self.block_size
+        if req.hash_ids is not None:
+            self.prefixes.add(req.hash_ids)
+        self._reply(req, shared, provable)
         self.prev = req
 
     def _iso(self, at: float) -> str:
@@ -319,7 +352,7 @@ class _Session:
         if text:
             self._text(f"r{req.index}.user", "user", shares[0], req, input_types=list(types))
 
-    def _reply(self, req: _Request, shared: int | None) -> None:
+    def _reply(self, req: _Request, shared: int | None, provable: int | None) -> None:
         mid = f"r{req.index}"
         kinds = [k for k in _REPLY_KINDS if k in req.output_types or (k == "tool_use" and req.makes_call)] or ["text"]
         parts: list[Part] = []
@@ -332,7 +365,8 @@ class _Session:
                 parts.append(Part("thinking" if kind == "thinking" else "text", placeholder(n, label)))
         end = req.t + (req.api_time or 0.0)
         usage = Usage(req.tokens_in, req.tokens_out)
-        self._push(mid, "assistant", tuple(parts), end, usage, **req.meta, shared_prefix_tokens=shared)
+        extra = {} if provable is None else {"provable_prefix_tokens": min(provable, req.tokens_in)}
+        self._push(mid, "assistant", tuple(parts), end, usage, **req.meta, shared_prefix_tokens=shared, **extra)
         self.open_call = next((p for p in parts if p.kind == "tool_call"), None)
 
     def tools(self) -> tuple[Tool, ...]:

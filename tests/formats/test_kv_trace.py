@@ -325,8 +325,12 @@ def test_hand_made_trace_field_by_field(tmp_path: Path) -> None:
         "input_types": ["text"],
         "output_types": ["text", "tool_use"],
         "shared_prefix_tokens": 12 * 64,
+        "provable_prefix_tokens": 12 * 64,
         "timestamp": None,
     }
+    # what some earlier request began with: all a cache could have read (r0 had none before it)
+    assert "provable_prefix_tokens" not in by_id["r0"].meta
+    assert [by_id[r].meta["provable_prefix_tokens"] for r in ("r2", "r4", "r5")] == [7 * 64, 4 * 64, 7 * 64]
     assert COUNT(by_id["r0"].parts[0].text) == 20 and COUNT(by_id["r0"].parts[1].args or "") == 20
     assert by_id["r0.user"].parts[0].text.startswith("[r0.user text 200 tokens] pad pad")
     assert main_conv.meta["compactions"] == [{"index": 8, "request": 4, **boundary}]
@@ -351,6 +355,20 @@ def test_hand_made_trace_field_by_field(tmp_path: Path) -> None:
         assert [r["context_tokens"] for r in rows] == [m.usage.input_tokens for m in _replies(conv)]
     assert [s.messages[0].id for s in segments(main_conv)] == ["system", "r4.summary"]
     _round_trip(tmp_path, result.conversations)
+
+
+def test_the_provable_prefix_is_the_longest_any_earlier_request_began_with(tmp_path: Path) -> None:
+    """A prompt that diverged from the one before it may still repeat an older one: the proof reaches back to it."""
+    requests = [
+        _request(0.0, 400, 10, [1, 2, 3, 4, 5], ["text"], ["text"], "end_turn"),
+        _request(10.0, 420, 10, [1, 2, 9, 10, 11], ["text"], ["text"], "end_turn"),  # a side request
+        _request(20.0, 500, 10, [1, 2, 3, 4, 5, 6, 7], ["text"], ["text"], "end_turn"),  # the main one again
+    ]
+    doc = {"id": "side", "models": ["claude-opus-4-5"], "block_size": 64, "tool_tokens": 50, "system_tokens": 50}
+    (conv,) = read(_write(tmp_path, doc | {"requests": requests}), "kv-trace").conversations
+    replies = _replies(conv)
+    assert [m.meta.get("shared_prefix_tokens") for m in replies] == [None, 2 * 64, 2 * 64]
+    assert [m.meta.get("provable_prefix_tokens") for m in replies] == [None, 2 * 64, 5 * 64]
 
 
 def test_without_hashes_a_fall_of_in_is_still_a_compaction(tmp_path: Path) -> None:
