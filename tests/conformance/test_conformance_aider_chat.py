@@ -7,6 +7,10 @@ after the summary, and whether "Ok." followed. Here the same list is checked twi
 (:func:`policies.aider.summary_split`) on the same token counts, and the policy itself on a ``Conversation`` whose
 messages have those token counts in the engine, followed by a new user message (the point where Aider applies the
 summary).
+
+The ``long`` section: ``summarize`` at every user turn of each long conversation of ``conformance/long/``, on Aider's
+own ``done_messages`` (``max_chat_history_tokens`` a quarter of its size); ours decides on the same done_messages and
+each difference is counted by its documented class (``test_long_decisions``).
 """
 
 from __future__ import annotations
