@@ -20,7 +20,7 @@ from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks, smallest_summary_chars
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
-from sim.core.view import Edit, Injected, Rule, View
+from sim.core.view import Edit, Injected, Rule, Summary, View, layout
 
 HISTORY_SHARE = 16  # models.py: max_input_tokens / 16 ...
 MIN_HISTORY_TOKENS = 1_024  # ... at least 1,024 ...
@@ -144,12 +144,15 @@ class Aider(Policy[AiderConfig]):
 
     Differences: the background thread's race (a result thrown away when ``done_messages`` changed meanwhile) is
     not modelled: the summary is always applied at the next request. The summariser is called once, where Aider
-    calls it once per level of recursion, and the recursion is decided on the shortest summary the mock summariser
-    writes (the real summary's size is only known once written). Message sizes are the run's token counts (Aider:
-    the tokens of each message's JSON). The head is not clipped to ``max_input_tokens - 512`` for the summariser
-    (what the clip drops would be lost in Aider). A split never falls between a call and its results, nor inside an
-    unresolved pending turn. A summary that would not shrink the view is skipped. ``/compact`` does nothing (Aider
-    has no such command).
+    calls it once per level of recursion, and the recursion is decided on a guess of the summary's size (the real
+    one is only known once written): the summary it folds in, or the shortest the mock summariser writes when that
+    is longer or there is none. Message sizes are the run's token counts (Aider: the tokens of each message's JSON).
+    The head is not clipped to ``max_input_tokens - 512`` for the summariser (what the clip drops would be lost in
+    Aider). A split never falls between a call and its results (Aider, which has no tool calls, ends the head on an
+    assistant message whatever follows it), nor inside an unresolved pending turn. An earlier "Ok." that Aider's
+    tail keeps is not kept (the view places its injected messages at the summary and before the tail, not inside the
+    kept messages). A summary that would not shrink the view is skipped. ``/compact`` does nothing (Aider has no such
+    command).
 
     Known deviation: ``revert-resolution``. Aider has no notion of reverts: the tail is chosen by tokens, so a kept
     revert may lose the change it reverts to the summary.
@@ -171,26 +174,26 @@ class Aider(Policy[AiderConfig]):
         return int(min(max(max_input / HISTORY_SHARE, MIN_HISTORY_TOKENS), MAX_HISTORY_TOKENS))
 
     def summary_tokens(self, state: RunState) -> int:
-        """The size the split assumes for a summary: the mock summariser's shortest, wrapped, as one message."""
-        return _text_tokens(state, "x" * smallest_summary_chars(state, SUMMARY_WRAPPER))
+        """The size the split assumes for a summary, as one message: the mock summariser's shortest, wrapped, or the
+        summary it folds in when that is longer (a summary restates what the previous one kept)."""
+        smallest = _text_tokens(state, "x" * smallest_summary_chars(state, SUMMARY_WRAPPER))
+        previous = state.view.summary
+        return max(smallest, _text_tokens(state, previous.text)) if previous is not None else smallest
 
     def done_items(self, state: RunState) -> list[Item]:
-        """``done_messages``: the previous summary and "Ok.", then the messages the view shows before the newest user
-        message."""
-        view, lu = state.view, state.last_user_index
+        """``done_messages``: what the view sends before the newest user message, in the order it sends it (the
+        previous summary, the kept tail and the "Ok." after it, then the exchanges since)."""
+        lu = state.last_user_index
         items: list[Item] = []
-        if view.summary is not None:
-            items.append(Item(_text_tokens(state, view.summary.text), "user", None))
-        items.extend(Item(_text_tokens(state, x.text), x.role, None) for x in view.injected)
-        lo = 1 if state.has_system else 0
-        shown = [i for a, b in view.spans for i in range(max(a, lo), b)]
-        shown.extend(range(max(view.start, lo), lu))
         msgs = state.messages
-        for i in shown:
-            if i >= lu:
-                continue
-            role = msgs[i].role
-            items.append(Item(_tokens(state, i, i + 1), role, i, state.can_cut(i)))
+        for x in layout(state.view, max(lu, 0), state.has_system):
+            if isinstance(x, Summary):
+                items.append(Item(_text_tokens(state, x.text), "user", None))
+            elif isinstance(x, Injected):
+                items.append(Item(_text_tokens(state, x.text), x.role, None))
+            else:
+                lo = max(x.a, 1 if state.has_system else 0)
+                items.extend(Item(_tokens(state, i, i + 1), msgs[i].role, i, state.can_cut(i)) for i in range(lo, x.b))
         return items
 
     def over_trigger(self, state: RunState) -> bool:

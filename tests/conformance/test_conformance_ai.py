@@ -6,10 +6,16 @@ scripted message list: the messages sent, in order, each with its parts (``reaso
 AI SDK takes the system prompt apart, as its ``system`` option), our policy decides on it once, and the view it
 leaves is written the same way (consecutive tool messages joined into one, as the SDK holds a step's results) and
 compared, message by message and part by part.
+
+The ``long`` section: ``pruneMessages`` before every model call of each long conversation of ``conformance/long/``
+(three settings: the reference page's example, the window a quarter of the conversation's messages, the array form
+for its most called tool), each call's returned list digested; ours decides on the same history and its sent list is
+digested alike (``test_long_decisions``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +26,7 @@ from policies.vercel_ai import VercelPruneMessages, VercelPruneMessagesConfig
 from sim.core.conversation import Conversation, Part
 from sim.core.view import Messages, edited, layout
 from tests.builders import Draft, asst, call, conv, state_of, sys, user
+from tests.conformance import long
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "ai.json"
 CASES: list[dict[str, Any]] = json.loads(GOLDEN.read_text())["cases"]
@@ -114,3 +121,53 @@ def test_agreement_summary(capsys: pytest.CaptureFixture[str]) -> None:
     assert agree + len(KNOWN) == len(CASES)
     with capsys.disabled():
         print(f"\nvercel-prune-messages: {agree}/{len(CASES)} cases agree")
+
+
+# -- long conversations (conformance/long/), model call by model call ------------------------------------------
+LONG = json.loads(GOLDEN.read_text())["long"]
+
+
+def digest(view: list[dict[str, Any]]) -> dict[str, Any]:
+    """A sent list as the generator digests what ``pruneMessages`` returned: messages, parts, a hash of the whole."""
+    text = json.dumps(view, sort_keys=True)
+    return {
+        "messages": len(view),
+        "parts": sum(len(m["parts"]) for m in view),
+        "view": hashlib.sha256(text.encode()).hexdigest()[:16],
+    }
+
+
+@pytest.mark.parametrize("entry", LONG, ids=[f"{e['conversation']}-{e['run']}" for e in LONG])
+def test_long_decisions(entry: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """Before every model call of a long conversation (``pruneMessages`` in ``prepareStep``, on the whole history so
+    far): ours sends exactly the messages and parts the AI SDK returned."""
+    conv_ = long.by_name(entry["conversation"])
+    msgs = conv_["messages"]
+    index = {m["id"]: i for i, m in enumerate(msgs)}
+    ours = []
+    for d in entry["calls"]:
+        sent = run_case({"input": msgs[: index[d["at"]]], "settings": entry["settings"]})
+        ours.append({"at": d["at"], "sdk_messages": d["sdk_messages"], **digest(sent)})
+    share = long.agreement(ours, entry["calls"])
+    with capsys.disabled():
+        print(
+            f"\nai pruneMessages {entry['conversation']} {entry['run']}: {share:.1%} of {len(ours)} model calls agree"
+        )
+    assert share == 1.0, [(a, b) for a, b in zip(ours, entry["calls"], strict=True) if a != b][:3]
+
+
+def test_long_runs_prune() -> None:
+    """The long runs exercise the pruning: the returned lists leave tool content out (fewer parts than the history
+    holds) at most calls of every run."""
+    for e in LONG:
+        conv_ = long.by_name(e["conversation"])
+        index = {m["id"]: i for i, m in enumerate(conv_["messages"])}
+        pruned = 0
+        for d in e["calls"]:
+            before = conv_["messages"][: index[d["at"]]]
+            parts = sum(
+                1 if m["role"] == "user" else len(m.get("calls", ())) + len(m.get("results", ())) + bool(m.get("text"))
+                for m in before
+            )
+            pruned += d["parts"] < parts
+        assert pruned >= len(e["calls"]) // 2, (e["conversation"], e["run"], pruned)

@@ -13,6 +13,10 @@ response that triggered the compaction and asks the model again from the summary
 a replay has one scripted reply per request, so ours keeps that reply after the summary as the stand-in for the
 model's new answer (``AnthropicSDKCompaction``'s docstring). ``KNOWN`` lists the cases that still differ, with
 the reason; the test checks they still do, so a fix is noticed.
+
+The golden file's ``long`` section is the runner's own loop over each long conversation of ``conformance/long/``
+(threshold a quarter of its size, usage counted as the engine counts): after every response, whether it compacted and
+from which messages; ours decides after the same responses on the runner's own state (``test_long_decisions``).
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ from policies import make_policy
 from policies.anthropic_api import SDK_SUMMARY_PROMPT, AnthropicSDKCompaction, SDKCompactionConfig
 from policies.base import Plan
 from sim.core.conversation import Conversation, Message, Part, Usage
-from sim.core.model import ModelConfig
+from sim.core.model import REQUEST_OVERHEAD, ModelConfig
+from sim.core.view import Messages, Summary, View, layout
 from tests.builders import state_of
+from tests.conformance import long
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "conformance" / "anthropic.json"
 DOC = json.loads(GOLDEN.read_text())
@@ -193,3 +199,93 @@ def test_loop_case(name: str) -> None:
 def test_agreement_is_what_the_report_says() -> None:
     """The count the closing note gives: every case but the ``KNOWN`` ones agrees."""
     assert (len(DOC["cases"]) - len(KNOWN), len(DOC["cases"])) == (16, 18)
+
+
+# -- long conversations (conformance/long/), model call by model call ------------------------------------------
+LONG = DOC["long"]
+
+
+def sdk_names(c: Conversation, view: View, n: int) -> list[str]:
+    """What ``view`` sends of the first ``n`` messages (the system prompt apart), named as the generator names the
+    SDK's messages: ``summary``, a message's id, and a run of tool messages (the SDK's one message of results) by
+    their ids joined with ``+``."""
+    out: list[str] = []
+    tool_run = False
+    for item in layout(view, n, True):
+        if isinstance(item, Summary):
+            out.append("summary")
+            tool_run = False
+            continue
+        assert isinstance(item, Messages)
+        for i in range(max(item.a, 1), item.b):
+            m = c.messages[i]
+            if m.role == "tool" and tool_run:
+                out[-1] += "+" + m.id
+            else:
+                out.append(m.id)
+            tool_run = m.role == "tool"
+    return out
+
+
+def long_replay(entry: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[int]]:
+    """Our policy after every response the SDK's runner received in the long run, decided on the runner's own state
+    (the view carried from the SDK's previous decision: after a compaction, its summary and the response it asked
+    again for). Gives ours and the SDK's decisions for the responses to the conversation's requests, and, per
+    decision, our count of the request next to the count the SDK was reported (``input_tokens``)."""
+    c = long.to_conversation(long.by_name(entry["conversation"]))
+    index = {m.id: i for i, m in enumerate(c.messages)}
+    policy = AnthropicSDKCompaction(SDKCompactionConfig(context_token_threshold=entry["threshold"]))
+    view, ours, theirs, counts = View(), [], [], []
+    for d in entry["calls"]:
+        if d["reask"]:
+            continue  # the SDK's request from the summary alone: the replay keeps the response (test_long_reasks)
+        i = index[d["at"]]
+        before = state_of(policy, Conversation(c.id, c.messages[:i]), MODEL, view=view)
+        counts.append(before.view_size()[0] + REQUEST_OVERHEAD)
+        assert " ".join(sdk_names(c, view, i)) == d["request"], f"not the SDK's state at {d['at']}"
+        state = state_of(policy, Conversation(c.id, c.messages[: i + 1]), MODEL, context=d["input_tokens"], view=view)
+        plan = policy.decide(state, "auto")
+        mine: dict[str, Any] = {"at": d["at"], "compacted": plan is not None}
+        if plan is not None:
+            assert plan.start == i  # the response stays, the stand-in for the model's answer to the summary
+            mine["summary_request"] = " ".join([*sdk_names(c, view, i), "prompt"])  # all the request held
+        ours.append(mine)
+        theirs.append({k: d[k] for k in ("at", "summary_request") if k in d} | {"compacted": "summary_request" in d})
+        if "summary_request" in d:
+            view = View(start=i, summary=Summary(entry["fake_summary"]))
+    return ours, theirs, counts
+
+
+@pytest.mark.parametrize("entry", LONG, ids=[e["conversation"] for e in LONG])
+def test_long_counts(entry: dict[str, Any]) -> None:
+    """The count the generator's stand-in reported for every request of the long run is the engine's count of the
+    same view (so the SDK decided on the usage our replay reports)."""
+    _, _, counts = long_replay(entry)
+    assert counts == [d["input_tokens"] for d in entry["calls"] if not d["reask"]]
+
+
+@pytest.mark.parametrize("entry", LONG, ids=[e["conversation"] for e in LONG])
+def test_long_reasks(entry: dict[str, Any]) -> None:
+    """After each compaction the SDK asks again from the summary alone (the response's tool uses never run) and does
+    not compact again; the replay keeps that response after the summary instead (the structural difference)."""
+    calls = entry["calls"]
+    for k, d in enumerate(calls):
+        assert d["reask"] == (k > 0 and "summary_request" in calls[k - 1])
+        if d["reask"]:
+            assert d["request"] == "summary" and "summary_request" not in d and d["at"] == calls[k - 1]["at"]
+    assert sum(d["reask"] for d in calls) >= 3
+
+
+@pytest.mark.parametrize("entry", LONG, ids=[e["conversation"] for e in LONG])
+def test_long_decisions(entry: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """After every response of a long conversation: whether ours compacts where the SDK's runner does, and from the
+    same messages (the summary request)."""
+    ours, theirs, _ = long_replay(entry)
+    share = long.agreement(ours, theirs)
+    differ = [a["at"] for a, b in zip(ours, theirs, strict=True) if a != b]
+    with capsys.disabled():
+        print(
+            f"\nanthropic compaction_control {entry['conversation']}: {share:.1%} of {len(ours)} responses agree "
+            f"({sum(t['compacted'] for t in theirs)} compactions)"
+        )
+    assert not differ, f"undocumented differences at {differ}"

@@ -15,7 +15,7 @@ from policies.aider import OK, SUMMARY_PREFIX, Aider, AiderConfig
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
 from sim.core.model import ModelConfig
-from sim.core.view import Summary
+from sim.core.view import Injected, Summary, View
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.strategies import small_model
 from tests.builders import (
@@ -137,3 +137,37 @@ def test_known_deviation_revert_resolution() -> None:
     )
     res = Engine(Aider(), c, C4).run()
     assert compaction_records(res) and "revert-resolution" in res.summary["violations_by_invariant"]
+
+
+def test_done_messages_keep_the_order_the_view_sends() -> None:
+    """``summarize`` appends "Ok." after the kept tail when it ends on a user message, so Aider's next
+    ``done_messages`` are ``[summary, *tail, "Ok.", *the next exchange]``, the order the view sends; the split is
+    decided on that order, not with "Ok." moved up to the summary. Here the kept tail ``u2 a2 u2x a2x u2b`` ends on a
+    user message and the next exchange (``u3 a3``, 510 tokens) is just under half the 1,024-token budget: Aider's walk
+    stops at "Ok." (5 tokens more reach 512), the head ends on it (an assistant message) and the tail is ``u3 a3``.
+    With "Ok." counted first, the walk reached ``u2b`` and kept it too."""
+    tail = [user("u2 " + "q" * 2_000, id="u2"), asst("a2", id="a2"), user("u2x", id="u2x"), asst("a2x", id="a2x")]
+    c = chat(*exchange(1), *tail, user("u2b", id="u2b"), *exchange(3, 1_000), user("next", id="next"))
+    ok = Injected(OK, role="assistant", label="ok")
+    view = View(start=8, spans=((3, 8),), summary=Summary(SUMMARY_PREFIX + "s"), summary_slot=0, injected=(ok,))
+    state = state_of(Aider(), c, SMALL, view=view)
+    items = Aider().done_items(state)
+    ids = [c.messages[x.index].id if x.index is not None else x.role for x in items]
+    assert ids == ["user", "u2", "a2", "u2x", "a2x", "u2b", "assistant", "u3", "a3"]
+    assert sum(x.tokens for x in items[-2:]) == 510 and items[-3].tokens == 5
+    plan = Aider().decide(state, "auto")
+    assert plan is not None and [c.messages[i].id for i in plan.pinned] == ["u3", "a3"]
+
+
+def test_the_recursion_assumes_a_summary_as_long_as_the_one_it_folds_in() -> None:
+    """``summarize_real`` recurses when the summary it wrote and the tail are not under the budget; ours decides
+    before the summary is written, on a size: the mock summariser writes its model's typical length, so the summary
+    it folds in (here about 700 tokens) is the guess, not the shortest it could write (about 40). The tail
+    ``u5 a5 u6 a6`` (420 tokens) fits with 40 but not with 700, so everything is summarised (then "Ok.")."""
+    c = chat(*(d for k in range(1, 7) for d in exchange(k)), user("next", id="next"))
+    view = View(start=1, summary=Summary(SUMMARY_PREFIX + "s" * 2_750))
+    state = state_of(Aider(), c, SMALL, view=view)
+    items = Aider().done_items(state)
+    assert items[0].tokens >= 700 and sum(x.tokens for x in items[-4:]) == 420
+    plan = Aider().decide(state, "auto")
+    assert plan is not None and plan.pinned == () and plan.injected is not None and plan.injected[0].text == OK
