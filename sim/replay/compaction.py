@@ -120,6 +120,20 @@ def stale_breaks(e: Engine, before: View, after: View) -> list[str]:
     return [c for c in CONTRACTS if c in found and c not in e.policy.known_deviations]
 
 
+def under_way(e: Engine, ask: Callable[[], Plan | None]) -> None:
+    """Where the policy would be asked for an automatic compaction while a background one is under way: swap it in
+    if it is due (:func:`sim.replay.background.due`); else the policy is not asked for another, but a rollback it
+    makes (``ask()``: the harness's revert contract, for a change an earlier summary took) happens, and drops the one
+    under way."""
+    waited = background.due(e)
+    if waited is not None:
+        land(e, waited)
+        return
+    plan = ask()
+    if plan is not None and plan.restore is not None:
+        compact(e, plan, "auto")
+
+
 def land(e: Engine, waited: float = 0.0) -> bool:
     """Swap in the background compaction under way (:mod:`sim.replay.background`), the agent having waited ``waited``
     seconds for it; True when the view changed. It was made from the current view but for the messages that came
@@ -271,4 +285,4 @@ def _instruction(prompt: str, custom: str) -> str:
     return f"{prompt}\n\n{custom}" if custom else prompt
 
 
-__all__ = ["commit", "compact", "edit_changes", "land", "over_trigger", "restore", "summary_of"]
+__all__ = ["commit", "compact", "edit_changes", "land", "under_way", "over_trigger", "restore", "summary_of"]

@@ -50,13 +50,12 @@ from sim.core.model import fits_window
 from sim.core.state import Ledger, RunState
 from sim.core.tokenizers import CountingTokenizer, Memo, get_tokenizer, memoised
 from sim.core.view import View
-from sim.replay import background
 from sim.replay import model as wire
 from sim.replay.anchoring import run_anchors
 from sim.replay.background import UnderWay
 from sim.replay.billing import Billing, record_request
 from sim.replay.caching import RequestCache, placement_with_ttl
-from sim.replay.compaction import compact, land, over_trigger
+from sim.replay.compaction import compact, over_trigger, under_way
 from sim.replay.integrity import deep_problems, log_problem
 from sim.replay.loops import LoopWatch
 from sim.replay.measure import Counted, measure_for
@@ -219,8 +218,8 @@ class Engine:
         """The automatic compaction of a policy asked right after a reply. A summary placed right before that reply
         makes it stand for the model's answer to the summary (the client asks again from the summary, as the
         Anthropic SDK's ``compaction_control`` does; a replay has one scripted reply): it opens a turn afresh."""
-        if self._background_turn():
-            return
+        if self.background is not None:
+            return under_way(self, lambda: self._decide(k, RESPONSE))
         plan = self._decide(k, RESPONSE)
         if plan is None or not compact(self, plan, "auto"):
             return
@@ -256,8 +255,8 @@ class Engine:
     def _auto_compact(self, k: int, after_rollback: bool) -> None:
         """The policy's automatic compaction before the request answered by message ``k``; in lockstep, the
         rollback the members agree on (the others fork off in ``_sync``)."""
-        if self._background_turn():
-            return
+        if self.background is not None:
+            return under_way(self, lambda: self._decide(k, MESSAGE))
         if not after_rollback:
             plan = self._decide(k, MESSAGE)
             if plan is None or not compact(self, plan, "auto"):
@@ -274,15 +273,6 @@ class Engine:
         plan = self._decide(k, AFTER_ROLLBACK)
         if plan is not None and plan.restore is None:
             compact(self, plan, "auto")
-
-    def _background_turn(self) -> bool:
-        """True with a background compaction under way (swapped in if due): the policy is not asked meanwhile."""
-        if self.background is None:
-            return False
-        waited = background.due(self)
-        if waited is not None:
-            land(self, waited)
-        return True
 
     def _decide(self, k: int, phase: Phase) -> Plan | None:
         """The policy's plan at ``phase`` of message ``k``; in lockstep, the one the members that stay agree on."""
