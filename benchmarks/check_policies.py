@@ -11,7 +11,8 @@ it does not declare, or raised), ``error`` (the command itself failed) and ``tim
 
 At 10,000 examples a policy takes 20 minutes to hours, so a full pass is longer than one sitting: with
 ``--record FILE`` each finished policy is appended to FILE as one JSON line (the policy, outcome, examples,
-window, seconds, the commit checked and what it printed), a later run with the same FILE skips the policies it
+window, seconds, the commit its process imported, ``+`` when ``sim/`` or ``policies/`` differed from it, and what
+it printed), a later run with the same FILE skips the policies it
 already holds at the same examples and window, and the counts cover them all.
 """
 
@@ -36,22 +37,35 @@ def policies() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
-def check(name: str, examples: int, window: int, timeout: float) -> tuple[str, str, float, str]:
-    """(policy, outcome, seconds, what it printed that matters)."""
+def head() -> str:
+    """The commit checked out now, with ``+`` when the working tree differs from it (a check imports the tree)."""
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", "sim", "policies"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return rev.strip() + ("+" if dirty.strip() else "")
+
+
+def check(name: str, examples: int, window: int, timeout: float) -> tuple[str, str, float, str, str]:
+    """(policy, outcome, seconds, what it printed that matters, the commit its process imported)."""
+    commit = head()
     t0 = time.perf_counter()
     cmd = [*CSIM, "check", "--policy", name, "--examples", str(examples), "--window", str(window)]
     try:
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return name, "timeout", time.perf_counter() - t0, ""
+        return name, "timeout", time.perf_counter() - t0, "", commit
     took = time.perf_counter() - t0
     text = proc.stdout
     verdict = next((line for line in text.splitlines() if line.startswith(("PASS ", "FAIL "))), None)
     if verdict is None:
-        return name, "error", took, (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return name, "error", took, (proc.stderr.strip().splitlines() or ["no output"])[-1], commit
     if verdict.startswith("PASS "):
-        return name, "pass", took, verdict
-    return name, "fail", took, text
+        return name, "pass", took, verdict, commit
+    return name, "fail", took, text, commit
 
 
 def main() -> None:
@@ -75,14 +89,13 @@ def main() -> None:
         f"csim check --examples {args.examples} --window {args.window}: {len(names)} policies "
         f"({len(done)} already in {args.record}), {args.jobs} at a time"
     )
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     t0 = time.perf_counter()
     outcomes: Counter[str] = Counter(str(rec["outcome"]) for rec in done.values())
     failures = [f"--- {n} ({rec['outcome']})\n{rec['text']}" for n, rec in done.items() if rec["outcome"] != "pass"]
     with ThreadPoolExecutor(args.jobs) as pool:
         futures = [pool.submit(check, n, args.examples, args.window, args.timeout) for n in todo]
         for fut in as_completed(futures):
-            name, outcome, took, text = fut.result()
+            name, outcome, took, text, commit = fut.result()
             outcomes[outcome] += 1
             first = text.splitlines()[0] if text else ""
             ran = re.search(r"(\d+) examples", first)
@@ -91,7 +104,7 @@ def main() -> None:
                 failures.append(f"--- {name} ({outcome})\n{text}")
             if args.record is not None:
                 rec = {"policy": name, "outcome": outcome, "examples": args.examples, "window": args.window}
-                rec |= {"seconds": round(took, 1), "commit": commit.stdout.strip(), "text": text}
+                rec |= {"seconds": round(took, 1), "commit": commit, "text": text}
                 with args.record.open("a", encoding="utf-8") as f:
                     f.write(json.dumps(rec) + "\n")
     print(
