@@ -11,8 +11,8 @@ the code of ``@mastra/memory`` 1.31.0 from npm (its bundled ``dist/src-*.js``): 
 at every step of the agent loop) and ``ReflectorRunner.maybeReflect`` (reflects at ``observationTokens``).
 Conformance: ``conformance/mastra-memory/`` runs that package (``@mastra/core`` 1.71.0 beside it) with an in-memory
 store and a stub model returning canned observations, before every model call of scripted runs and the long
-conversations; ``tests/conformance/test_conformance_mastra_memory.py`` compares decision by decision (466 of 528 calls
-agree; the others are the declared live-turn and tokenizer classes, ``conformance/README.md``).
+conversations; ``tests/conformance/test_conformance_mastra_memory.py`` compares decision by decision (517 of 528 calls
+agree; the others are the declared tokenizer and not-shrinking classes, ``conformance/README.md``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from policies._tail import message_tokens
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
-from policies.helpers import cut_ceiling, floor_index, plan_shrinks, unit_floor
+from policies.helpers import floor_index, plan_shrinks, unit_floor
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
 
@@ -59,61 +59,95 @@ class MastraObservationalMemoryConfig:
 
 @register("mastra-observational-memory")
 class MastraObservationalMemory(Policy[MastraObservationalMemoryConfig]):
-    """Mastra Observational Memory: at 30,000 unobserved tokens, observations replace the messages before the live turn.
+    """Mastra Observational Memory: at 30,000 unobserved tokens, observations replace every message so far.
 
-    * **Trigger**, before every model call: the tokens of the unobserved messages the Observer may take (after the
-      observations, before the live turn and before any unresolved pending turn) at or over ``message_tokens``.
-      Mastra counts the set it observes (``getUnobservedMessages`` feeds both ``getStatus``'s count and
-      ``observe``), so after an observation nothing counted is left; a pending turn the harness keeps whole is not
-      counted until it resolves, as Mastra leaves uncounted the observed messages it keeps raw (its retention floor).
-    * **Observed**: every unobserved message before the live turn and any pending turn (from the last user message
-      on, messages stay); the observations are a user-side block before them, the earlier observations folded in.
+    * **Trigger**, before every model call (``ObservationStep.prepare`` runs at every step of the agent loop): the
+      tokens of the unobserved messages at or over ``message_tokens``. Unobserved: every message after the
+      observations, the live turn included (``getUnobservedMessages`` feeds both ``getStatus``'s count and
+      ``observe``), up to the start of an unresolved pending turn, which the harness keeps whole and is not counted
+      until it resolves. So after an observation nothing counted is left.
+    * **Observed**: those same messages (``SyncObservationStrategy`` observes them all, the cursor past the newest),
+      summarised with the earlier observations into a user-side block. Mid tool loop that is the whole live turn, the
+      user's message and the newest tool results included: the request is the observations alone and the next
+      reply opens a turn afresh after them (with Anthropic thinking, the engine takes it as the turn's opening, so a
+      loop whose first reply alone thought is not broken). At a turn's first step (the user's message is the
+      newest) the message is observed and kept in the prompt (``prepare`` preserves the step's input); it is not
+      counted again. Nothing is observed while the newest message has a tool call without its result (``prepare``
+      defers then), nor when the summary would not shrink the view (``plan_shrinks``: Mastra observes anyway).
     * **Reflection**: the observations are condensed by the same call once they pass ``observation_tokens`` (the
       observer's instruction says so); the threshold is otherwise not separately modelled.
 
     Differences: the Observer and Reflector run in the background in Mastra (``bufferTokens`` 0.2,
     ``bufferActivation`` 0.8 by default), their result applied when ready; here synchronously, as Mastra does with
-    ``bufferTokens: false`` (until the engine has a background timing, issue 32 item 3). Mastra observes the live
-    turn too (every unobserved message at the step, deferred while the latest step has a tool call without its
-    result); the live turn is ours, and its messages are neither counted nor observed until the next user message.
-    Mastra knows no pending turns: where the harness keeps one whole, it is neither observed nor counted here.
+    ``bufferTokens: false``. After a first step's observation Mastra drops the observed user message from the
+    prompt at the next step (``filterObservedMessages``); the view keeps it until the next observation. Mastra
+    knows no pending turns: where the harness keeps one whole, it is neither observed nor counted here.
 
-    Known deviation: ``revert-resolution`` (Mastra knows nothing of reverts): the Observer takes every unobserved
-    message before the live turn, a change that a kept revert reverts included, and a change observed away is not
-    brought back for a revert that comes later. The observation is not held back at a revert's change, as the shared
-    summary cut does: the reference page names no such rule, and holding it back left a large result after the
-    change unobserved, so the next turn observed again over the threshold (``csim check``: compaction-loop after
-    5,736 examples, issue 32).
+    Known deviations: ``live-turn``, as above: mid tool loop the user's message and the newest results are observed
+    and leave the prompt. ``revert-resolution`` (Mastra knows nothing of reverts): the Observer takes every
+    unobserved message, a change that a kept revert reverts included, and a change observed away is not brought back
+    for a revert that comes later. The observation is not held back at a revert's change, as the shared summary cut
+    does: the reference page names no such rule, and holding it back left a large result after the change
+    unobserved, so the next turn observed again over the threshold (``csim check``: compaction-loop after 5,736
+    examples, issue 32).
     """
 
     Config = MastraObservationalMemoryConfig
-    known_deviations = frozenset({"revert-resolution"})
+    known_deviations = frozenset({"revert-resolution", "live-turn"})
     deviation_reasons = {
         "revert-resolution": (
             "Mastra knows nothing of reverts: a change compacted away is not brought back for its revert"
-        )
+        ),
+        "live-turn": (
+            "Mastra observes every unobserved message at the step, mid tool loop the user's message and the newest "
+            "tool results included, and drops them from the prompt"
+        ),
     }
 
-    def observable_end(self, state: RunState) -> int:
-        """Where an observation ends: before the live turn and before any unresolved pending turn (the harness
-        keeps those whole), at the start of an atomic unit. Every unobserved message before it, a revert's change
-        included: no hold-back for reverts."""
-        return unit_floor(state, cut_ceiling(state))
+    def observed_end(self, state: RunState) -> int:
+        """Where what Mastra observes ends (``getUnobservedMessages``: every message so far, the live turn
+        included), cut short at the start of an unresolved pending turn (the harness keeps those whole)."""
+        n, pf = len(state), state.protected_from
+        return unit_floor(state, n if pf is None else min(n, pf))
+
+    def counted_from(self, state: RunState) -> int:
+        """Where the unobserved messages start: the view's tail, past the user message an observation at the turn's
+        first step took (Mastra marks it observed and keeps it in that step's prompt only)."""
+        start, lu = floor_index(state), state.last_user_index
+        if state.view.summary is not None and start == lu and self.observed_end(state) > lu:
+            return lu + 1
+        return start
 
     def unobserved_tokens(self, state: RunState) -> int:
-        """Tokens of the unobserved messages an observation would take (from the view's start to
-        :meth:`observable_end`): Mastra counts the set it observes, so nothing counted is left after an observation."""
-        return message_tokens(state, state.view.start, max(self.observable_end(state), state.view.start))
+        """Tokens of the unobserved messages (:meth:`counted_from` to :meth:`observed_end`): Mastra counts the set it
+        observes, so nothing counted is left after an observation."""
+        a = self.counted_from(state)
+        return message_tokens(state, a, max(self.observed_end(state), a))
 
     def over_trigger(self, state: RunState) -> bool:
         return self.unobserved_tokens(state) >= self.config.message_tokens
 
-    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-        if trigger == "overflow" or (trigger == "auto" and not self.over_trigger(state)):
+    def cut(self, state: RunState) -> int:
+        """Where the kept tail starts after an observation: :meth:`observed_end`, except at a turn's first step
+        (the user's message is the newest), where the message is observed and kept (``ObservationStep.prepare``
+        preserves the step's input)."""
+        end, lu = self.observed_end(state), state.last_user_index
+        return lu if 0 <= lu == len(state) - 1 and end == len(state) else end
+
+    def observation(self, state: RunState) -> Plan | None:
+        """The observation Mastra would make now, whatever the threshold says: every unobserved message to
+        :meth:`observed_end` summarised, the tail kept from :meth:`cut`; None while the newest message has a tool call
+        without its result (``ObservationStep.prepare`` defers then) or when nothing would leave the view."""
+        if len(state) and state.messages[-1].calls:
             return None
-        cut = self.observable_end(state)
+        cut = self.cut(state)
         if cut <= floor_index(state):
             return None
         request = SummaryRequest(prompt=OBSERVER_PROMPT, wrapper=WRAPPER, role="user")
-        plan = Plan(start=cut, summarize=True, summary_request=request, mode="observe")
-        return plan if plan_shrinks(state, plan) else None
+        return Plan(start=cut, summarize=True, summary_request=request, mode="observe")
+
+    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
+        if trigger == "overflow" or (trigger == "auto" and not self.over_trigger(state)):
+            return None
+        plan = self.observation(state)
+        return plan if plan is not None and plan_shrinks(state, plan) else None

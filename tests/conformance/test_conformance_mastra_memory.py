@@ -10,15 +10,15 @@ as the assistant message that called it.
 
 Each decision agrees, or differs for one of the declared reasons (:func:`classify`):
 
-* ``live-turn``: Mastra observes the live turn too (every unobserved message at the step, the newest user message and
-  the turn's tool steps included); ours leaves it raw until the next user message. Both observe, and Mastra's set is
-  ours plus live-turn messages only.
-* ``live-turn-tipped``: the same rule, and the live turn is what takes Mastra over the threshold: Mastra observes, ours
-  does not, and the messages before the live turn stay under the threshold in Mastra's own count too
-  (``before_live``).
-* ``tokenizer``: the same messages (the unobserved ones before the live turn) counted on either side of the threshold,
-  the two counts within a quarter of each other: Mastra estimates with ``tokenx``, the engine with its own tokenizer
-  (chars/4 here), so near the threshold one observes and the other not.
+* ``tokenizer``: the same messages (the unobserved ones, the live turn included) counted on either side of the
+  threshold, the two counts within a quarter of each other: Mastra estimates with ``tokenx``, the engine with its own
+  tokenizer (chars/4 here), so near the threshold one observes and the other not.
+* ``not-shrinking``: Mastra observes and we do not, because our summary would not shrink the view (``plan_shrinks``:
+  the engine's smallest summary is longer than the few messages observed; Mastra writes it anyway).
+
+Where Mastra observes at a turn's first step, the user's message is observed with the rest and stays in that step's
+prompt; ours keeps it in the view as the tail's start and counts it observed (``MastraObservationalMemory.cut``), so
+the observed sets compare equal.
 
 The Reflector is not separately modelled (the Observer's prompt asks to condense grown observations): its trigger is
 checked on Mastra's own record, that it ran exactly when the observations after an observation reached
@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from policies.helpers import plan_shrinks
 from policies.mastra import WRAPPER, MastraObservationalMemory, MastraObservationalMemoryConfig
 from sim.core.conversation import Conversation
 from sim.core.state import RunState
@@ -45,7 +46,7 @@ GOLDEN = ROOT / "tests" / "golden" / "conformance" / "mastra-memory.json"
 DOC: dict[str, Any] = json.loads(GOLDEN.read_text())
 CASES: list[dict[str, Any]] = DOC["cases"]
 LONG: list[dict[str, Any]] = DOC["long"]
-CLASSES = ("agree", "live-turn", "live-turn-tipped", "tokenizer")
+CLASSES = ("agree", "tokenizer", "not-shrinking")
 
 
 def owners(c: Conversation) -> list[str]:
@@ -72,22 +73,20 @@ def classify(st: RunState, pol: MastraObservationalMemory, d: dict[str, Any]) ->
     """Our decision on ``st`` against Mastra's ``d``: the class, and the messages we observed (Mastra ids)."""
     plan = pol.decide(st, "auto")
     ids = owners(Conversation("c", st.messages))
-    ours = list(dict.fromkeys(ids[i] for i in range(max(st.view.start, 1), plan.start))) if plan else []
+    end = pol.observed_end(st)
+    if plan is not None:  # the kept tail starts where the observed messages end, or at a first step's user message
+        assert plan.start in (end, st.last_user_index), (plan.start, end)
+    ours = list(dict.fromkeys(ids[i] for i in range(pol.counted_from(st), end))) if plan else []
     theirs: list[str] = d.get("observed", [])
     if bool(plan) == d["observe"] and ours == theirs:
         return "agree", ours
     threshold, counted = d["threshold"], pol.unobserved_tokens(st)
-    # Both count the unobserved messages before the live turn, nothing else (no pending turn here cuts ours short).
-    if pol.observable_end(st) < st.last_user_index and st.view.start < st.last_user_index:
-        return "undeclared", ours
-    near = abs(counted - d["before_live"]) <= 0.25 * d["before_live"] + 10
-    if near and (counted >= threshold) != (d["before_live"] >= threshold):
+    near = abs(counted - d["pending"]) <= 0.25 * d["pending"] + 10
+    if near and (counted >= threshold) != (d["pending"] >= threshold):
         return "tokenizer", ours
-    live = {ids[i] for i in range(max(st.last_user_index, 1), len(ids))}
-    if d["observe"] and plan and set(ours) <= set(theirs) and set(theirs) - set(ours) <= live:
-        return "live-turn", ours  # the same observation, and the live turn with it
-    if d["observe"] and not plan and d["before_live"] < threshold:
-        return "live-turn-tipped", ours  # without the live turn Mastra would not have observed either
+    raw = pol.observation(st)
+    if d["observe"] and counted >= threshold and raw is not None and not plan_shrinks(st, raw):
+        return "not-shrinking", [ids[i] for i in range(pol.counted_from(st), end)]
     return "undeclared", ours
 
 

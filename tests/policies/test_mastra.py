@@ -7,8 +7,20 @@ from policies.mastra import MastraObservationalMemory, MastraObservationalMemory
 from sim.core.conversation import Conversation, Part
 from sim.core.model import ModelConfig
 from sim.core.view import Summary
-from sim.replay.engine import Engine
-from tests.builders import compaction_records, conv, request_turn, shown_ids, state_of, sys, user
+from sim.replay.engine import Engine, RunConfig
+from tests.builders import (
+    asst,
+    call,
+    compaction_records,
+    conv,
+    request_turn,
+    shown_ids,
+    state_of,
+    sys,
+    thinking_loop,
+    tool_steps,
+    user,
+)
 from tests.policies.reverts import SMALL, shows_revert_resolution
 
 
@@ -17,26 +29,50 @@ def test_defaults() -> None:
     assert (cfg.message_tokens, cfg.observation_tokens) == (30_000, 40_000)
 
 
-def test_observes_unobserved_messages_before_the_live_turn() -> None:
+def test_first_step_observes_the_user_message_and_keeps_it() -> None:
+    """At a turn's first step (the user's message is the newest) Mastra observes that message too and keeps it in the
+    prompt (``ObservationStep.prepare`` preserves the step's input); it counts no longer after."""
     pol = MastraObservationalMemory(MastraObservationalMemoryConfig(message_tokens=2_000))
     c = conv(sys("s", id="sys"), *(d for k in range(1, 8) for d in request_turn(k, 1_600)), user("next", id="next"))
     st = state_of(pol, c, ModelConfig())
-    assert pol.unobserved_tokens(st) >= 2_000
+    assert pol.unobserved_tokens(st) == message_tokens(st, 1, len(c.messages)) >= 2_000  # "next" counted
     plan = pol.decide(st, "auto")
-    assert plan is not None and shown_ids(c, plan.view_from(st.view).with_(summary=Summary("o"))) == [
-        "sys",
-        "<summary>",
-        "next",
-    ]
+    assert plan is not None and plan.start == st.last_user_index == pol.observed_end(st) - 1
+    after = plan.view_from(st.view).with_(summary=Summary("o", through=plan.start))
+    assert shown_ids(c, after) == ["sys", "<summary>", "next"]
+    st.view = after
+    assert pol.counted_from(st) == len(c.messages) and pol.unobserved_tokens(st) == 0
     default = MastraObservationalMemory()
     assert default.decide(state_of(default, c, ModelConfig()), "auto") is None  # under 30,000
 
 
-def test_engine_run_and_known_deviation() -> None:
+def test_mid_loop_observes_the_live_turn() -> None:
+    """Mid tool loop Mastra observes every unobserved message, the user's message and the newest results included: the
+    tool step that takes the count over the threshold is observed with the rest, and the request is the observations."""
+    pol = MastraObservationalMemory(MastraObservationalMemoryConfig(message_tokens=2_000))
+    c = conv(sys("s", id="sys"), user("task", id="u"), *tool_steps(6, size=1_600))
+    st = state_of(pol, c, ModelConfig())
+    before_live = message_tokens(st, 1, st.last_user_index)
+    assert before_live == 0 and pol.unobserved_tokens(st) >= 2_000
+    plan = pol.decide(st, "auto")
+    assert plan is not None and plan.start == len(c.messages) == pol.observed_end(st)
+    assert shown_ids(c, plan.view_from(st.view).with_(summary=Summary("o"))) == ["sys", "<summary>"]
+    waiting = conv(sys("s"), user("task"), *tool_steps(6, size=1_600), asst("next", [call("c9")]))
+    assert pol.decide(state_of(pol, waiting, ModelConfig()), "auto") is None  # a call without its result: deferred
+
+
+def test_engine_run_and_known_deviations() -> None:
+    """A tool loop observed mid-turn: the live turn leaves the view (declared ``live-turn``, nothing else broken); with
+    Anthropic thinking on, the next request opens from the observations (the reply opens a turn afresh), so a loop
+    whose first reply alone thinks is not cut inside (no ``atomic-units``)."""
     pol = MastraObservationalMemory(MastraObservationalMemoryConfig(message_tokens=3_000))
     c = conv(sys("s", id="sys"), *(d for k in range(1, 40) for d in request_turn(k, 1_600)))
     res = Engine(pol, c, SMALL).run()
-    assert compaction_records(res) and not res.violations
+    assert compaction_records(res) and {v.invariant for v in res.violations} == {"live-turn"}
+    assert all(pol.declared(v.invariant) for v in res.violations)
+    looped = conv(sys("s"), user("task"), *thinking_loop(30, size=1_200), asst("done"))
+    run = Engine(pol, looped, RunConfig(model=ModelConfig(provider="anthropic"))).run()
+    assert compaction_records(run) and {v.invariant for v in run.violations} == {"live-turn"}
     assert shows_revert_resolution(pol)
 
 
@@ -93,5 +129,5 @@ def test_pending_turns_kept_verbatim_do_not_hold_the_trigger() -> None:
     r = Engine(pol, c, RunConfig(model=small_model(8000), deep_checks=True)).run()
     assert not r.violations  # before: compaction-loop at turn 6
     st = state_of(pol, Conversation(c.id, c.messages[:16]), small_model(8000))
-    assert st.protected_from == 7 and pol.observable_end(st) == 7  # m7 on is kept whole: m8 is still pending
+    assert st.protected_from == 7 and pol.observed_end(st) == 7  # m7 on is kept whole: m8 is still pending
     assert pol.unobserved_tokens(st) < 1200 < message_tokens(st, 0, 15)  # the big result is kept, not counted
