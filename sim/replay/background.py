@@ -27,7 +27,9 @@ What the engine does, and why each step is so:
   how long the agent waited). The first request after the swap writes the new prefix to the cache, the stale tail
   included; the compactions table's ``cost_usd`` counts that write with the summariser call.
 * **Cancelled**: a ``/compact`` or a rollback while one is under way drops it (what it summarised is no longer the
-  view it would land on); a run that ends first never uses it. Its summariser request stays billed either way: the
+  view it would land on); so does a turn it would take that became an unresolved pending turn since it started
+  (a reply that asks the user, after a start that summarised its turn: nothing of a pending turn is compacted); a run
+  that ends first never uses it. Its summariser request stays billed either way: the
   requests table keeps it under its ``compaction_id``, with no compaction of that id.
 """
 

@@ -113,6 +113,11 @@ def land(e: Engine, waited: float = 0.0) -> bool:
     b, e.background = e.background, None
     if b is None or e.state.view != b.before:  # only a cancel changes the view while one is under way: a guard
         return False
+    if any(
+        name == "protected-span"
+        for name, _ in check_compaction(e.state, b.before, b.view, edit_changes(e, b.before, b.view))
+    ):
+        return False  # a turn it would take became pending since it started: dropped (sim.replay.background)
     over_before = e.policy.over_trigger(e.state) is not False
     stale = background.staleness(e, b, waited)
     return commit(e, b.before, b.view, b.cid, "auto", b.mode, b.summarised, over_before, stale)
