@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from policies import make_policy
+from policies.base import Plan, Trigger
 from policies.copilot import CopilotInfiniteSessions
 from sim.core.conversation import Conversation
 from sim.core.log import CompactionCreated, MessageAppended, RequestSent
@@ -15,7 +16,7 @@ from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.replay import background
 from sim.replay.engine import RunConfig, RunResult, run
-from tests.builders import compact_cmd, conv, request_turn, sys, user, user_turns
+from tests.builders import asst, call, compact_cmd, conv, request_turn, sys, tool, user, user_turns
 
 CONFIG = RunConfig(model=ModelConfig(context_window=8_000, output_reserve=500), tokenizer="chars4")
 
@@ -158,3 +159,26 @@ def test_the_results_tables_and_the_run_page_say_how_stale_each_landed() -> None
             assert list(page["stale_messages"]) == list(comps["stale_messages"])
         else:  # made at once: the columns are empty, and the run page leaves them out
             assert comps["started_turn"].isna().all() and "stale_messages" not in page.columns
+
+
+class TakesTheLiveTurn(CopilotInfiniteSessions):
+    """Copilot's trigger, with a summary of everything so far, the live turn included (as Mastra's buffers take)."""
+
+    def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
+        if trigger == "overflow" or (trigger == "auto" and not self.over_trigger(state)):
+            return None
+        return Plan(start=len(state), summarize=True, mode="checkpoint")
+
+
+def test_a_summary_that_would_take_a_turn_raised_pending_since_is_dropped() -> None:
+    """Started mid-turn, the summary takes the live turn; its reply then asks the user (an unresolved pending turn), so
+    landing it would compact a pending turn: it is dropped, its request billed."""
+    d = [sys("s", id="sys"), user("a", id="u1"), asst("", [call("c1", "read")], id="a1")]
+    d += [tool("c1", "z" * 27_000, name="read", id="t1"), asst("Shall I go on?", pending=True, id="ask")]
+    d += [user("not yet", id="u2"), asst("", [call("c2", "read")], id="a2"), tool("c2", "b", name="read", id="t2")]
+    d += [asst("done", id="d2")]
+    r = run(TakesTheLiveTurn(), conv(*d), replace(CONFIG, deep_checks=True))
+    made = {e.compaction_id for e in events(r, RequestSent) if e.request_kind == "summariser"}
+    landed = {e.id for e in events(r, CompactionCreated)}
+    assert "c1" in made and "c1" not in landed
+    assert "protected-span" not in {v.invariant for v in r.violations}

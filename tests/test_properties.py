@@ -333,6 +333,7 @@ HAND_BUILT = {
     ("roo-code", "atomic-units"): _live_thinking_loop,
     ("deep-agents", "atomic-units"): _live_thinking_loop,
     ("mastra-observational-memory", "revert-resolution"): revert_after_compaction,
+    ("mastra-observational-memory", "live-turn"): _live_thinking_loop,
     ("effect-agent", "atomic-units"): _live_thinking_loop,
     ("jetbrains-summary", "atomic-units"): lambda: _live_thinking_loop(steps=40, size=200),
     ("jetbrains-hybrid", "atomic-units"): lambda: _live_thinking_loop(steps=60, size=200),

@@ -14,6 +14,11 @@ answers with canned observations; ``observe`` reflects by itself at ``observatio
 whether it reflected, with the observations after it. The long conversations (``conformance/long/``) are replayed with
 the Observer's threshold at a quarter of each conversation's size as Mastra counts it, the Reflector's at 200 tokens
 (the third canned observation reaches it).
+
+The same runs then go through ``turns.mjs``, the path Mastra's agent processor takes (``ObservationStep.prepare`` before
+every model call of a turn), twice: with async buffering on (Mastra's default) and off, the Reflector out of reach. The
+golden file's ``turns`` section holds, per model call, Mastra's count and threshold, the chunk a buffer made (its
+messages and their tokens), the messages activated from chunks and those observed synchronously, and the chunks left.
 """
 
 from __future__ import annotations
@@ -33,12 +38,14 @@ from conversations import load  # noqa: E402
 ENV = ROOT / ".venv-conformance" / "mastra-memory"
 GOLDEN = ROOT / "tests" / "golden" / "conformance" / "mastra-memory.json"
 LONG_SETTINGS = {"messageTokens": {"share": 0.25}, "observationTokens": 200, "observation_words": 60}
+#: The step-by-step runs (turns.mjs): the Reflector out of reach, so the buffers are compared alone (a reflection
+#: makes a new record, and in @mastra/core's InMemoryStore the buffered chunks do not pass to it).
+NO_REFLECTION = 1_000_000
 
 
-def replay(runs: list[dict]) -> dict:  # type: ignore[type-arg]
-    proc = subprocess.run(
-        ["node", str(HERE / "observe.mjs"), str(ENV)], input=json.dumps(runs), capture_output=True, text=True
-    )
+def replay(runs: list[dict], script: str = "observe.mjs") -> dict:  # type: ignore[type-arg]
+    command = ["node", str(HERE / script), str(ENV)]
+    proc = subprocess.run(command, input=json.dumps(runs), capture_output=True, text=True)
     if proc.returncode:
         sys.exit(proc.stderr)
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
@@ -65,6 +72,16 @@ def main() -> None:
         }
         for r in replay(long_runs)["results"]
     ]
+    turns: dict[str, list[dict]] = {}  # type: ignore[type-arg]
+    for mode, buffering in (("buffered", True), ("sync", False)):
+        runs = [{"name": c["name"], "messages": c["messages"], "settings": c["settings"]} for c in CASES]
+        runs += [{"name": c["name"], "messages": c["messages"], "settings": LONG_SETTINGS} for c in load()]
+        for r in runs:
+            r["settings"] = {**r["settings"], "buffering": buffering, "observationTokens": NO_REFLECTION}
+        turns[mode] = [
+            {"name": r["name"], "settings": r["settings"], "decisions": r["decisions"], "model_calls": r["model_calls"]}
+            for r in replay(runs, "turns.mjs")["results"]
+        ]
     golden = {
         "package": "@mastra/memory",
         "version": ran["version"],
@@ -72,6 +89,7 @@ def main() -> None:
         "function": "ObservationalMemory.getStatus / observe",
         "cases": cases,
         "long": long,
+        "turns": turns,
     }
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
