@@ -146,6 +146,13 @@ def land(e: Engine, waited: float = 0.0) -> bool:
         why = f"background compaction {b.cid} discarded: landing now would break {', '.join(broken)}"
         e.log.append(CompactionFailed(e.state.turn, "auto", why))
         return False
+    # The block goes first, what came since after it (the Anthropic docs have the swapped history sent at once "so
+    # that thinking produced while the summary was being written stays valid"): a reply right after an assistant-role
+    # block continues from it, as the reply after a summary made at once does.
+    first, msgs = b.view.start, e.ledger.messages
+    role = b.view.summary.role if b.view.summary is not None else None
+    if role == "assistant" and not b.view.spans and first < len(msgs) and msgs[first].role == "assistant":
+        e.ledger.openers.add(first)
     over_before = e.policy.over_trigger(e.state) is not False
     stale = background.staleness(e, b, waited)
     return commit(e, b.before, b.view, b.cid, "auto", b.mode, b.summarised, over_before, stale)

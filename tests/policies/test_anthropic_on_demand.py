@@ -69,3 +69,17 @@ def test_background_makes_the_on_demand_summary_and_lands_it_later() -> None:
     assert fg and bg and AnthropicBackgroundCompaction.timing == "background"
     assert fg[0].staleness is None and bg[0].staleness is not None
     assert bg[0].staleness.started_turn == fg[0].turn < bg[0].turn and bg[0].view == fg[0].view
+
+
+def test_a_block_landed_mid_thinking_loop_is_continued_from() -> None:
+    """The background request sent inside a thinking tool loop, its block landing several rounds later: the rounds
+    that came since follow the block and the provider accepts the request (the documented swap), where the loop's
+    opening thinking went into the block."""
+    from tests.builders import thinking_loop
+
+    c = conv(sys("s", id="sys"), user("go", id="u0"), *thinking_loop(40, size=700))
+    r = run(make_policy("anthropic-background-compaction", {"trigger_tokens": "5000"}), c, SMALL)
+    landed = [e for e in r.log if isinstance(e, CompactionCreated)]
+    assert landed and all(e.staleness is not None and e.staleness.messages >= 2 for e in landed)
+    assert r.summary["finish_reason"] == "completed"
+    assert not [v for v in r.violations if v.invariant == "atomic-units"]
