@@ -295,15 +295,21 @@ class NexAUSummary(_NexAU):
     over the window into chunks and, when the summary call fails, uses the newest messages' text as the summary;
     here a failed summary leaves the view unchanged.
 
-    Known deviation: ``revert-resolution`` (NexAU knows nothing of reverts): a change summarised away is not brought
-    back for a revert that comes later.
+    Known deviations: ``revert-resolution`` (NexAU knows nothing of reverts): a change summarised away is not
+    brought back for a revert that comes later. ``compaction-loop``: NexAU checks before and after every model call
+    with no guard against compacting again (``SlidingWindowCompaction`` gives up only after 3 failed summaries in a
+    row), so while what it keeps holds the view over the threshold it summarises again at every call.
     """
 
-    known_deviations = frozenset({"revert-resolution"})
+    known_deviations = frozenset({"revert-resolution", "compaction-loop"})
     deviation_reasons = {
         "revert-resolution": (
             "NexAU knows nothing of reverts: a change compacted away is not brought back for its revert"
-        )
+        ),
+        "compaction-loop": (
+            "NexAU checks before and after every model call with no guard against compacting again: while what"
+            " it keeps holds the view over the threshold, it summarises again at every call"
+        ),
     }
 
     def _plan(self, state: RunState, start: int) -> Plan | None:

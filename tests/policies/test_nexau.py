@@ -254,3 +254,55 @@ def test_known_deviation_compaction_loop() -> None:
     """Long texts that no clearing touches keep the view over 0.75 of the window: NexAU compacts after every call."""
     res = Engine(NexAUToolResultCompaction(), texts_over_the_threshold(), SMALL).run()
     assert "compaction-loop" in res.summary["violations_by_invariant"]
+
+
+def kept_iterations_over_the_threshold() -> Conversation:
+    """Small request turns around one whose 5,800-token result stays among the newest three iterations for several
+    calls: each summary of what slid out leaves the view over 0.75 of an 8,000-token window (for
+    ``test_properties.HAND_BUILT``)."""
+    return conv(
+        sys("You are an agent.", id="sys"),
+        *(d for k in range(4) for d in request_turn(k, 1_200)),
+        user("look at the big file", id="ub"),
+        asst("reading", [call("cb")], id="ab"),
+        tool("cb", "b" * 23_200, id="tb"),
+        asst("read it", id="db"),
+        *(d for k in range(5, 9) for d in request_turn(k, 1_200)),
+    )
+
+
+def test_known_deviation_compaction_loop_of_the_summary() -> None:
+    """What NexAU keeps (the newest three iterations, one with a large result) holds the view over the threshold,
+    and with no guard it summarises again at the next call (before_model, then after_model, on consecutive turns)."""
+    assert NexAUSummary.declared("compaction-loop") is not None
+    res = Engine(NexAUSummary(), kept_iterations_over_the_threshold(), SMALL).run()
+    assert "compaction-loop" in res.summary["violations_by_invariant"]
+
+
+def pending_turns_resolved_one_by_one() -> Conversation:
+    """The shape of ``csim check``'s 10,000-example counterexample (benchmarks/results/check-10000.jsonl): three turns
+    each ending on a pending reply (an approval asked for), the third never resolved, a tool loop of large results,
+    then user messages resolving the first two pending replies, one a turn."""
+    d = [sys("You are an agent.", id="sys")]
+    for k in range(3):
+        d += [user(f"question {k}", id=f"u{k}"), asst("may I? " + "p" * 1_600, id=f"p{k}", pending=True)]
+    d += [user("go on", id="go")]
+    for k in range(4):
+        d += [asst(f"step {k}", [call(f"c{k}")], id=f"a{k}"), tool(f"c{k}", "r" * 5_600, id=f"t{k}")]
+    d += [asst("done", id="done")]
+    d += [user("yes to the first", id="y0", resolves=["p0"]), asst("ok", id="o0")]
+    d += [user("yes to the second", id="y1", resolves=["p1"]), asst("ok", id="o1")]
+    return conv(*d, user("thanks", id="y2"), asst("ok", id="o2"))
+
+
+def test_pending_turns_cap_each_summary_into_a_declared_loop() -> None:
+    """Regression (csim check, 10,000 examples): an unresolved pending turn caps every cut (the harness's
+    ``protected_from``), so as the earlier pending turns resolve each summary frees one of them only and the view
+    stays over the threshold on consecutive turns. NexAU would compact again as well (no guard): a declared
+    ``compaction-loop``, not a failure."""
+    c = pending_turns_resolved_one_by_one()
+    res = Engine(NexAUSummary(), c, SMALL).run()
+    ids = [c.messages[r.view.start].id for r in compaction_records(res)]
+    assert ids == ["u1", "u2"]  # each cut at the start of the oldest pending turn still unresolved
+    assert res.summary["violations_by_invariant"] == {"compaction-loop": 1}
+    assert NexAUSummary.declared("compaction-loop") is not None
