@@ -273,7 +273,14 @@ class NexAUToolResultCompaction(_NexAU):
         if bound <= current:
             return None
         edits = tuple(e for e in state.view.edits if e.rule != rule) + (Edit(rule, bound),)
-        plan = Plan(start=state.view.start, edits=edits, mode="tool-result-compaction")
+        view = state.view  # an emergency summary's pinned user message and slot stay
+        plan = Plan(
+            start=view.start,
+            spans=view.spans,
+            summary_slot=view.summary_slot,
+            edits=edits,
+            mode="tool-result-compaction",
+        )
         return plan if plan_shrinks(state, plan) else None
 
 

@@ -12,12 +12,14 @@ from policies.nexau import (
     NexAUToolResultCompaction,
     estimate,
 )
+from sim.core.config import RunConfig
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
 from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.core.view import View, edit_parts
 from sim.replay.engine import Engine
+from sim.replay.strategies import small_model
 from tests.builders import (
     asst,
     call,
@@ -306,3 +308,21 @@ def test_pending_turns_cap_each_summary_into_a_declared_loop() -> None:
     assert ids == ["u1", "u2"]  # each cut at the start of the oldest pending turn still unresolved
     assert res.summary["violations_by_invariant"] == {"compaction-loop": 1}
     assert NexAUSummary.declared("compaction-loop") is not None
+
+
+def test_clearing_after_an_emergency_keeps_its_pinned_user_message() -> None:
+    """The emergency summary keeps the last user message apart from the newest iteration (a span); a later clearing
+    of results restates it. Regression (``csim check --examples 3000``, protected-span): the clearing plan dropped
+    it, and a pending reply in its turn had made it the start of a protected turn."""
+    d = [sys("You are an agent.", id="sys"), user("first", id="u0"), asst("ok", id="d0"), user("look", id="U")]
+    for k in range(3):
+        d += [asst(f"step {k}", [call(f"c{k}")], id=f"a{k}"), tool(f"c{k}", "r" * 10_400, id=f"t{k}")]
+    d += [asst("may I go on?", id="ask", pending=True), user("also this", id="u2")]
+    for k in range(3, 9):
+        d += [asst(f"step {k}", [call(f"c{k}")], id=f"a{k}"), tool(f"c{k}", "r" * 4_000, id=f"t{k}")]
+    c = conv(*d, asst("done", id="done"))
+    res = Engine(NexAUToolResultCompaction(), c, RunConfig(model=small_model(8_000), tokenizer="chars4")).run()
+    records = compaction_records(res)
+    assert records[0].trigger == "overflow"
+    assert all(r.view.shows(3) for r in records)  # U, index 3
+    assert "protected-span" not in res.summary["violations_by_invariant"]
