@@ -149,6 +149,13 @@ def round_start(state: RunState, keep: int) -> int | None:
     return None
 
 
+#: Why both strategies declare ``atomic-units``: the emergency path's cut, which NexAU makes in the live turn too.
+EMERGENCY_THINKING = (
+    "NexAU's emergency summary keeps only the newest iteration and the last user message: mid tool loop it"
+    " summarises the reply that opened the turn, and that reply's thinking with it"
+)
+
+
 class _NexAU(Policy[NexAUConfig]):
     """The part both strategies share: the two check points, the kept part, the emergency path."""
 
@@ -247,10 +254,12 @@ class NexAUToolResultCompaction(_NexAU):
     Known deviations: ``compaction-loop``: clearing results keeps every message, so a view whose messages alone stay
     over the threshold is cleared again at the next call (NexAU checks before and after every call).
     ``revert-resolution`` (NexAU knows nothing of reverts): a change the emergency summary replaced is not brought
-    back for a revert that comes later.
+    back for a revert that comes later. ``atomic-units``: the emergency summary cuts inside the live turn, so in a
+    tool loop whose first reply alone thinks, the request's final turn starts without thinking (Anthropic rejects
+    it; NexAU's retry after a 400 covers only invalid thinking signatures, ``llm_caller.py``).
     """
 
-    known_deviations = frozenset({"compaction-loop", "revert-resolution"})
+    known_deviations = frozenset({"compaction-loop", "revert-resolution", "atomic-units"})
     deviation_reasons = {
         "compaction-loop": (
             "clearing results keeps every message, so a view whose messages alone"
@@ -259,6 +268,7 @@ class NexAUToolResultCompaction(_NexAU):
         "revert-resolution": (
             "NexAU knows nothing of reverts: a change its emergency summary replaced is not brought back for its revert"
         ),
+        "atomic-units": EMERGENCY_THINKING,
     }
 
     @property
@@ -306,9 +316,10 @@ class NexAUSummary(_NexAU):
     brought back for a revert that comes later. ``compaction-loop``: NexAU checks before and after every model call
     with no guard against compacting again (``SlidingWindowCompaction`` gives up only after 3 failed summaries in a
     row), so while what it keeps holds the view over the threshold it summarises again at every call.
+    ``atomic-units``: as ``nexau-tool-result-compaction``'s, the emergency summary's cut in the live turn.
     """
 
-    known_deviations = frozenset({"revert-resolution", "compaction-loop"})
+    known_deviations = frozenset({"revert-resolution", "compaction-loop", "atomic-units"})
     deviation_reasons = {
         "revert-resolution": (
             "NexAU knows nothing of reverts: a change compacted away is not brought back for its revert"
@@ -317,6 +328,7 @@ class NexAUSummary(_NexAU):
             "NexAU checks before and after every model call with no guard against compacting again: while what"
             " it keeps holds the view over the threshold, it summarises again at every call"
         ),
+        "atomic-units": EMERGENCY_THINKING,
     }
 
     def _plan(self, state: RunState, start: int) -> Plan | None:

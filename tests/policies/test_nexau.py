@@ -202,6 +202,23 @@ def three_large_results() -> Conversation:
     return conv(*d, asst("done", id="done"))
 
 
+def large_results_after_thinking() -> Conversation:
+    """As :func:`three_large_results`, the first reply thinking (not the later ones): the emergency summary takes it,
+    and the request's final turn then opens without thinking (for ``test_properties.HAND_BUILT``)."""
+    c = three_large_results()
+    first = c.messages[2]
+    thought = asst("step 0", [call("c0")], thinking="plan the work " * 20, id=first.id)
+    return conv(*c.messages[:2], thought, *c.messages[3:])
+
+
+def test_known_deviation_atomic_units_in_a_live_thinking_loop() -> None:
+    """Anthropic rejects the retried request: its final turn opens at the newest iteration, which does not think."""
+    for pol in (NexAUSummary(), NexAUToolResultCompaction()):
+        assert pol.declared("atomic-units") is not None
+        res = Engine(pol, large_results_after_thinking(), RunConfig(model=small_model(8_000), tokenizer="chars4")).run()
+        assert "atomic-units" in res.summary["violations_by_invariant"], type(pol).__name__
+
+
 def test_overflow_emergency_summary_and_one_retry() -> None:
     """wrap_model_call: on a provider overflow, everything but the newest iteration and the last user message is
     summarised into a message right after the system prompt, and the call retried once."""
