@@ -52,7 +52,11 @@ from tests.policies.test_goose import compact_drops_live_turn
 from tests.policies.test_inspect_ai import trim_drops_live_turn
 from tests.policies.test_kimi_cli import kept_pair_over_trigger
 from tests.policies.test_letta import sliding_window_summarises_the_task
-from tests.policies.test_nexau import texts_over_the_threshold
+from tests.policies.test_nexau import (
+    kept_iterations_over_the_threshold,
+    large_results_after_thinking,
+    texts_over_the_threshold,
+)
 
 WINDOW = 8_000
 EXAMPLES = 60
@@ -352,6 +356,9 @@ HAND_BUILT = {
     ("goose", "live-turn"): compact_drops_live_turn,
     ("kimi-cli", "compaction-loop"): kept_pair_over_trigger,
     ("nexau-tool-result-compaction", "compaction-loop"): texts_over_the_threshold,
+    ("nexau-summary", "compaction-loop"): kept_iterations_over_the_threshold,
+    ("nexau-summary", "atomic-units"): large_results_after_thinking,
+    ("nexau-tool-result-compaction", "atomic-units"): large_results_after_thinking,
     ("claude-code-microcompact", "compaction-loop"): lambda: _golden("claude-code-microcompact-refills-at-once"),
 }
 #: Parameters a hand-built case sets beyond the check's (a deviation of one mode only).
