@@ -332,6 +332,7 @@ HAND_BUILT = {
     ("opencode", "atomic-units"): _live_thinking_loop,
     ("roo-code", "atomic-units"): _live_thinking_loop,
     ("deep-agents", "atomic-units"): _live_thinking_loop,
+    ("docker-agent", "atomic-units"): _live_thinking_loop,
     ("mastra-observational-memory", "revert-resolution"): revert_after_compaction,
     ("effect-agent", "atomic-units"): _live_thinking_loop,
     ("jetbrains-summary", "atomic-units"): lambda: _live_thinking_loop(steps=40, size=200),
