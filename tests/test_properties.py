@@ -336,6 +336,7 @@ HAND_BUILT = {
     ("opencode", "atomic-units"): _live_thinking_loop,
     ("roo-code", "atomic-units"): _live_thinking_loop,
     ("deep-agents", "atomic-units"): _live_thinking_loop,
+    ("docker-agent", "atomic-units"): _live_thinking_loop,
     ("mastra-observational-memory", "revert-resolution"): revert_after_compaction,
     ("mastra-observational-memory", "live-turn"): _live_thinking_loop,
     ("effect-agent", "atomic-units"): _live_thinking_loop,
