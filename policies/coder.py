@@ -58,8 +58,11 @@ class Coder(Policy[CoderConfig]):
     * **Kept** (ours): the newest ``keep_recent_tokens``, the cut at a turn or unit start; the rest is summarised into
       one user message, the previous summary folded in.
 
-    Known deviation: ``revert-resolution`` (coder knows nothing of reverts): a change compacted away is
-    not brought back for a revert that comes later.
+    Known deviations: ``revert-resolution`` (coder knows nothing of reverts): a change compacted away is
+    not brought back for a revert that comes later; ``compaction-loop``: the threshold is checked before each request
+    and the sources read name no guard, so when what must stay (the kept tail, an unresolved pending turn the harness
+    keeps whole) holds the context over it, coder compacts again at the next request (``csim check`` at 10,000
+    examples).
     """
 
     #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
@@ -72,11 +75,15 @@ class Coder(Policy[CoderConfig]):
     }
 
     Config = CoderConfig
-    known_deviations = frozenset({"revert-resolution"})
+    known_deviations = frozenset({"revert-resolution", "compaction-loop"})
     deviation_reasons = {
         "revert-resolution": (
             "coder knows nothing of reverts: a change compacted away is not brought back for its revert"
-        )
+        ),
+        "compaction-loop": (
+            "the threshold is checked before each request and the sources read name no guard: what must stay (the kept"
+            " tail, a pending turn) can hold it over on consecutive turns"
+        ),
     }
 
     def threshold_percent(self, state: RunState) -> int:

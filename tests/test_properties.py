@@ -55,6 +55,7 @@ from tests.policies.test_letta import sliding_window_summarises_the_task
 from tests.policies.test_nexau import (
     kept_iterations_over_the_threshold,
     large_results_after_thinking,
+    pending_turns_resolved_one_by_one,
     texts_over_the_threshold,
 )
 
@@ -358,6 +359,9 @@ HAND_BUILT = {
     ("kimi-cli", "compaction-loop"): kept_pair_over_trigger,
     ("nexau-tool-result-compaction", "compaction-loop"): texts_over_the_threshold,
     ("nexau-summary", "compaction-loop"): kept_iterations_over_the_threshold,
+    # what the harness keeps whole (an unresolved pending turn) holds the view over: no guard stops the next one
+    ("anthropic-on-demand-compaction", "compaction-loop"): pending_turns_resolved_one_by_one,
+    ("coder", "compaction-loop"): pending_turns_resolved_one_by_one,
     ("nexau-summary", "atomic-units"): large_results_after_thinking,
     ("nexau-tool-result-compaction", "atomic-units"): large_results_after_thinking,
     ("claude-code-microcompact", "compaction-loop"): lambda: _golden("claude-code-microcompact-refills-at-once"),
