@@ -122,14 +122,13 @@ def stale_breaks(e: Engine, before: View, after: View) -> list[str]:
 
 def under_way(e: Engine, ask: Callable[[], Plan | None]) -> None:
     """Where the policy would be asked for an automatic compaction while a background one is under way: swap it in
-    if it is due (:func:`sim.replay.background.due`); else the policy is not asked for another, but a rollback it
-    makes (``ask()``: the harness's revert contract, for a change an earlier summary took) happens, and drops the one
-    under way."""
+    if it is due (:func:`sim.replay.background.due`); the policy is not asked for another compaction here, but a
+    rollback it makes (``ask()``: the harness's revert contract, for a change an earlier summary took) happens, and
+    drops the one under way, if any."""
     waited = background.due(e)
     if waited is not None:
         land(e, waited)
-        return
-    plan = ask()
+    plan = ask()  # right after a landing too: a revert may have come in of a change an earlier summary took
     if plan is not None and plan.restore is not None:
         compact(e, plan, "auto")
 
