@@ -154,15 +154,22 @@ class Aider(Policy[AiderConfig]):
     kept messages). A summary that would not shrink the view is skipped. ``/compact`` does nothing (Aider has no such
     command).
 
-    Known deviation: ``revert-resolution``. Aider has no notion of reverts: the tail is chosen by tokens, so a kept
-    revert may lose the change it reverts to the summary.
+    Known deviations: ``revert-resolution``. Aider has no notion of reverts: the tail is chosen by tokens, so a kept
+    revert may lose the change it reverts to the summary. ``compaction-loop``: ``summarize_start`` summarises after
+    every exchange while ``too_big`` holds, with no guard, so when what must stay (the tail, an unresolved pending
+    turn the harness keeps whole) keeps the done messages over the budget it summarises again at the next exchange
+    (``csim check`` at 10,000 examples).
     """
 
     Config = AiderConfig
     when = frozenset({"user_turn"})
-    known_deviations = frozenset({"revert-resolution"})
+    known_deviations = frozenset({"revert-resolution", "compaction-loop"})
     deviation_reasons = {
         "revert-resolution": "Aider picks its tail by tokens and knows nothing of reverts",
+        "compaction-loop": (
+            "summarize_start runs after every exchange while the done messages are too big, with no guard: what must"
+            " stay (the tail, a pending turn the harness keeps whole) can keep them over"
+        ),
     }
 
     def max_tokens(self, state: RunState) -> int:
