@@ -135,8 +135,10 @@ class DeepAgents(Policy[DeepAgentsConfig]):
       (``langchain-summarization``'s :func:`~policies.langchain.approx_tokens`, plus the system prompt).
 
     Known deviations: as ``langchain-summarization``'s, its cut knows AI/tool pairs, not thinking tool loops
-    (``atomic-units``), and there are no reverts (``revert-resolution``). (Its ``compaction-loop`` needs kept
-    messages over the trigger, which a keep of 0.1 of the input under a trigger of 0.85 does not leave.)
+    (``atomic-units``), there are no reverts (``revert-resolution``), and it summarises again before every model call
+    while it is over the trigger (``compaction-loop``): a keep of 0.1 of the input under a trigger of 0.85 leaves no
+    such tail by itself, but an unresolved pending turn the harness keeps whole can (``csim check`` at 10,000
+    examples).
 
     Differences: a truncated call's arguments are replaced whole by ``{"...": "...(argument truncated)"}`` (Deep
     Agents keeps every key and the first 20 characters of each string over ``max_length``), and once one call before
@@ -150,8 +152,12 @@ class DeepAgents(Policy[DeepAgentsConfig]):
     """
 
     Config = DeepAgentsConfig
-    known_deviations = frozenset({"atomic-units", "revert-resolution"})
+    known_deviations = frozenset({"atomic-units", "revert-resolution", "compaction-loop"})
     deviation_reasons = {
+        "compaction-loop": (
+            "as LangChain's middleware, it summarises again before every model call while over the trigger: what must"
+            " stay (a pending turn the harness keeps whole) can keep it over"
+        ),
         "atomic-units": (
             "Deep Agents' cut knows AI/tool pairs, so it can drop the reply whose thinking opened the live tool loop"
             " (Anthropic rejects that request without interleaved thinking)"

@@ -363,6 +363,7 @@ HAND_BUILT = {
     ("anthropic-on-demand-compaction", "compaction-loop"): pending_turns_resolved_one_by_one,
     ("coder", "compaction-loop"): pending_turns_resolved_one_by_one,
     ("aider", "compaction-loop"): pending_turns_resolved_one_by_one,
+    ("deep-agents", "compaction-loop"): pending_turns_resolved_one_by_one,
     ("nexau-summary", "atomic-units"): large_results_after_thinking,
     ("nexau-tool-result-compaction", "atomic-units"): large_results_after_thinking,
     ("claude-code-microcompact", "compaction-loop"): lambda: _golden("claude-code-microcompact-refills-at-once"),
