@@ -117,3 +117,4 @@ class AnthropicBackgroundCompaction(AnthropicOnDemandCompaction):
     # Under way, no second compaction is asked for (the documented swap), and what lands is stale by what came since:
     # the loop of the on-demand client is not this one's (csim check shows none).
     known_deviations = frozenset({"live-turn"})
+    deviation_reasons = {"live-turn": AnthropicOnDemandCompaction.deviation_reasons["live-turn"]}
