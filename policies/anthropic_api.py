@@ -113,6 +113,23 @@ def _edit_plan(state: RunState, rules: tuple[Rule, ...], bound: int, mode: str) 
     )
 
 
+def block_cut(state: RunState, preserve: int = 0) -> int | None:
+    """Where a compaction block's summary ends: everything, or all but the ``preserve`` newest messages taken whole;
+    never into a pending turn; a kept revert keeps its change. None when nothing new would be summarised."""
+    n = len(state)
+    cut = unit_floor(state, max(0, n - preserve)) if preserve else n
+    cut = keep_reverts(state, _below_pending(state, cut))
+    return cut if cut > floor_index(state) else None
+
+
+def block_plan(state: RunState, cut: int, prompt: str) -> Plan | None:
+    """Everything before ``cut`` into one compaction block, an assistant message in ``<summary>`` tags that the
+    model then answers from; None when it would not shrink the view."""
+    request = SummaryRequest(role="assistant", wrapper=SUMMARY_WRAPPER, prompt=prompt)
+    plan = Plan(start=cut, summarize=True, summary_request=request, mode="compact")
+    return plan if plan_shrinks(state, plan) else None
+
+
 def _current_bound(state: RunState, rule: Rule) -> int:
     return next((e.before for e in state.view.edits if e.rule == rule), 0)
 
@@ -448,31 +465,13 @@ class AnthropicCompaction(Policy[CompactionConfig]):
         if not self.over_trigger(state):
             return None
         cut = self._cut(state)
-        if cut is None:
-            return None
-        cfg = self.config
-        plan = Plan(
-            start=cut,
-            summarize=True,
-            summary_request=SummaryRequest(
-                role="assistant", wrapper=SUMMARY_WRAPPER, prompt=cfg.instructions or COMPACTION_PROMPT
-            ),
-            mode="compact",
-        )
-        return plan if plan_shrinks(state, plan) else None
+        return None if cut is None else block_plan(state, cut, self.config.instructions or COMPACTION_PROMPT)
 
     def over_trigger(self, state: RunState) -> bool:
         return state.view_size()[0] > self.config.trigger_tokens
 
     def _cut(self, state: RunState) -> int | None:
-        """Everything, or all but the preserved newest messages taken whole; never into a pending turn; a kept
-        revert keeps its change. None when nothing new would be summarised."""
-        n = len(state)
-        cut = n
-        if self.config.preserve_messages:
-            cut = unit_floor(state, max(0, n - self.config.preserve_messages))
-        cut = keep_reverts(state, _below_pending(state, cut))
-        return cut if cut > floor_index(state) else None
+        return block_cut(state, self.config.preserve_messages)
 
 
 # -- compaction_control (client SDK) ---------------------------------------------------------------------------

@@ -18,9 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from policies._tail import client_estimate
-from policies.anthropic_api import COMPACTION_PROMPT, SUMMARY_WRAPPER, TOKENS, _below_pending, _rollback
-from policies.base import Plan, Policy, SummaryRequest, Trigger, register
-from policies.helpers import floor_index, keep_reverts, plan_shrinks
+from policies.anthropic_api import COMPACTION_PROMPT, TOKENS, _rollback, block_cut, block_plan
+from policies.base import Plan, Policy, Trigger, register
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
 
@@ -85,16 +84,8 @@ class AnthropicOnDemandCompaction(Policy[OnDemandConfig]):
             return rollback
         if not self.over_trigger(state):
             return None
-        cut = keep_reverts(state, _below_pending(state, len(state)))
-        if cut <= floor_index(state):
-            return None
-        plan = Plan(
-            start=cut,
-            summarize=True,
-            summary_request=SummaryRequest(role="assistant", wrapper=SUMMARY_WRAPPER, prompt=COMPACTION_PROMPT),
-            mode="compact",
-        )
-        return plan if plan_shrinks(state, plan) else None
+        cut = block_cut(state)
+        return None if cut is None else block_plan(state, cut, COMPACTION_PROMPT)
 
 
 @register("anthropic-background-compaction")

@@ -45,7 +45,8 @@ def by_name(name: str) -> dict[str, Any]:
 
 
 def to_conversation(c: dict[str, Any], *, system: bool = True, one_result_per_message: bool = False) -> Conversation:
-    """A long conversation as the log replays it: the system prompt first (unless ``system`` is False, as for
+    """A long conversation (or a hand-made case's messages in the same form, a reply's ``thinking`` included) as the
+    log replays it: the system prompt first (unless ``system`` is False, as for
     frameworks that keep it apart), then every message; ``one_result_per_message`` splits a tool message holding
     several results into one per result, ids ``<id>.<j>`` (as the generators flatten them)."""
     drafts: list[Draft] = [sys(c["system"], id="system")] if system else []
@@ -53,7 +54,8 @@ def to_conversation(c: dict[str, Any], *, system: bool = True, one_result_per_me
         if m["role"] == "user":
             drafts.append(user(m["text"], id=m["id"]))
         elif m["role"] == "assistant":
-            drafts.append(asst(m["text"], [call(x["id"], x["name"], x["args"]) for x in m["calls"]], id=m["id"]))
+            calls = [call(x["id"], x["name"], x["args"]) for x in m["calls"]]
+            drafts.append(asst(m["text"], calls, thinking=m.get("thinking"), id=m["id"]))
         else:
             results = m["results"]
             if one_result_per_message and len(results) > 1:

@@ -25,7 +25,7 @@ import pytest
 from policies.vercel_ai import VercelPruneMessages, VercelPruneMessagesConfig
 from sim.core.conversation import Conversation, Part
 from sim.core.view import Messages, edited, layout
-from tests.builders import Draft, asst, call, conv, state_of, sys, user
+from tests.builders import state_of
 from tests.conformance import long
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "ai.json"
@@ -41,17 +41,7 @@ KINDS = {"thinking": "reasoning", "text": "text", "tool_call": "tool-call", "too
 
 
 def conversation(msgs: list[dict[str, Any]]) -> Conversation:
-    drafts: list[Draft] = [sys("You are a coding agent.", id="system")]
-    for m in msgs:
-        if m["role"] == "user":
-            drafts.append(user(m["text"], id=m["id"]))
-        elif m["role"] == "assistant":
-            calls = [call(c["id"], c["name"], c["args"]) for c in m["calls"]]
-            drafts.append(asst(m["text"], calls, thinking=m.get("thinking"), id=m["id"]))
-        else:
-            parts = tuple(Part("tool_result", r["text"], call_id=r["call_id"], name=r["name"]) for r in m["results"])
-            drafts.append(Draft("tool", parts, m["id"]))
-    return conv(*drafts)
+    return long.to_conversation({"system": "You are a coding agent.", "messages": msgs})
 
 
 def config_for(settings: dict[str, Any]) -> VercelPruneMessagesConfig:

@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 
 from policies.pi_agent import SUMMARY_WRAPPER, Pi, PiConfig, history_end, pi_tokens
-from sim.core.conversation import Conversation, Part
+from sim.core.conversation import Conversation
 from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.core.view import Summary, View
 from sim.replay.engine import RunConfig
-from tests.builders import Draft, asst, call, conv, reported, state_of, sys, user
+from tests.builders import reported, state_of
 from tests.conformance import long
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "conformance" / "pi-coding-agent.json"
@@ -49,17 +49,7 @@ KNOWN: dict[str, tuple[frozenset[str], str]] = {
 
 # -- the same input as a Conversation -----------------------------------------------------------------------------
 def conversation(system: str, msgs: list[dict[str, Any]]) -> Conversation:
-    drafts: list[Draft] = [sys(system, id="system")]
-    for m in msgs:
-        if m["role"] == "user":
-            drafts.append(user(m["text"], id=m["id"]))
-        elif m["role"] == "assistant":
-            calls = [call(c["id"], c["name"], c["args"]) for c in m["calls"]]
-            drafts.append(asst(m["text"], calls, thinking=m.get("thinking"), id=m["id"]))
-        else:
-            parts = tuple(Part("tool_result", r["text"], call_id=r["call_id"], name=r["name"]) for r in m["results"])
-            drafts.append(Draft("tool", parts, m["id"]))
-    return conv(*drafts)
+    return long.to_conversation({"system": system, "messages": msgs})
 
 
 def model(settings: dict[str, Any]) -> ModelConfig:
