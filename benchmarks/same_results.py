@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from sim.sweep.results import TABLES, finished_parts, read_table
+from sim.sweep.parts import TABLES, finished_parts
+from sim.sweep.results import read_table
 
 
 def _table(root: Path, name: str) -> pd.DataFrame:
-    frames = [read_table(d, name) for d in finished_parts(root) if (d / f"{name}.parquet").exists()]
+    frames = [read_table(d, name) for d in finished_parts(root)]
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 

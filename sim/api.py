@@ -141,11 +141,12 @@ def run_spec(spec: SweepSpec) -> Results:
     """Every run of ``spec`` in this process, in memory: the tables a sweep directory would hold."""
     from sim.core.metrics import versions
     from sim.sweep.grid import package_version, plan, run_task
-    from sim.sweep.results import TABLES, Results, concat
+    from sim.sweep.parts import TABLES
+    from sim.sweep.results import Results, concat, typed
 
     tasks, shared, _ = plan(spec)
-    frames = [run_task(shared[t.unit.key], t) for t in tasks]
-    tables = {name: concat((f[name] for f in frames), cols) for name, cols in TABLES.items()}
+    parts = [run_task(shared[t.unit.key], t) for t in tasks]
+    tables = {name: concat((typed(p[name], cols) for p in parts), cols) for name, cols in TABLES.items()}
     manifest = {
         "kind": "sweep",
         "spec": spec.normalised(),

@@ -64,8 +64,8 @@ def test_outputs_are_byte_identical_twice_and_in_another_process(tmp_path: Path)
     subprocess.run(
         [sys.executable, "-m", "sim", *RUN, "--out", str(b)], check=True, cwd=ROOT, env=env, capture_output=True
     )
-    files = sorted(p.relative_to(a) for p in (a / "parts").rglob("*.parquet"))
-    assert {"runs.parquet", "requests.parquet", "logs.parquet"} <= {f.name for f in files}
+    files = sorted(p.relative_to(a) for p in (a / "parts").rglob("*.json*"))
+    assert {"runs.json.gz", "requests.json.gz", "logs.json.gz", "part.json"} <= {f.name for f in files}
     for name in files:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 

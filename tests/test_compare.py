@@ -15,7 +15,8 @@ from sim.core.config import normalise_run
 from sim.core.errors import UnknownName
 from sim.sweep.compare import bootstrap_mean, compare, pareto_front
 from sim.sweep.driver import run_sweep
-from sim.sweep.results import RUN_COLUMNS, Results, load_results, typed
+from sim.sweep.parts import RUN_COLUMNS
+from sim.sweep.results import Results, load_results, typed
 from sim.sweep.spec import PolicyGrid, Source, SweepSpec
 
 

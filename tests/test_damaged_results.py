@@ -19,7 +19,8 @@ from sim.cli.main import main
 from sim.core.config import normalise_run
 from sim.core.errors import InvalidConfig
 from sim.sweep.driver import run_sweep
-from sim.sweep.results import TABLES, finished_parts, load_results
+from sim.sweep.parts import TABLES, finished_parts
+from sim.sweep.results import load_results
 from sim.sweep.spec import PolicyGrid, Source, SweepSpec
 
 SPEC = SweepSpec(
@@ -59,12 +60,12 @@ def _same_as(out: Path, reference: Path) -> None:
 
 def _damage(part: Path, how: str) -> None:
     if how == "truncated runs":
-        f = part / "runs.parquet"
+        f = part / "runs.json.gz"
         f.write_bytes(f.read_bytes()[:100])
     elif how == "missing requests":
-        (part / "requests.parquet").unlink()
+        (part / "requests.json.gz").unlink()
     elif how == "changed facts":
-        f = part / "facts.parquet"
+        f = part / "facts.json.gz"
         data = bytearray(f.read_bytes())
         data[len(data) // 2] ^= 0xFF
         f.write_bytes(bytes(data))
@@ -144,12 +145,15 @@ def test_leftovers_of_a_killed_sweep_are_cleared(copy: Path) -> None:
 def test_a_full_disk_during_a_sweep_is_one_line_and_leaves_no_partial_part(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import sim.sweep.results
+    import sim.sweep.parts
 
-    def to_full_disk(frame: pd.DataFrame, path: Path) -> None:
-        frame.to_parquet("/dev/full", index=False, engine="pyarrow")  # ENOSPC, as pyarrow reports it
+    def to_full_disk(rows: object, columns: object) -> bytes:
+        with open("/dev/full", "wb") as f:  # ENOSPC, as a full disk reports it
+            f.write(b"x" * 65536)
+            f.flush()
+        return b""
 
-    monkeypatch.setattr(sim.sweep.results, "write_parquet", to_full_disk)  # how a part is written
+    monkeypatch.setattr(sim.sweep.parts, "encode_table", to_full_disk)  # how a part's table is made
     out = tmp_path / "r"
     args = ["sweep", "--policy", "none", "--scenario", "coding-agent", "-S", "turns=4", "--window", "12000"]
     assert main([*args, "--workers", "1", "--quiet", "--out", str(out)]) == 2

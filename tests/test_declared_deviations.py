@@ -12,7 +12,8 @@ from policies import POLICIES
 from sim import api
 from sim.cli.main import main
 from sim.sweep.compare import compare, render
-from sim.sweep.results import Results, declared_reasons, violations_text
+from sim.sweep.parts import declared_reasons, violations_text
+from sim.sweep.results import Results, records
 
 
 @pytest.mark.parametrize("name", [e.name for e in POLICIES if POLICIES.get(e.name).known_deviations])
@@ -45,11 +46,11 @@ def test_violations_table_marks_declared_ones(claude_code_run: Results) -> None:
 def test_summary_phrase_counts_declared_apart(claude_code_run: Results) -> None:
     v = claude_code_run.violations
     n = len(v)
-    assert violations_text(v) == f"0 violations ({n} declared: live-turn)"
+    assert violations_text(records(v)) == f"0 violations ({n} declared: live-turn)"
     reason = "Claude Code summarises the live turn, its last user message included"
-    assert declared_reasons(v) == [f"{n} live-turn, declared: {reason}"]
+    assert declared_reasons(records(v)) == [f"{n} live-turn, declared: {reason}"]
     mixed = v.head(3).assign(declared=[True, False, False], reason=["why", None, None])
-    assert violations_text(mixed) == "2 violations (1 declared: live-turn)"
+    assert violations_text(records(mixed)) == "2 violations (1 declared: live-turn)"
 
 
 def test_compare_shows_declared_apart(claude_code_run: Results) -> None:

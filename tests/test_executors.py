@@ -14,7 +14,8 @@ from sim.core.config import normalise_run
 from sim.core.errors import InvalidConfig, UnknownName
 from sim.sweep.driver import run_sweep
 from sim.sweep.executors import ExecutorSpec, run_all
-from sim.sweep.results import TABLES, load_results
+from sim.sweep.parts import TABLES
+from sim.sweep.results import load_results
 from sim.sweep.spec import PolicyGrid, Source, SweepSpec
 
 SPEC = SweepSpec(

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from sim.report.notebooks import parameterise
+from sim.sweep.results import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -122,7 +123,7 @@ def sweep_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_sweep_report_has_every_figure_and_table(sweep_report: tuple[Path, Path]) -> None:
     results, out = sweep_report
-    runs = pd.concat(pd.read_parquet(p) for p in (results / "parts").glob("*/runs.parquet"))
+    runs = load_results(results).runs
     page = (out / "compare.html").read_text(encoding="utf-8")
     for name in COMPARE_FIGURES:
         _assert_figure(page, name)
@@ -149,7 +150,7 @@ def test_sweep_report_run_page_and_index(sweep_report: tuple[Path, Path]) -> Non
         _assert_figure(page, name)
     for name in RUN_TABLES:
         _section(page, "div", f"table-{name}")
-    runs = pd.concat(pd.read_parquet(p) for p in (results / "parts").glob("*/runs.parquet"))
+    runs = load_results(results).runs
     # a representative run: the first configuration of the sweep's order that compacts ("cloudflare-os
     # trigger_ratio=0.6"), its median run by compactions, then cost (the lower median of its two seeds)
     first = runs[runs["config"] == "cloudflare-os trigger_ratio=0.6"]
@@ -158,7 +159,7 @@ def test_sweep_report_run_page_and_index(sweep_report: tuple[Path, Path]) -> Non
     assert chosen["run_key"] in page, "the run page shows the median run of the first configuration"
     assert "One run in depth: cloudflare-os trigger_ratio=0.6" in page, "named by its configuration"
     assert _table_rows(page, "compactions") == chosen["compaction_count"]
-    comps = pd.concat(pd.read_parquet(p) for p in (results / "parts").glob("*/compactions.parquet"))
+    comps = load_results(results).compactions
     summarised = comps[(comps["run_key"] == chosen["run_key"]) & comps["mode"].str.contains("summar")]
     # each summary the run wrote is shown, with its id; a run that wrote none says so
     assert page.count('class="csim-summary"') == len(summarised)
@@ -188,7 +189,7 @@ def test_report_on_one_run_directory(tmp_path: Path) -> None:
         str(run_dir),
     )
     _csim("report", str(run_dir), "--out", str(out), "--show-code")
-    runs = pd.concat(pd.read_parquet(p) for p in (run_dir / "parts").glob("*/runs.parquet"))
+    runs = load_results(run_dir).runs
     run_page = (out / "run.html").read_text(encoding="utf-8")
     for name in RUN_FIGURES:
         _assert_figure(run_page, name)
@@ -238,7 +239,6 @@ def test_run_page_is_chosen_by_configuration(sweep_report: tuple[Path, Path]) ->
     still works; an unknown name lists the configurations."""
     from sim.core.errors import UnknownName
     from sim.report import data as rd
-    from sim.sweep.results import load_results
 
     results, _ = sweep_report
     res = load_results(results)

@@ -4,6 +4,7 @@ fixed, stated ``PRICE_DATE``. Checked against ``genai_prices.calc_price`` with `
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -57,20 +58,29 @@ def test_the_date_changes_the_price_where_the_table_does() -> None:
 
 
 def test_the_active_price_is_the_one_genai_prices_chooses() -> None:
+    """For every dated model of the table, at times across three years and both sides of midnight UTC: the price
+    :mod:`sim.core.cost` chooses is the one ``ModelInfo.get_prices`` does, as read from the library and as kept
+    between processes (written to JSON and read back), with the same rates."""
     snap = data_snapshot.get_snapshot()
     days = [datetime(2024, 1, 1, tzinfo=UTC) + timedelta(days=d, hours=h) for d in range(0, 1200, 37) for h in (3, 15)]
-    checked = 0
+    checked = kinds = 0
     for provider in snap.providers:
         for model in provider.models:
             if not isinstance(model.prices, list):
                 continue
+            read = cost._read(model)
+            kept = cost._decode(json.loads(json.dumps(cost._encode(read))))
+            assert read.keep, (provider.id, model.id)  # every constraint is a kind the kept file can hold
+            kinds += any(p.when and p.when[0] == "time" for p in read.periods)
             for at in days:
-                index = cost._active(model.id, provider.id, at) if _findable(model.id, provider.id) else None
-                if index is None:
-                    continue
-                assert model.prices[index].prices is model.get_prices(at), (provider.id, model.id, at)
+                for entry in (read, kept):
+                    index = cost._choose(entry, at)
+                    assert model.prices[index].prices is model.get_prices(at), (provider.id, model.id, at)
+                    assert entry.periods[index].rates == cost._base_rates(model.get_prices(at))
                 checked += 1
-    assert checked > 100
+            if _findable(model.id, provider.id):
+                assert cost._active(model.id, provider.id, days[-1]) == cost._choose(read, days[-1])
+    assert checked > 100 and kinds > 0  # time-of-day prices (off-peak) are among them
 
 
 def _findable(model: str, provider: str) -> bool:

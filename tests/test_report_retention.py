@@ -8,7 +8,8 @@ import pytest
 
 from sim.report import figures as rf
 from sim.report import retention as rr
-from sim.sweep.results import RUN_COLUMNS, SWEEP_FACT_COLUMNS, Results, typed
+from sim.sweep.parts import RUN_COLUMNS, SWEEP_FACT_COLUMNS
+from sim.sweep.results import Results, typed
 
 
 def results(facts: list[dict[str, object]], unreached: dict[str, int] | None = None) -> Results:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+from hashlib import sha256
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +17,8 @@ from sim.core.config import normalise_run
 from sim.core.errors import InvalidConfig
 from sim.core.identity import config_label
 from sim.sweep.driver import run_sweep
-from sim.sweep.results import TABLES, load_results, part_name, stored_log
+from sim.sweep.parts import TABLES, part_name
+from sim.sweep.results import load_results, read_table, stored_log, write_parquet
 from sim.sweep.spec import PolicyGrid, Source, SweepSpec
 
 ARGS = [
@@ -52,6 +55,29 @@ def test_csim_run_writes_the_sweep_of_its_one_configuration(tmp_path: Path) -> N
     assert len(one.compactions) == int(one.runs["compaction_count"].iloc[0]) > 0
     assert stored_log(tmp_path / "run", one.runs["run_key"].iloc[0]) is not None  # csim run keeps its logs
     assert stored_log(tmp_path / "sweep", many.runs["run_key"].iloc[0]) is None  # a sweep only when asked
+
+
+def test_a_table_file_is_json_that_pandas_reads_and_the_same_frame(tmp_path: Path) -> None:
+    """A part's table is a gzipped JSON object of columns (no pandas or pyarrow to write it), which pandas reads
+    as it is; a folder an older csim wrote with Parquet tables still loads, equal."""
+    assert main(["run", *ARGS, "--seed", "0", "--out", str(tmp_path / "run")]) == 0
+    now = load_results(tmp_path / "run")
+    (part,) = (tmp_path / "run" / "parts").iterdir()
+    direct = pd.DataFrame(json.loads(gzip.decompress((part / "requests.json.gz").read_bytes())))
+    assert direct["context_tokens"].tolist() == now.requests["context_tokens"].tolist()
+    listing = {}
+    for table in [*TABLES, "logs"]:  # the same part as csim 0.1 wrote it: Parquet, a listing without file names
+        path, frame = part / f"{table}.parquet", read_table(part, table)
+        write_parquet(frame, path)
+        data = path.read_bytes()
+        listing[table] = {"rows": len(frame), "bytes": len(data), "sha256": sha256(data).hexdigest()}
+    for table in listing:
+        (part / f"{table}.json.gz").unlink()
+    (part / "part.json").write_text(json.dumps({"tables": listing}))
+    old = load_results(tmp_path / "run")
+    for name in TABLES:
+        pd.testing.assert_frame_equal(getattr(old, name), getattr(now, name), obj=name)
+    assert stored_log(tmp_path / "run", now.runs["run_key"].iloc[0]) is not None
 
 
 def test_an_old_run_directory_is_a_clear_error(tmp_path: Path) -> None:

@@ -18,7 +18,8 @@ from sim.core.params import parse_seeds
 from sim.sweep import grid as sweep
 from sim.sweep.driver import Progress, run_sweep
 from sim.sweep.grid import plan, run_task, settings
-from sim.sweep.results import load_results
+from sim.sweep.parts import SWEEP_REQUEST_COLUMNS
+from sim.sweep.results import load_results, typed
 from sim.sweep.spec import PolicyGrid, Source, SweepSpec, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -272,8 +273,8 @@ def test_a_calibrated_sweep_reports_provider_counts_and_keys_its_runs_apart(tmp_
     tasks_cal, _, _ = plan(calibrated)
     assert tasks_cal[0].run_config.calibration == fit and tasks_raw[0].run_config.calibration is None
     assert {r.run_key for t in tasks_raw for r in t.runs}.isdisjoint(r.run_key for t in tasks_cal for r in t.runs)
-    a = run_task(shared[tasks_raw[0].unit.key], tasks_raw[0])["requests"]
-    b = run_task(shared[tasks_cal[0].unit.key], tasks_cal[0])["requests"]
+    a = typed(run_task(shared[tasks_raw[0].unit.key], tasks_raw[0])["requests"], SWEEP_REQUEST_COLUMNS)
+    b = typed(run_task(shared[tasks_cal[0].unit.key], tasks_cal[0])["requests"], SWEEP_REQUEST_COLUMNS)
     first = a[a["request_kind"] == "agent"].iloc[0]
     got = b[(b["request_kind"] == "agent") & (b["config"] == first["config"])].iloc[0]
     assert got["context_tokens"] == fit.apply(int(first["context_tokens"]), int(first["messages_in_view"]))  # type: ignore[attr-defined]

@@ -16,7 +16,8 @@ import pytest
 
 from sim.sweep.driver import run_sweep
 from sim.sweep.grid import plan
-from sim.sweep.results import TABLES, finished_parts, load_results
+from sim.sweep.parts import TABLES, finished_parts
+from sim.sweep.results import load_results
 from sim.sweep.spec import load_spec
 
 SPEC = """
@@ -105,7 +106,7 @@ def test_a_half_written_part_is_discarded(spec_file: Path, reference: Path, tmp_
     run_sweep(load_spec(spec_file), out, workers=1, progress=False)
     victim = finished_parts(out)[0]
     victim.rename(victim.with_name(f".tmp-{victim.name}-12345"))
-    (victim.with_name(f".tmp-{victim.name}-12345") / "runs.parquet").write_bytes(b"truncated")
+    (victim.with_name(f".tmp-{victim.name}-12345") / "runs.json.gz").write_bytes(b"truncated")
     resumed = run_sweep(load_spec(spec_file), out, workers=1, progress=False)
     assert resumed.ran == 2 and resumed.parts_written == 1
     assert parquet_bytes(load_results(out).requests) == parquet_bytes(load_results(reference).requests)

@@ -45,12 +45,17 @@ COMMAND_MODULES: tuple[str, ...] = (
 def cmd_run(args: argparse.Namespace) -> int:
     """One policy with fixed parameters: a one-configuration sweep (the same manifest, parts, run keys and
     loader as ``csim sweep``) that keeps each run's log."""
-    import pandas as pd
-
     from sim import api
     from sim.core.params import parse_kv
     from sim.sweep.driver import run_sweep
-    from sim.sweep.results import SEED_ON_RECORDINGS, declared_reasons, read_tables, violations_text
+    from sim.sweep.parts import (
+        SEED_ON_RECORDINGS,
+        declared_reasons,
+        finished_parts,
+        read_columns,
+        rows_of,
+        violations_text,
+    )
 
     if sum(map(bool, (args.scenario, args.conversation, args.dataset))) != 1:
         raise InvalidConfig("give exactly one of --scenario NAME, --conversation PATH or --dataset NAME")
@@ -83,18 +88,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         if hint is None:
             raise
         raise FormatError(exc.path, exc.line, exc.problem, hint) from None
-    tables = read_tables(out, ("runs", "violations"))  # what the lines below print, as load_results reads it
-    runs, violations = tables["runs"], tables["violations"]
-    for _, r in runs.iterrows():
-        viols = violations[violations["run_key"] == r["run_key"]]
-        recall = "n/a" if pd.isna(r["retention_recall"]) else f"{r['retention_recall']:.3f}"
+    # What the lines below print, read back from the parts as load_results reads them (without pandas).
+    parts = finished_parts(out)
+    runs = sorted((r for d in parts for r in rows_of(read_columns(d, "runs"))), key=lambda r: str(r["run_key"]))
+    violations = [v for d in parts for v in rows_of(read_columns(d, "violations"))]
+    for r in runs:
+        viols = [v for v in violations if v["run_key"] == r["run_key"]]
+        recall = "n/a" if _missing(r["retention_recall"]) else f"{r['retention_recall']:.3f}"
         print(
             f"{r['conversation']}: {r['finish_reason']}, {r['agent_requests']} agent requests, "
             f"peak {r['peak_context_tokens']:,} tokens, cumulative input {r['cumulative_input_tokens']:,}, "
             f"cost ${r['total_cost_usd']:.4f}, {r['compaction_count']} compactions, {r['overflows']} overflows, "
             + (f"{r['failed_turns']} failed turns (skipped to the next user message), " if r["failed_turns"] else "")
             + f"retention {recall}, {violations_text(viols)}, "
-            + ("no request" if pd.isna(r["cache_hit_share"]) else f"{r['cache_hit_share']:.1%} of the prompt")
+            + ("no request" if _missing(r["cache_hit_share"]) else f"{r['cache_hit_share']:.1%} of the prompt")
             + " read from cache"
         )
         for line in declared_reasons(viols):
@@ -108,6 +115,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"note: seed {args.seed} on a recording: {SEED_ON_RECORDINGS}")
     print(f"wrote {out} (manifest.json and parts/: runs, requests, facts, compactions, violations, logs)")
     return 0
+
+
+def _missing(value: object) -> bool:
+    """A null or NaN cell of a table read back from a part."""
+    return value is None or value != value
 
 
 def _format_hint(path: str, fmt: str | None) -> str | None:
@@ -234,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         description="Run one policy over a synthetic scenario or a recorded conversation: a sweep of one "
         "configuration, written as csim sweep writes (OUT/manifest.json, OUT/parts/: runs, requests, facts, "
-        "compactions, violations) with each run's log (logs.parquet). Read it with csim compare, csim report "
+        "compactions, violations) with each run's log (its logs table). Read it with csim compare, csim report "
         "or sim.api.load.",
     )
     p.add_argument("--policy", required=True, help="registered name (csim list policies) or package.module:Class")

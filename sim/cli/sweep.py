@@ -118,7 +118,7 @@ def register(sub: Any) -> None:
     x.add_argument(
         "--keep-logs",
         action="store_true",
-        help="keep each run's event log in its part (logs.parquet; about as large as the other tables together), "
+        help="keep each run's event log in its part (its logs table; about as large as the other tables together), "
         "so csim report's run page reads it instead of replaying the run; runs already done are not redone",
     )
     add_run_options(p, calibration=True)

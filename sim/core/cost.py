@@ -6,16 +6,29 @@ rates once and, for requests below the first price tier (every request of a 200K
 Sonnet's 200K tier), multiplies directly; above a tier it defers to the library. A test checks the
 fast path against ``genai_prices.calc_price`` on random usages.
 
+What it reads of a model (which table entry a name finds, each of its prices' base rates, first tier and the
+date or time of day from which the table applies it) is kept between processes in a small JSON file per installed
+``genai-prices`` version (:func:`price_cache`: ``$CSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/compaction-sim`` or
+``~/.cache/compaction-sim``), because importing the table costs a short run a third of its time (0.15 s of
+``csim run``'s 0.5 s). Only what the library itself gave is kept, and the version in the file's name means an
+upgraded table is read afresh; a test holds the kept choice of price at a date to the library's own
+(``ModelInfo.get_prices``) for every dated model of the table. A folder that cannot be written only costs the time.
+
 Input tokens here are the total prompt, cached or not, as ``genai-prices`` counts them; cache reads
 and writes (5-minute and 1-hour, :mod:`sim.core.cache`) are subsets priced at their own rates.
 """
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 from sim.core.errors import UnknownName
@@ -47,7 +60,7 @@ class Pricer:
     provider: str
 
     def __post_init__(self) -> None:
-        _model_info(self.model, self.provider)  # fail early with a clear error
+        _entry(self.model, self.provider)  # fail early with a clear error
 
     def cost(
         self,
@@ -118,22 +131,100 @@ def _active(model: str, provider: str, at: datetime) -> int:
     """Which of the model's prices the table applies at ``at``: the index of its last price whose constraint (a
     start date, a time of day) holds then, as ``genai_prices`` ``ModelInfo.get_prices`` chooses it (the first
     when none holds); -1 when the model has one price for all time."""
-    prices = _model_info(model, provider).prices
-    if not isinstance(prices, list):
+    return _choose(_entry(model, provider), at)
+
+
+def _choose(entry: _Entry, at: datetime) -> int:
+    if not entry.dated:
         return -1
-    for i in range(len(prices) - 1, -1, -1):
-        constraint = prices[i].constraint
-        if constraint is None or constraint.active(at):
+    for i in range(len(entry.periods) - 1, -1, -1):
+        holds = entry.periods[i].holds
+        if holds is None or holds(at):
             return i
     return 0
 
 
-@cache
 def _rates(model: str, provider: str, active: int) -> tuple[float, float, float, float, float, float]:
     """Base $/MTok for input, output, cache read, cache write and 1-hour cache write, and where the first price
     tier starts, of the model's price number ``active`` (:func:`_active`)."""
-    prices = _model_info(model, provider).prices
-    mp = prices if active < 0 else prices[active].prices
+    return _entry(model, provider).periods[max(active, 0)].rates
+
+
+# -- what is read of a model, and kept between processes ------------------------------------------------------
+@dataclass(frozen=True)
+class _Period:
+    """One price of a model: its rates (:func:`_rates`), and from when the table applies it (None: always), kept
+    as JSON (``when``) and as the test of a request's time (``holds``)."""
+
+    rates: tuple[float, float, float, float, float, float]
+    when: tuple[str, ...] | None = None
+    holds: Callable[[datetime], bool] | None = None
+
+
+@dataclass(frozen=True)
+class _Entry:
+    periods: tuple[_Period, ...]
+    dated: bool  # the table lists prices by date (or time of day); otherwise one price for all time
+    keep: bool = True  # every constraint is one this module can write down (a new kind is asked of the library)
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _from_date(start: date) -> Callable[[datetime], bool]:
+    """``StartDateConstraint``: from the UTC day ``start`` on (a naive time is UTC)."""
+    return lambda at: _utc(at).date() >= start
+
+
+def _time_of_day(start: time, end: time) -> Callable[[datetime], bool]:
+    """``TimeOfDateConstraint``: from ``start`` until ``end`` every day, both as UTC times of day (naive: UTC);
+    an interval that crosses midnight holds on either side of it."""
+    day = date(1970, 1, 1)
+    lo, hi = (
+        datetime.combine(day, t if t.tzinfo else t.replace(tzinfo=UTC)).astimezone(UTC).timetz() for t in (start, end)
+    )
+
+    def holds(at: datetime) -> bool:
+        now = _utc(at).timetz()
+        return (now >= lo or now < hi) if hi < lo else lo <= now < hi
+
+    return holds
+
+
+def _when(saved: Sequence[str] | None) -> Callable[[datetime], bool] | None:
+    if saved is None:
+        return None
+    if saved[0] == "date":
+        return _from_date(date.fromisoformat(saved[1]))
+    return _time_of_day(time.fromisoformat(saved[1]), time.fromisoformat(saved[2]))
+
+
+def _period(rates: tuple[float, ...], constraint: Any) -> _Period:
+    """A period from the library's price and its constraint (None, a start date, a time of day; any other kind is
+    tested by the library's own ``active`` and not kept)."""
+    start_date, start_time = getattr(constraint, "start_date", None), getattr(constraint, "start_time", None)
+    when: tuple[str, ...] | None
+    if constraint is None:
+        when = None
+    elif isinstance(start_date, date):
+        when = ("date", start_date.isoformat())
+    elif isinstance(start_time, time):
+        when = ("time", start_time.isoformat(), constraint.end_time.isoformat())
+    else:
+        return _Period(rates, ("library",), constraint.active)  # type: ignore[arg-type]
+    return _Period(rates, when, _when(when))  # type: ignore[arg-type]
+
+
+def _read(info: Any) -> _Entry:
+    """What this module uses of the library's ``ModelInfo``."""
+    if not isinstance(info.prices, list):
+        return _Entry((_Period(_base_rates(info.prices)),), dated=False)
+    periods = tuple(_period(_base_rates(p.prices), p.constraint) for p in info.prices)
+    return _Entry(periods, dated=True, keep=all(p.when != ("library",) for p in periods))
+
+
+def _base_rates(mp: Any) -> tuple[float, float, float, float, float, float]:
     (r_in, t1), (r_out, t2), (r_cr, t3), (r_cw, t4) = (
         _rate(mp.input_mtok),
         _rate(mp.output_mtok),
@@ -143,6 +234,77 @@ def _rates(model: str, provider: str, active: int) -> tuple[float, float, float,
     one_hour = getattr(mp, "cache_write_1h_mtok", None)
     r_cw1h, t5 = _rate(one_hour) if one_hour is not None else (r_cw, t4)
     return r_in, r_out, r_cr, r_cw, r_cw1h, min(t1, t2, t3, t4, t5)
+
+
+def price_cache() -> Path | None:
+    """The file that keeps what was read of each model for the installed ``genai-prices`` (None: not installed)."""
+    try:
+        table = version("genai-prices")
+    except PackageNotFoundError:
+        return None
+    root = os.environ.get("CSIM_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "compaction-sim"
+    )
+    return Path(root) / f"prices-genai-prices-{table}-1.json"
+
+
+def _read_kept(path: Path | None) -> dict[str, Any]:
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8")) if path else {}
+    except (OSError, ValueError):  # none yet, or unreadable: read the table
+        return {}
+    return kept if isinstance(kept, dict) else {}
+
+
+@cache
+def _kept() -> dict[str, Any]:
+    return _read_kept(price_cache())
+
+
+@cache
+def _entry(model: str, provider: str) -> _Entry:
+    """What is used of ``model`` at ``provider``: from the kept file when it has it, else from the library (and
+    then kept)."""
+    key = f"{provider}:{model}"
+    saved = _kept().get(key)
+    if isinstance(saved, dict):
+        try:
+            return _decode(saved)
+        except (KeyError, TypeError, ValueError, IndexError):
+            pass  # a damaged entry: read the table again
+    entry = _read(_model_info(model, provider))
+    if entry.keep:
+        _keep(key, entry)
+    return entry
+
+
+def _encode(entry: _Entry) -> dict[str, Any]:
+    return {"dated": entry.dated, "periods": [{"rates": p.rates, "when": p.when} for p in entry.periods]}
+
+
+def _decode(saved: dict[str, Any]) -> _Entry:
+    periods = tuple(
+        _Period(tuple(p["rates"]), p["when"] and tuple(p["when"]), _when(p["when"])) for p in saved["periods"]
+    )
+    return _Entry(periods, dated=bool(saved["dated"]))
+
+
+def _keep(key: str, entry: _Entry) -> None:
+    """Add ``entry`` to the kept file (read again first: another process may have added to it)."""
+    path = price_cache()
+    if path is None:
+        return
+    kept = {
+        **_read_kept(path),
+        key: {"dated": entry.dated, "periods": [{"rates": p.rates, "when": p.when} for p in entry.periods]},
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(kept, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a folder that cannot be written: the next process reads the table again
 
 
 @cache

@@ -302,7 +302,7 @@ def encode_event(event: Event) -> str:
 
 def encode_log(log: Iterable[Event], header: Mapping[str, Any] | None = None) -> str:
     """A run log as text: a versioned header line, then one :func:`encode_event` line per event. What a sweep
-    keeps of a run (``logs.parquet``); :func:`decode_log` reads it back."""
+    keeps of a run (the ``logs`` table of a part); :func:`decode_log` reads it back."""
     head = {"format": "csim-log", "schema_version": SCHEMA_VERSION, **(header or {})}
     lines = [json.dumps(head, sort_keys=True, separators=(",", ":"), ensure_ascii=False)]
     lines.extend(encode_event(e) for e in log)

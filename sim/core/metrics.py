@@ -1,5 +1,4 @@
-"""The columns of the per-run tables, the summary fields, the versions that change results, and the
-Parquet writer.
+"""The columns of the per-run tables, the summary fields, and the versions that change results.
 
 One row per model request (agent, summariser or grace), with explicit dtypes and unit-suffixed
 column names; nothing here exists only inside the simulator loop. Files are written so the same
@@ -11,9 +10,6 @@ from __future__ import annotations
 import functools
 import platform
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
-
-import pandas as pd
 
 REQUEST_COLUMNS: dict[str, str] = {
     "run_id": "string",
@@ -59,7 +55,7 @@ FACT_COLUMNS: dict[str, str] = {
 }
 
 
-#: The columns of a run's summary that its row in ``runs.parquet`` holds, with their dtypes (the one list).
+#: The columns of a run's summary that its row in the ``runs`` table holds, with their dtypes (the one list).
 SUMMARY_COLUMNS: dict[str, str] = {
     "run_id": "string",
     "policy": "string",
@@ -122,8 +118,3 @@ def _versions() -> dict[str, str]:  # installed versions do not change under a r
         except PackageNotFoundError:
             out[dist] = "not installed"
     return out
-
-
-def write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    """Parquet without the pandas index, so equal frames give equal bytes."""
-    frame.to_parquet(path, index=False, engine="pyarrow", compression="zstd")

@@ -133,7 +133,7 @@ def run_result(
     )
 
 
-#: The rounds ``runs.parquet`` holds a recall for: ``retention_round0``, ``retention_round1`` and the rest pooled.
+#: The rounds the ``runs`` table holds a recall for: ``retention_round0``, ``retention_round1`` and the rest pooled.
 ROUND_COLUMNS = ("retention_round0", "retention_round1", "retention_round2plus")
 
 

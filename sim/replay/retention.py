@@ -2,7 +2,7 @@
 
 A fact (:class:`sim.core.conversation.Fact`) has a source message and the messages that need it. When a needing
 message enters the log, the fact is due: the next agent request judges it visible or lost (:meth:`Retention.judge`)
-and records one row (``facts.parquet``). A fact is visible when the view's summary or an injected message carries
+and records one row (the ``facts`` table). A fact is visible when the view's summary or an injected message carries
 it (by id, or, for an injected message, its text, as a re-attached file does), or when the view shows its source
 message, or a copy of it the reactive agent made (:class:`sim.replay.reactive.Reactions`), or one of its carriers
 (another message holding the same text, :attr:`~sim.core.conversation.Fact.carriers`: a re-read, a recorded summary

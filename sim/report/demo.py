@@ -20,7 +20,8 @@ from sim.report.notebooks import write_report
 from sim.sweep.compare import compare, write_summary
 from sim.sweep.driver import run_sweep
 from sim.sweep.grid import package_version
-from sim.sweep.results import MANIFEST, load_results, read_manifest
+from sim.sweep.parts import MANIFEST, read_manifest
+from sim.sweep.results import load_results
 from sim.sweep.spec import SweepSpec, spec_from_dict
 
 #: The demo's grid: the baselines, both seeds and one policy of each major agent family at its defaults

@@ -1,6 +1,6 @@
 """Retention beside cost, by fact kind and by compaction round, for the ``compare`` report.
 
-A fact row's round (``facts.parquet``, :mod:`sim.replay.retention`) is how many compactions came between its source
+A fact row's round (the ``facts`` table, :mod:`sim.replay.retention`) is how many compactions came between its source
 entering the log and the request that needed it. Rounds are binned (:data:`ROUND_BINS`): a policy that compacts
 every turn (sliding-window) puts needs hundreds of rounds deep, one that summarises when full a few. Shares here
 are pooled over every judged need of a configuration (all conversations and seeds), beside the compare table's

@@ -21,7 +21,8 @@ from matplotlib.ticker import FuncFormatter
 
 from sim.report.data import RunLog, run_row
 from sim.report.figures import Html
-from sim.sweep.results import Results, declared_reasons, violations_text
+from sim.sweep.parts import declared_reasons, violations_text
+from sim.sweep.results import Results, records
 
 
 def overview(results: Results, run_key: str) -> pd.DataFrame:
@@ -65,8 +66,8 @@ def overview(results: Results, run_key: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["what", "value"])
 
 
-def _run_violations(results: Results, run_key: str) -> pd.DataFrame:
-    return results.violations[results.violations["run_key"] == run_key]
+def _run_violations(results: Results, run_key: str) -> list[dict[str, Any]]:
+    return records(results.violations[results.violations["run_key"] == run_key])
 
 
 def _violations(results: Results, run_key: str) -> str:

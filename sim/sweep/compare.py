@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from sim.core.errors import InvalidConfig, UnknownName
-from sim.core.metrics import write_parquet
-from sim.sweep.results import SUMMARY, Results, declared_reasons
+from sim.sweep.parts import declared_reasons
+from sim.sweep.results import SUMMARY, Results, records, write_parquet
 
 #: Metric column of the runs table -> short name used in the summary's column names.
 METRICS: dict[str, str] = {
@@ -140,7 +140,9 @@ def compare(results: Results, baseline: str | None = None, by: Sequence[str] = (
             row[f"{short}_diff"], row[f"{short}_diff_lo"], row[f"{short}_diff_hi"] = bootstrap_mean(unit_diff)
         row["paired_conversations"] = 0 if paired.empty else paired.groupby(UNIT).ngroups
         v = results.violations
-        row["declared_deviations"] = "; ".join(declared_reasons(v[v["run_key"].isin(grp["run_key"])])) if len(v) else ""
+        row["declared_deviations"] = (
+            "; ".join(declared_reasons(records(v[v["run_key"].isin(grp["run_key"])]))) if len(v) else ""
+        )
         rows.append(row)
     table = pd.DataFrame(rows)
     table["pareto"] = False

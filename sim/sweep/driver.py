@@ -1,7 +1,7 @@
 """Running a sweep into a results folder: resumably, on any executor, with a progress line.
 
 The plan and the work are :mod:`sim.sweep.grid`; this is the driver around them. A run is finished when its row is
-in a part (:mod:`sim.sweep.results`), and each part is written to a temporary directory and renamed into place, so
+in a part (:mod:`sim.sweep.parts`), and each part is written to a temporary directory and renamed into place, so
 a sweep stopped at any point (even by SIGKILL) and started again ends with every run exactly once. Running a
 different spec, or other code, into the same folder is refused.
 """
@@ -13,27 +13,25 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from sim.core.errors import InvalidConfig
 from sim.core.metrics import versions
 from sim.sweep.executors import ExecutorSpec, run_all
 from sim.sweep.grid import package_version, plan, run_task
-from sim.sweep.results import (
+from sim.sweep.parts import (
     MANIFEST,
     PARTS,
     check_part,
     finished_parts,
     part_name,
+    read_columns,
     read_manifest,
-    read_table,
     results_lock,
     write_part_tables,
 )
@@ -52,22 +50,23 @@ def done_run_keys(root: Path, notes: list[str] | None = None) -> set[str]:
             if notes is not None:
                 notes.append(f"{d}: {reason}; removed, its runs run again")
             continue
-        keys.update(read_table(d, "runs")["run_key"].tolist())
+        keys.update(read_columns(d, "runs")["run_key"])
     return keys
 
 
-def write_part(root: Path, frames: Mapping[str, pd.DataFrame]) -> Path:
-    """Write one part atomically: into ``parts/.tmp-*`` first, then a single rename into place."""
+def write_part(root: Path, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> Path:
+    """Write one part (its tables' rows, as :func:`sim.sweep.grid.run_task` returns them) atomically: into
+    ``parts/.tmp-*`` first, then a single rename into place."""
     parts = root / PARTS
-    name = part_name(frames["runs"]["run_key"].tolist())
+    name = part_name(r["run_key"] for r in rows["runs"])
     final = parts / name
     tmp = parts / f".tmp-{name}-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     try:
-        write_part_tables(tmp, frames)
-    except OSError as exc:  # a full disk: free what was written and name the part (pyarrow names no file)
+        write_part_tables(tmp, rows)
+    except OSError as exc:  # a full disk: free what was written and name the part
         shutil.rmtree(tmp, ignore_errors=True)
         exc.filename = exc.filename or str(final)
         raise
@@ -113,7 +112,7 @@ def run_sweep(
     logs: bool = False,
 ) -> SweepOutcome:
     """Run the grid into ``out``, skipping runs already in its parts; returns counts and wall time. With
-    ``logs``, each part keeps its runs' logs too (``logs.parquet``: run key, the log as JSON lines), which the
+    ``logs``, each part keeps its runs' logs too (the ``logs`` table: run key, the log as JSON lines), which the
     report's run page then reads instead of replaying the run (``csim run`` keeps them)."""
     with ExitStack() as held:  # the folder's lock, once there is a folder
         return _sweep(spec, Path(out), held, executor, workers, scheduler, progress, logs)
@@ -181,10 +180,10 @@ def _sweep(
     bar = Progress(total, total - todo, enabled=progress)
     written = 0
     try:
-        for frames in run_all(run_task, [(t.unit.key, t) for t in tasks], shared, ex):
-            write_part(root, frames)
+        for rows in run_all(run_task, [(t.unit.key, t) for t in tasks], shared, ex):
+            write_part(root, rows)
             written += 1
-            bar.advance(len(frames["runs"]))
+            bar.advance(len(rows["runs"]))
     finally:
         bar.close()
     manifest["finished"] = _now()

@@ -1,13 +1,13 @@
 """A sweep's plan and its work: the grid of configurations, the tasks it is cut into, and what a worker does.
 
 The spec is :mod:`sim.sweep.spec`, running it into a folder :mod:`sim.sweep.driver`, reading results
-:mod:`sim.sweep.results`.
+:mod:`sim.sweep.results` (the parts' files :mod:`sim.sweep.parts`).
 
 Work is cut into *tasks*: one conversation and one seed, with every configuration of the grid. A worker thus
 replays one conversation under all configurations back to back with its process's memoised tokenizer, so
 each distinct text is counted once per worker, not once per configuration. A task's runs come back as
-frames and the driver writes them as one part; a run is finished when its row is in a part, so a rerun after
-any crash plans only the runs that are missing.
+rows of the part's tables (plain mappings: no pandas in a worker) and the driver writes them as one part; a run
+is finished when its row is in a part, so a rerun after any crash plans only the runs that are missing.
 
 Each run is keyed by :func:`sim.core.identity.run_key`: policy spec, conversation id and content checksum, seed,
 package version and the whole RunConfig.
@@ -24,8 +24,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
-
-import pandas as pd
 
 import policies as bundled
 import sim
@@ -44,16 +42,7 @@ from sim.formats.probes import with_probes
 from sim.replay.engine import RunResult, run
 from sim.replay.lockstep import run_many
 from sim.scenarios import scenario_conversation
-from sim.sweep.results import (
-    COMPACTION_COLUMNS,
-    LOG_COLUMNS,
-    RUN_COLUMNS,
-    SWEEP_FACT_COLUMNS,
-    SWEEP_REQUEST_COLUMNS,
-    VIOLATION_COLUMNS,
-    params_json,
-    typed,
-)
+from sim.sweep.parts import LOGS, params_json
 from sim.sweep.spec import Source, SweepSpec
 
 
@@ -117,7 +106,7 @@ class Task:
     run_config: RunConfig
     version: str
     policies: tuple[str, ...] = ()  # every policy reference of the sweep, for the worker's version check
-    logs: bool = False  # keep each run's log in the part (logs.parquet)
+    logs: bool = False  # keep each run's log in the part (its logs table)
 
 
 def conversations_of(source: Source, seeds: Sequence[int]) -> Iterator[tuple[int | None, Conversation]]:
@@ -230,8 +219,8 @@ def _asdict(config: RunConfig) -> dict[str, Any]:
 
 
 # -- the worker side --------------------------------------------------------------------------------------------
-def run_task(conversation: Conversation, task: Task) -> dict[str, pd.DataFrame]:
-    """Run every planned configuration of one conversation and seed; return the part's frames.
+def run_task(conversation: Conversation, task: Task) -> dict[str, list[dict[str, Any]]]:
+    """Run every planned configuration of one conversation and seed; return the part's tables as rows.
 
     Top-level and pure in its inputs, so process pools and Dask workers can call it; it reuses the worker
     process's memoised tokenizer, so a text already counted for another configuration costs nothing.
@@ -265,17 +254,14 @@ def run_task(conversation: Conversation, task: Task) -> dict[str, pd.DataFrame]:
                     f"{task.unit.seed} failed: {type(exc).__name__}: {exc}"
                 ) from exc
         raise
-    frames = task_frames(task.unit, results)
+    rows = task_rows(task.unit, results)
     if task.logs:
-        frames["logs"] = typed(
-            [{"run_key": p.run_key, "log": encode_log(r.log, {"run_key": p.run_key})} for p, r in results],
-            LOG_COLUMNS,
-        )
-    return frames
+        rows[LOGS] = [{"run_key": p.run_key, "log": encode_log(r.log, {"run_key": p.run_key})} for p, r in results]
+    return rows
 
 
-def task_frames(unit: Unit, results: Sequence[tuple[PlannedRun, RunResult]]) -> dict[str, pd.DataFrame]:
-    """The five tables of :mod:`sim.sweep.results` for the runs of one unit."""
+def task_rows(unit: Unit, results: Sequence[tuple[PlannedRun, RunResult]]) -> dict[str, list[dict[str, Any]]]:
+    """The rows of the five tables of :mod:`sim.sweep.parts` for the runs of one unit."""
 
     runs: list[Any] = []
     requests: list[Any] = []
@@ -324,10 +310,4 @@ def task_frames(unit: Unit, results: Sequence[tuple[PlannedRun, RunResult]]) -> 
                 }
             )
         runs[-1]["declared_violations"] = declared
-    return {
-        "runs": typed(runs, RUN_COLUMNS),
-        "requests": typed(requests, SWEEP_REQUEST_COLUMNS),
-        "facts": typed(facts, SWEEP_FACT_COLUMNS),
-        "compactions": typed(comps, COMPACTION_COLUMNS),
-        "violations": typed(viols, VIOLATION_COLUMNS),
-    }
+    return {"runs": runs, "requests": requests, "facts": facts, "compactions": comps, "violations": viols}

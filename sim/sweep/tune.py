@@ -45,7 +45,8 @@ from sim.core.identity import run_key
 from sim.sweep.driver import done_run_keys, write_part
 from sim.sweep.executors import ExecutorSpec, run_all
 from sim.sweep.grid import PlannedRun, Setting, Task, Unit, package_version, plan, run_task, settings
-from sim.sweep.results import finished_parts, read_table
+from sim.sweep.parts import RUN_COLUMNS, finished_parts
+from sim.sweep.results import read_table, typed
 from sim.sweep.space import Dim, check_overrides, grid_size, policy_space, suggest
 from sim.sweep.spec import PolicyGrid, Source, SweepSpec
 from sim.sweep.tunestats import DEFAULT_CONSTRAINTS, Constraint, column_of, frontier, interval, resamples
@@ -216,10 +217,10 @@ class Store:
                     runs.setdefault(ks[j], PlannedRun(ks[j], s.label, s.policy, s.params))
             if runs:
                 todo.append((u.unit.key, Task(u.unit, tuple(runs.values()), u.config, version, refs)))
-        for frames in run_all(run_task, todo, self.shared, self.executor):
-            write_part(self.root, frames)
-            self._add(frames["runs"])
-            self.ran.extend(frames["runs"]["run_key"].tolist())
+        for rows in run_all(run_task, todo, self.shared, self.executor):
+            write_part(self.root, rows)
+            self._add(typed(rows["runs"], RUN_COLUMNS))
+            self.ran.extend(r["run_key"] for r in rows["runs"])
         return [[self.rows[k] for k in ks] for ks in keys]
 
 

@@ -16,7 +16,7 @@ from policies import load_policy_class
 from sim.core.errors import InvalidConfig
 from sim.core.metrics import versions
 from sim.sweep.executors import ExecutorSpec
-from sim.sweep.results import results_lock
+from sim.sweep.parts import results_lock
 from sim.sweep.space import format_number, native_terms
 from sim.sweep.tune import STORE, TUNE_MANIFEST, Budget, Store, Study, Tuner, TuneSpec, UnitRun, plan_units, split
 

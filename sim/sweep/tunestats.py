@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 
 from sim.core.errors import InvalidConfig, UnknownName
-from sim.sweep.results import RUN_COLUMNS
+from sim.sweep.parts import RUN_COLUMNS
 
 #: Short names (as ``csim compare`` prints them) for the runs columns a tune is most often asked about.
 ALIASES: dict[str, str] = {
