@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -112,7 +113,7 @@ def test_download_failure_points_to_from_dir(tmp_path: Path, monkeypatch) -> Non
     def offline(*args, **kwargs):
         raise urllib.error.URLError("no network")
 
-    monkeypatch.setattr(ds.urllib.request, "urlopen", offline)
+    monkeypatch.setattr(urllib.request, "urlopen", offline)  # what sim.formats.datasets fetches with
     with pytest.raises(ds.CsimError, match="--from DIR"):
         ds.fetch("tiny", cache=tmp_path / "cache", manifest=manifest)
     assert not list((tmp_path / "cache").rglob("*.part"))

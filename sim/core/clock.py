@@ -56,12 +56,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal, get_args
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal, get_args
 
 from sim.core.conversation import Message
 from sim.core.errors import FormatError, InvalidConfig
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolKind = Literal["read", "search", "edit", "shell", "build", "web", "agent", "other"]
@@ -204,6 +205,10 @@ def _check_seed(seed: object) -> int:
 
 
 def _gen(seed: int, stream: int) -> np.random.Generator:
+    # numpy only when a clock draws (a replay of a recording keeps its recorded times): its import is a fifth of a
+    # short replay's time.
+    import numpy as np
+
     return np.random.default_rng(np.random.SeedSequence([seed, CLOCK_KEY, stream]))
 
 

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from functools import cache
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from sim.core.errors import UnknownName
+from sim.core.metrics import installed_version
 
 #: The date a request without a date of its own is priced at: every request of a synthetic scenario or of a
 #: scripted conversation (no timestamps), and of a trace whose clock starts at the Unix epoch. A recorded request is
@@ -238,9 +238,8 @@ def _base_rates(mp: Any) -> tuple[float, float, float, float, float, float]:
 
 def price_cache() -> Path | None:
     """The file that keeps what was read of each model for the installed ``genai-prices`` (None: not installed)."""
-    try:
-        table = version("genai-prices")
-    except PackageNotFoundError:
+    table = installed_version("genai-prices")
+    if table is None:
         return None
     root = os.environ.get("CSIM_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "compaction-sim"

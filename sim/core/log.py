@@ -11,6 +11,7 @@ run's config, seed, versions and tokenizer, then one line per event.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass
@@ -274,17 +275,24 @@ def compaction_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
     return [e.row() for e in events if isinstance(e, CompactionCreated)]
 
 
+@functools.cache
+def _plain_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a dataclass that :func:`to_plain` writes: ``meta`` (source details) and private ones (values
+    derived from the others) left out."""
+    return tuple(f.name for f in fields(cls) if f.name != "meta" and not f.name.startswith("_"))
+
+
 def to_plain(obj: Any) -> Any:
     """Dataclasses, sets and tuples as plain JSON values; defaults and ``meta`` left out."""
+    if obj is None or type(obj) in _SCALARS:  # most values: nothing to convert
+        return obj
     if is_dataclass(obj) and not isinstance(obj, type):
         out: dict[str, Any] = {}
-        for f in fields(obj):
-            if f.name == "meta" or f.name.startswith("_"):  # source details; values derived from the others
+        for name in _plain_fields(type(obj)):
+            v = getattr(obj, name)
+            if v is None or v == () or v is False or (name == "text" and v == ""):
                 continue
-            v = getattr(obj, f.name)
-            if v is None or v == () or v is False or (f.name == "text" and v == ""):
-                continue
-            out[f.name] = to_plain(v)
+            out[name] = to_plain(v)
         return out
     if isinstance(obj, (frozenset, set)):
         return sorted(to_plain(v) for v in obj)
@@ -293,6 +301,9 @@ def to_plain(obj: Any) -> Any:
     if isinstance(obj, Mapping):
         return {str(k): to_plain(v) for k, v in obj.items()}
     return obj
+
+
+_SCALARS = frozenset({str, int, float, bool})
 
 
 def encode_event(event: Event) -> str:

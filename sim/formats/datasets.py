@@ -16,9 +16,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tomllib
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +71,8 @@ class Dataset:
 
 def load_manifest(path: str | Path = MANIFEST) -> dict[str, Dataset]:
     """The datasets of a manifest by name."""
+    import tomllib  # only for a manifest: a replay of a file does without it
+
     p = Path(path)
     try:
         raw = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -127,6 +126,9 @@ def _verify(path: Path, expected: str) -> None:
 
 
 def _download(url: str, dest: Path) -> None:
+    import urllib.error  # only to fetch: reading a dataset from disk does without the network modules
+    import urllib.request
+
     tmp = dest.with_name(dest.name + ".part")
     try:
         with urllib.request.urlopen(url, timeout=TIMEOUT) as resp, tmp.open("wb") as out:

@@ -177,24 +177,49 @@ def _arg_values(args: str) -> list[str]:
     return out
 
 
-def _tokens(text: str) -> set[str]:
-    """Artifact candidates of one text (shapes of :data:`ARTIFACT_SHAPES`), trivial ones left out.
+class _Scanner:
+    """Artifact candidates of texts (shapes of :data:`ARTIFACT_SHAPES`), trivial ones left out, for one mining.
 
-    No shape spans whitespace, so the text is scanned chunk by distinct chunk, and plain words (most of any
-    prose or output) are passed over without running the shapes on them: a long tool result costs its distinct
-    words, not its characters times the shapes."""
-    out: set[str] = set()
-    for chunk in set(_LINE_NUMBER.sub(" ", text).split()):
-        if len(chunk) < MIN_CHARS or _PLAIN.fullmatch(chunk):
+    No shape spans whitespace, so a text is scanned chunk by distinct chunk, and plain words (most of any prose or
+    output) are passed over without running the shapes on them: a long tool result costs its distinct words, not its
+    characters times the shapes. What a text, and a chunk, holds is kept for the mining: a session repeats both (a
+    quarter of its texts, half its chunks), and the shapes are most of the mining's time."""
+
+    def __init__(self) -> None:
+        self._texts: dict[str, frozenset[str]] = {}
+        self._chunks: dict[str, tuple[str, ...]] = {}
+
+    def tokens(self, text: str) -> frozenset[str]:
+        got = self._texts.get(text)
+        if got is None:
+            got = self._texts[text] = frozenset(
+                t for chunk in set(_LINE_NUMBER.sub(" ", text).split()) for t in self._chunk(chunk)
+            )
+        return got
+
+    def _chunk(self, chunk: str) -> tuple[str, ...]:
+        got = self._chunks.get(chunk)
+        if got is None:
+            got = self._chunks[chunk] = () if len(chunk) < MIN_CHARS or _PLAIN.fullmatch(chunk) else _shapes(chunk)
+        return got
+
+    def uses(self, m: Message) -> set[str]:
+        """What an assistant message uses: the candidates of its texts and its calls' arguments, and its commands."""
+        texts = [p.text for p in m.parts if p.kind == "text" and p.text]
+        texts.extend(v for p in m.calls if p.args for v in _arg_values(p.args))
+        return set().union(*(self.tokens(t) for t in texts)) | _commands(m) if texts else set()
+
+
+def _shapes(chunk: str) -> tuple[str, ...]:
+    out = []
+    for mt in _TOKEN.finditer(chunk):
+        tok = mt.group(0).rstrip(".,:;")
+        if len(tok) < MIN_CHARS or tok in COMMON:
             continue
-        for mt in _TOKEN.finditer(chunk):
-            tok = mt.group(0).rstrip(".,:;")
-            if len(tok) < MIN_CHARS or tok in COMMON:
-                continue
-            if mt.lastgroup == "number" and 1900 <= float(tok) <= 2100:
-                continue
-            out.add(tok)
-    return out
+        if mt.lastgroup == "number" and 1900 <= float(tok) <= 2100:
+            continue
+        out.append(tok)
+    return tuple(out)
 
 
 def _commands(m: Message) -> set[str]:
@@ -211,12 +236,6 @@ def _commands(m: Message) -> set[str]:
     return out
 
 
-def _uses(m: Message) -> set[str]:
-    texts = [p.text for p in m.parts if p.kind == "text" and p.text]
-    texts.extend(v for p in m.calls if p.args for v in _arg_values(p.args))
-    return set().union(*(_tokens(t) for t in texts)) | _commands(m) if texts else set()
-
-
 def _fid(kind: str, text: str, source: str) -> str:
     digest = hashlib.sha256((source + "\0" + text).encode()).hexdigest()[:12]
     return f"probe:{kind}:{digest}"
@@ -230,6 +249,7 @@ def _artifacts(msgs: tuple[Message, ...], system: str) -> list[Fact]:
     toks: list[set[str]] = []  # per message: what it tells (a user or tool message) or uses (an assistant's)
     first: dict[str, int] = {}  # token -> its first message; negative when the agent coined it
     held = [holdings(m) for m in msgs]  # each message's texts, built once: the searches below ask again and again
+    scan = _Scanner()
 
     def has(j: int, t: str) -> bool:  # _holds(msgs[j], t)
         return any(t in h for h in held[j])
@@ -237,13 +257,13 @@ def _artifacts(msgs: tuple[Message, ...], system: str) -> list[Fact]:
     for i, m in enumerate(msgs):
         if m.role in ("user", "tool"):
             hs = held[i]
-            toks.append(set().union(*(_tokens(h) for h in hs)) if hs else set())
+            toks.append(set().union(*(scan.tokens(h) for h in hs)) if hs else set())
             if m.meta.get("compact_summary"):
                 continue  # a summary restates; it carries, never establishes
             for t in toks[i]:
                 first.setdefault(t, i)
         elif m.role == "assistant":
-            raw = _uses(m)
+            raw = scan.uses(m)
             toks.append({_told_tail(t, first) for t in raw})
             for t in raw - toks[i]:  # a path used in full that only a tail of was told: the full form is coined
                 first.setdefault(t, -1 - i)

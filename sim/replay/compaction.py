@@ -12,8 +12,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from policies.base import Plan
 from sim.core.errors import PromptTooLong
 from sim.core.invariants import check_compaction, check_plan, check_view
@@ -239,6 +237,8 @@ def summary_of(e: Engine, plan: Plan, before: View, after: View, cid: str, trigg
     msgs = e.ledger.messages
     goal = next((m.text for m in msgs if m.role == "user" and m.command is None), "")
     calls = [p.name or "tool" for i in given.span for p in msgs[i].parts if p.kind == "tool_call"]
+    import numpy as np  # only for a summary: a replay that makes none does without its import
+
     rng = np.random.default_rng(np.random.SeedSequence([e.config.seed, 1, e.compaction_attempts]))
     outcome = summarise(
         goal=goal,

@@ -15,7 +15,6 @@ process pool, and scattered once to the cluster by Dask, so large recordings cro
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -129,6 +128,8 @@ def _dask(
     fn: Callable[[S, T], R], items: Sequence[tuple[str, T]], shared: Mapping[str, S], spec: ExecutorSpec
 ) -> Iterator[R]:
     try:
+        import logging  # with Dask only: a local sweep does without it
+
         from distributed import Client, LocalCluster, as_completed
     except ImportError:  # pragma: no cover - an install without the extra
         raise InvalidConfig("the dask executors need dask[distributed] (pip install 'dask[distributed]')") from None

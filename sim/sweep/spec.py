@@ -9,7 +9,6 @@ Its :meth:`~SweepSpec.normalised` dict is what a results folder's manifest store
 from __future__ import annotations
 
 import itertools
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +110,8 @@ class SweepSpec:
 # -- reading specs ------------------------------------------------------------------------------------------
 def load_spec(path: str | Path) -> SweepSpec:
     """Read a sweep spec (TOML); relative conversation paths are relative to the spec file."""
+    import tomllib  # only for a spec file: a replay from the command line does without it
+
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
