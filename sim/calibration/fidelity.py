@@ -36,6 +36,12 @@ priced from each side's usage.
   opens with a summary gets the calibration's ``after_compaction`` term.
 - ``stop``: only the first segment is replayed; the curve ends at the first recorded compaction.
 
+At each recorded compaction the first request after it is also *predicted* from what the recording shows before it
+(``first_after_predicted``, ``first_after_predicted_error``; ``post_compaction`` in the summary), by the bundled
+post-compaction model (:mod:`sim.calibration.after_compaction`) fitted without this session: unlike
+``first_after_simulated``, it does not read the summary's size from the recording where the recording has no text
+(a token-level trace's summary placeholder is the recorded size).
+
 The replay window is huge (:data:`sim.calibration.fit.REPLAY_WINDOW`) so no recorded request is rejected:
 this measures counting, not overflow behaviour. When the calibration was fitted on the same session,
 the curve is in-sample; fit on other sessions (``csim calibrate`` on a folder without it) for an
@@ -51,7 +57,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from sim.calibration import after_compaction
 from sim.calibration.features import replay_counts
+from sim.core.anchors import Anchors
 from sim.core.conversation import Conversation, Message
 from sim.core.cost import Pricer
 from sim.core.counting import Calibration, opens_with_summary, segments
@@ -103,6 +111,9 @@ class Fidelity:
     #: The recording's hash block, in tokens (token-level traces): a proven prefix is whole blocks, so a read may
     #: pass it by less than a block (the partial block at its end) without contradicting it.
     block_tokens: int = 0
+    #: The first requests after the recorded compactions predicted from before them, held out (the bundled model of
+    #: :mod:`sim.calibration.after_compaction`): its form and the |relative error| figures over this session.
+    post_compaction: dict[str, Any] | None = None
 
     def errors(self) -> np.ndarray:
         return np.array([abs(r["relative_error"]) for r in self.rows], dtype=float)
@@ -121,6 +132,7 @@ class Fidelity:
             "compactions": self.compactions,
             "cache": self.cache_summary(),
             "provable_cache": self.provable_summary(),
+            "post_compaction": self.post_compaction,
         }
 
     def provable_summary(self) -> dict[str, Any] | None:
@@ -281,7 +293,27 @@ def replay(
         rec, est = firsts.get(c["compaction"], (None, None))
         c["first_after_recorded"], c["first_after_simulated"] = rec, est
         c["first_after_relative_error"] = (est - rec) / rec if rec and est is not None else None
+    _predict_firsts(out, conv, calibration, anchors)
     return out
+
+
+def _predict_firsts(out: Fidelity, conv: Conversation, calibration: Calibration, anchors: Anchors | None) -> None:
+    """Each compaction's first request after it predicted from what the recording shows before it by the bundled
+    post-compaction model (:mod:`sim.calibration.after_compaction`), fitted without this session: held out."""
+    if not out.compactions:
+        return
+    if anchors is None and not after_compaction.sizes_only(conv):
+        anchors = anchors_for(conv, calibration)
+    model = after_compaction.bundled()
+    predicted = {o.compaction: (o, model.predict(o)) for o in after_compaction.observations(conv, anchors)}
+    for c in out.compactions:
+        obs, p = predicted.get(c["compaction"], (None, None))
+        c["first_after_predicted"] = p
+        c["first_after_predicted_error"] = None if obs is None or p is None else (p - obs.recorded) / obs.recorded
+    errs = np.array(
+        [c["first_after_predicted_error"] for c in out.compactions if c["first_after_predicted_error"] is not None]
+    )
+    out.post_compaction = {"form": model.form, **after_compaction.figures(errs)}
 
 
 def recorded_ttl(messages: tuple[Message, ...]) -> str:
@@ -364,6 +396,8 @@ def write(result: Fidelity, out: str | Path) -> tuple[Path, Path]:
             "first_after_recorded",
             "first_after_simulated",
             "first_after_relative_error",
+            "first_after_predicted",
+            "first_after_predicted_error",
         ],
         result.compactions,
     )

@@ -1,0 +1,145 @@
+"""How well the first request after a compaction can be predicted from what the recording shows before it (issue 30,
+item 3), held out by session: each form of :mod:`sim.calibration.after_compaction`, fitted on the other sessions.
+
+Reads the shared token-level traces (``kv-cache-traces``) and Claude Code transcripts (``claude-code``) under
+``--recorded``, calibrates the transcripts with ``csim calibrate`` (their anchored overhead and the estimates of
+their summaries and re-attached files need one), and prints per form the median and p90 of
+``|predicted - recorded| / recorded`` of the whole first request (system and tools included, as ``csim fidelity``
+compares), over the traces, over the transcripts, and over both; per regime (one fit for traces, one for transcripts)
+and pooled (one fit for both). ``today`` is what csim estimated before: the calibration's ``after_compaction`` beside
+what the transcript shows (a trace shows nothing); ``transcripts unread`` predicts the transcripts' summaries and
+files too, as for a trace (known = 0). ``--write`` refreshes the bundled
+``sim/calibration/after_compaction_fit.json`` (the observations, the form, what they came from).
+
+    python benchmarks/after_compaction.py [--recorded ../shared/recorded] [--write] [--rows]
+
+Nothing here is a test: it reads the shared recordings, which tests may not have.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sim.calibration import after_compaction as ac  # noqa: E402
+from sim.calibration import files  # noqa: E402
+from sim.core.counting import agent_of  # noqa: E402
+from sim.formats import read  # noqa: E402
+from sim.formats.datasets import sha256_of  # noqa: E402
+from sim.replay.anchoring import anchors_for  # noqa: E402
+
+TRACES, TRANSCRIPTS = "kv-cache-traces", "claude-code"
+
+
+def _calibrate(folder: Path, fmt: str, out: Path) -> Path:
+    cmd = [sys.executable, "-m", "sim.cli.main", "calibrate", str(folder), "--format", fmt, "--out", str(out)]
+    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return out
+
+
+def collect(recorded: Path, tmp: Path) -> tuple[list[ac.Observation], dict[str, object], dict[str, float]]:
+    """The observations of every main-agent session that compacts, what they came from, and each calibration's
+    ``after_compaction`` (for the ``today`` row)."""
+    rows: list[ac.Observation] = []
+    fitted_on: dict[str, object] = {}
+    today: dict[str, float] = {}
+    for sub, fmt in ((TRACES, "kv-trace"), (TRANSCRIPTS, "claude-code")):
+        folder = recorded / sub
+        cal = files.choose(files.load(_calibrate(folder, fmt, tmp / f"{fmt}.json")), "anthropic", fmt, "main")
+        today["sizes" if fmt == "kv-trace" else "text"] = cal.coefficients.after_compaction
+        used = []
+        for path in sorted(folder.iterdir()):
+            if path.suffix not in (".json", ".jsonl"):
+                continue
+            found = []
+            for conv in read(path, fmt).conversations:
+                if agent_of(conv) != "main":
+                    continue
+                anchors = None if ac.sizes_only(conv) else anchors_for(conv, cal)
+                found += ac.observations(conv, anchors)
+            if found:
+                used.append({"file": path.name, "sha256": sha256_of(path), "compactions": len(found)})
+                rows += found
+        fitted_on[sub] = used
+    fitted_on["note"] = (
+        "the transcripts' known part (summary, re-attached files) is estimated with csim calibrate on "
+        f"{TRANSCRIPTS}/ itself (its ratios are fitted on what requests added, not on these first requests)"
+    )
+    return rows, fitted_on, today
+
+
+def _line(label: str, rows: list[ac.Observation], predicted: list[int]) -> str:
+    parts = []
+    for name, keep in (("traces", "sizes"), ("transcripts", "text"), ("all", None)):
+        pick = [(o, p) for o, p in zip(rows, predicted, strict=True) if keep is None or o.regime == keep]
+        f = ac.figures(ac.errors([o for o, _ in pick], [p for _, p in pick]))
+        if f["n"]:
+            parts.append(
+                f"{name} median {f['median']:.1%} p90 {f['p90']:.1%} mean {f['mean']:.1%} "
+                f"(signed {f['signed_mean']:+.1%}, {f['within_5pct']:.0%} within 5%)"
+            )
+    return f"{label:32s} " + "; ".join(parts)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--recorded", default=os.environ.get("CSIM_RECORDED") or str(ROOT.parent / "shared" / "recorded"))
+    ap.add_argument("--write", action="store_true", help="refresh sim/calibration/after_compaction_fit.json")
+    ap.add_argument("--rows", action="store_true", help="print each compaction and its held-out predictions")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        rows, fitted_on, today = collect(Path(args.recorded), Path(tmp))
+    sessions = len({o.session for o in rows})
+    print(f"{len(rows)} compactions in {sessions} sessions ({sum(o.regime == 'sizes' for o in rows)} in traces)")
+    base = [max(o.base, round(o.base + o.known + today[o.regime])) for o in rows]
+    print(_line("today (after_compaction)", rows, base))
+    held: dict[str, object] = {}
+    table = {}
+    for name in ac.FORMS:
+        for pooled in (False, True):
+            predicted = ac.held_out(rows, name, pooled)
+            label = f"{name}{' (pooled)' if pooled else ''}"
+            table[label] = predicted
+            print(_line(label, rows, predicted))
+            if not pooled:
+                held[name] = {
+                    regime: ac.figures(
+                        ac.errors(
+                            *zip(
+                                *[(o, p) for o, p in zip(rows, predicted, strict=True) if o.regime == regime],
+                                strict=True,
+                            )
+                        )
+                    )
+                    for regime in ("sizes", "text")
+                }
+    # the transcripts as if they had no text: what is left is the summary and the files too (one number held out)
+    blind = [o if o.regime == "sizes" else replace(o, known=0) for o in rows]
+    print(_line("constant, transcripts unread", blind, ac.held_out(blind, "constant")))
+    if args.rows:
+        for i, o in enumerate(rows):
+            preds = " ".join(f"{k}={table[k][i]:,}" for k in ("constant", "previous", "recent"))
+            print(
+                f"  {o.session} #{o.compaction}: recorded {o.recorded:,} (base {o.base:,}, known {o.known:,}, "
+                f"left {o.left:,}); pre {o.pre_prompt:,}; {preds}"
+            )
+    if args.write:
+        model = ac.Model(ac.BUNDLED_FORM, tuple(rows), fitted_on)
+        out = ROOT / "sim" / "calibration" / ac.BUNDLED
+        body = model.to_json({"form": ac.BUNDLED_FORM, "by_regime": held[ac.BUNDLED_FORM], "all_forms": held})
+        out.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"wrote {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
