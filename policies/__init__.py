@@ -33,22 +33,30 @@ def _modules() -> list[str]:
 
 
 @functools.cache
+def _registers(module: str) -> tuple[str, ...]:
+    """The policy names the source of ``module`` (a module of this package) registers."""
+    source = Path(__path__[0], f"{module}.py")
+    return tuple(_REGISTERS.findall(source.read_text(encoding="utf-8"))) if source.is_file() else ()
+
+
 def registered_in_sources() -> dict[str, str]:
     """Policy name -> the module whose source registers it."""
-    out: dict[str, str] = {}
-    for name in _modules():
-        source = Path(__path__[0], f"{name}.py")
-        if source.is_file():
-            for m in _REGISTERS.finditer(source.read_text(encoding="utf-8")):
-                out[m.group(1)] = f"{__name__}.{name}"
-    return out
+    return {name: f"{__name__}.{module}" for module in _modules() for name in _registers(module)}
 
 
 def _discover(name: str | None) -> None:
-    """Import the module that registers ``name``; every module for None (or a name no source registers)."""
-    module = registered_in_sources().get(name) if name is not None else None
-    for m in [module] if module else [f"{__name__}.{n}" for n in _modules()]:
-        importlib.import_module(m)
+    """Import the module that registers ``name``; every module for None (or a name no source registers). The
+    sources are read the likeliest first: a module whose name begins the policy's (``claude_code`` for
+    ``claude-code-microcompact``), so a run reads one or two files, not sixty."""
+    if name is not None:
+        key = name.replace("-", "_")
+        modules = _modules()
+        for module in sorted(modules, key=lambda m: (not key.startswith(m), -len(m) if key.startswith(m) else 0)):
+            if name in _registers(module):
+                importlib.import_module(f"{__name__}.{module}")
+                return
+    for module in _modules():
+        importlib.import_module(f"{__name__}.{module}")
 
 
 POLICIES.discover_with(_discover)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from policies import make_policy
 from sim.core.conversation import Conversation, Fact, Message, Part
 from sim.core.errors import InvalidConfig
 from sim.core.model import ModelConfig
-from sim.formats import native
+from sim.formats import native, probes
 from sim.formats.importing import recorded_conversations
 from sim.formats.probes import MAX_NEEDS, mine_probes, schedule, with_probes
 from sim.replay.engine import RunConfig, run
@@ -276,3 +279,33 @@ def test_a_recorded_summary_that_restates_a_probe_carries_it() -> None:
     assert f.source == "t0" and "sum" in f.carriers  # a summary carries, never establishes
     rows = [r for r in _judged(conv, "swe-agent-masking", n="2") if r["fact"] == f.id]
     assert [r["visible"] for r in rows] == [True]  # the listing is masked, the summary is not
+
+
+_CHUNK_CHARS = st.sampled_from(list("abcxyzABCXYZ0123456789/._-@+~:?!,;()[]\"'`<>{}éß→"))
+
+
+@given(st.lists(_CHUNK_CHARS, min_size=1, max_size=40).map("".join))
+def test_a_chunk_the_shapes_match_holds_what_every_shape_holds(chunk: str) -> None:
+    """The scanner passes over a chunk without a slash, dot, underscore, hyphen, digit or inner capital: that must
+    never lose a candidate the shapes would find (and a plain word never has one)."""
+    if probes._shapes(chunk):
+        assert probes._MAY_HOLD.search(chunk), chunk
+        assert not probes._PLAIN.fullmatch(chunk), chunk
+
+
+def test_the_scanner_finds_what_each_chunk_scanned_alone_finds() -> None:
+    text = "Read src/app/main.py and  FooBar.Baz   then 1234567 or 2024; deadbeef12 my_var kebab-case-name plain Words"
+    want = {t for chunk in text.split() for t in probes._shapes(chunk)}
+    assert probes._Scanner().tokens(text) == want and "src/app/main.py" in want and "my_var" in want
+
+
+@given(
+    st.lists(
+        _CHUNK_CHARS | st.sampled_from(["http://", "https://x.io/", "ab_c", "Foo.Bar", "1a2b3c4d", "-x-"]), max_size=30
+    ).map("".join)
+)
+def test_the_guarded_shapes_find_what_the_bare_alternation_finds(text: str) -> None:
+    bare = re.compile(probes._SHAPES)
+    assert [(m.span(), m.lastgroup) for m in probes._TOKEN.finditer(text)] == [
+        (m.span(), m.lastgroup) for m in bare.finditer(text)
+    ]

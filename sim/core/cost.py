@@ -25,7 +25,6 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
-from decimal import Decimal
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -45,7 +44,7 @@ def _rate(price: Any) -> tuple[float, float]:
     """(base $/MTok, token count where the first tier starts; inf when untiered)."""
     if price is None:
         return 0.0, float("inf")
-    if isinstance(price, (Decimal, int, float)):
+    if not hasattr(price, "base"):  # a plain number (the table's Decimal, an int): untiered
         return float(price), float("inf")
     tiers = getattr(price, "tiers", None) or []
     start = min((t.start for t in tiers), default=float("inf"))

