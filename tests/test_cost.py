@@ -43,7 +43,7 @@ def _fresh_cache() -> None:
 def test_what_is_read_of_a_model_is_kept_for_the_next_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The kept file names the installed table's version and holds the model once priced; a damaged file, or a
     folder that cannot be written, only means the table is read again: the prices are the same."""
-    monkeypatch.setenv("CSIM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CSIM_CACHE", str(tmp_path / "cache"))
     _fresh_cache()
     want = Pricer("claude-sonnet-4-5", "anthropic").cost(120_000, 900, 80_000, 10_000, 5_000)
     path = cost.price_cache()
@@ -54,12 +54,12 @@ def test_what_is_read_of_a_model_is_kept_for_the_next_process(tmp_path: Path, mo
     assert Pricer("claude-sonnet-4-5", "anthropic").cost(120_000, 900, 80_000, 10_000, 5_000) == want
     monkeypatch.undo()
     for damage in ("{not json", '{"anthropic:claude-sonnet-4-5": {"periods": 3}}'):
-        monkeypatch.setenv("CSIM_CACHE_DIR", str(tmp_path / "cache"))
+        monkeypatch.setenv("CSIM_CACHE", str(tmp_path / "cache"))
         path.write_text(damage)
         _fresh_cache()
         assert Pricer("claude-sonnet-4-5", "anthropic").cost(120_000, 900, 80_000, 10_000, 5_000) == want
     (tmp_path / "a-file").write_text("")
-    monkeypatch.setenv("CSIM_CACHE_DIR", str(tmp_path / "a-file"))  # cannot hold a folder
+    monkeypatch.setenv("CSIM_CACHE", str(tmp_path / "a-file"))  # cannot hold a folder
     _fresh_cache()
     assert Pricer("claude-sonnet-4-5", "anthropic").cost(120_000, 900, 80_000, 10_000, 5_000) == want
     _fresh_cache()

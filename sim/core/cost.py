@@ -8,8 +8,8 @@ fast path against ``genai_prices.calc_price`` on random usages.
 
 What it reads of a model (which table entry a name finds, each of its prices' base rates, first tier and the
 date or time of day from which the table applies it) is kept between processes in a small JSON file per installed
-``genai-prices`` version (:func:`price_cache`: ``$CSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/compaction-sim`` or
-``~/.cache/compaction-sim``), because importing the table costs a short run a third of its time (0.15 s of
+``genai-prices`` version (:func:`price_cache`: in ``$CSIM_CACHE``, else ``~/.cache/csim``, where fetched datasets
+go too), because importing the table costs a short run a third of its time (0.15 s of
 ``csim run``'s 0.5 s). Only what the library itself gave is kept, and the version in the file's name means an
 upgraded table is read afresh; a test holds the kept choice of price at a date to the library's own
 (``ModelInfo.get_prices``) for every dated model of the table. A folder that cannot be written only costs the time.
@@ -240,9 +240,7 @@ def price_cache() -> Path | None:
     table = installed_version("genai-prices")
     if table is None:
         return None
-    root = os.environ.get("CSIM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "compaction-sim"
-    )
+    root = os.environ.get("CSIM_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "csim")
     return Path(root) / f"prices-genai-prices-{table}-1.json"
 
 
