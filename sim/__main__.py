@@ -1,7 +1,5 @@
 """``python -m sim`` is ``csim``."""
 
-import sys
+from sim.cli.main import entry
 
-from sim.cli.main import main
-
-sys.exit(main())
+entry()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.cli.main import main
+from sim.cli.main import ENDS_AT_ONCE, main
 from sim.sweep.results import load_results, stored_log
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +55,39 @@ def test_run_is_a_one_configuration_sweep_with_its_logs(tmp_path: Path, capsys: 
     # the same command again reuses the finished run: a sweep resumes
     assert main([*RUN, "--out", str(tmp_path)]) == 0
     assert len(load_results(tmp_path).runs) == 1
+
+
+def test_a_command_that_ends_at_once_says_everything_first(tmp_path: Path) -> None:
+    """``python -m sim run`` ends its process without tearing the interpreter down (sim.cli.main.entry): what it
+    printed, to a pipe, arrives whole, the status is the command's, and the results read back; an error is still
+    status 2 with its message, and a command that runs notebooks is not in the set."""
+    out = tmp_path / "r"
+    done = subprocess.run(
+        [sys.executable, "-m", "sim", *RUN, "--out", str(out)], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("violations, logs)") and "agent requests" in done.stdout
+    assert "runs done" in done.stderr and len(load_results(out).runs) == 1
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sim",
+            "run",
+            "--policy",
+            "no-such",
+            "--scenario",
+            "coding-agent",
+            "--out",
+            str(tmp_path / "s"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 2 and bad.stderr.startswith("csim: error: unknown policy 'no-such'")
+    assert {"cmd_report", "cmd_demo"}.isdisjoint(ENDS_AT_ONCE) and "cmd_run" in ENDS_AT_ONCE
 
 
 def test_outputs_are_byte_identical_twice_and_in_another_process(tmp_path: Path) -> None:
