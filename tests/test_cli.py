@@ -88,6 +88,10 @@ def test_a_command_that_ends_at_once_says_everything_first(tmp_path: Path) -> No
     )
     assert bad.returncode == 2 and bad.stderr.startswith("csim: error: unknown policy 'no-such'")
     assert {"cmd_report", "cmd_demo"}.isdisjoint(ENDS_AT_ONCE) and "cmd_run" in ENDS_AT_ONCE
+    profile = tmp_path / "run.prof"  # under a profiler the process ends the usual way: the profile is written
+    argv = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "sim", *RUN, "--out", str(tmp_path / "p")]
+    assert subprocess.run(argv, cwd=ROOT, capture_output=True, check=False).returncode == 0
+    assert profile.stat().st_size > 0
 
 
 def test_outputs_are_byte_identical_twice_and_in_another_process(tmp_path: Path) -> None:

@@ -344,10 +344,11 @@ def entry() -> None:
     Freeing every object of a finished replay one by one costs a short ``csim run`` a tenth of its time (0.05 s
     of 0.58 s on the largest shared session) for a process that is about to end: its files are closed by then,
     and stdout and stderr are flushed here. Only a return ends so; an exception (a bug's traceback) ends the
-    usual way, and ``CSIM_FULL_EXIT=1`` keeps the usual end for every command (for tools that collect at exit,
-    such as coverage)."""
+    usual way, as it does under a profiler or tracer (``python -m cProfile``, coverage: they write at exit) and
+    with ``CSIM_FULL_EXIT=1``."""
     rc, command = _main(None)
-    if command not in ENDS_AT_ONCE or os.environ.get("CSIM_FULL_EXIT"):
+    watched = sys.getprofile() is not None or sys.gettrace() is not None
+    if command not in ENDS_AT_ONCE or watched or os.environ.get("CSIM_FULL_EXIT"):
         sys.exit(rc)
     try:
         sys.stdout.flush()
