@@ -76,6 +76,13 @@ def rowdot(kinds: np.ndarray, ratios: Sequence[float]) -> np.ndarray:
     return out
 
 
+def _taken(arrays: dict[str, np.ndarray], keep: np.ndarray) -> dict[str, np.ndarray]:
+    """Each array's rows where ``keep`` is true: the same values as ``v[keep]``, gathered by index (``np.take``, the
+    fast gather) once the mask is read."""
+    index = np.flatnonzero(keep)
+    return {k: np.take(v, index, axis=0) for k, v in arrays.items()}
+
+
 class Rows:
     """Requests as arrays, one row each, in the order given; ``at`` numbers their conversations."""
 
@@ -92,9 +99,10 @@ class Rows:
         self.reattached = np.array([s.reattached for s in rows], dtype=np.int64).reshape(-1, 3)
         self.reattached_messages = np.array([s.reattached_messages for s in rows], dtype=np.int64)
 
-    def take(self, keep: Any) -> Rows:
+    def take(self, keep: np.ndarray) -> Rows:
+        """The requests where ``keep`` (a mask) is true, in order."""
         out = object.__new__(Rows)
-        out.__dict__.update({k: v[keep] for k, v in vars(self).items()})
+        out.__dict__.update(_taken(vars(self), keep))
         return out
 
     def frames(self, framing: Framing) -> np.ndarray:
@@ -116,9 +124,10 @@ class Pairs:
         self.kinds = np.array(dk, dtype=float).reshape(-1, 3)
         self.chars = np.array([b.chars - a.chars for a, b in pairs], dtype=float)
 
-    def take(self, keep: Any) -> Pairs:
+    def take(self, keep: np.ndarray) -> Pairs:
+        """The requests where ``keep`` (a mask) is true, in order."""
         out = object.__new__(Pairs)
-        out.__dict__.update({k: v[keep] for k, v in vars(self).items()})
+        out.__dict__.update(_taken(vars(self), keep))
         return out
 
     def frames(self, framing: Framing) -> np.ndarray:
@@ -440,7 +449,9 @@ class Group:
             start += len(held)
             guess = p.anchor + np.einsum("ij,ij->i", self.growth, np.take(table, p.conv, axis=0))
             err = np.abs(guess - p.y) / p.y
-            out[i] = float(np.mean(err[np.isin(p.conv, held)]))
+            member = np.zeros(len(self.names), dtype=bool)
+            member[held] = True
+            out[i] = float(np.mean(err[np.take(member, p.conv)]))
 
 
 #: How many fits :meth:`Group.loo` solves in one batch, at most (about 400 bytes of arrays each).
