@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from policies import make_policy
 from sim.calibration import files
 from sim.calibration import fit as cal
+from sim.calibration import group as group_module
 from sim.cli.main import main
 from sim.core.conversation import Conversation, Message, Part, Usage
 from sim.core.errors import InvalidConfig
@@ -236,13 +237,32 @@ def test_the_choices_from_sums_agree_with_fits_on_the_rows(rows, by_kind: bool, 
     rng = np.random.default_rng(5)
     noisy = [replace(s, recorded=int(s.recorded * (1 + rng.normal(0, 0.01)))) for s in data]  # no exact fit
     group = cal.Group(noisy)
-    for exclude in (None, 0):
+    for exclude in (None, *range(len(group.names))):  # every one: they are worked out together, in one batch
         keep = [s for s in noisy if exclude is None or s.conversation != group.names[exclude]]
         want = _loo_by_refitting(keep, by_kind, framing)
         got = group.loo(exclude, by_kind, framing)  # type: ignore[arg-type]
         assert (got is None) == (want is None)
         if want is not None:
             assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_the_choices_are_the_same_however_they_are_batched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """:meth:`Group.loo` solves the fits of every conversation left out together, in batches of at most
+    ``_MAX_SYSTEMS`` fits, and gives the one-ratio figure with the per-kind one: one conversation to a batch, or
+    one ratio asked before a ratio per kind, gives the same numbers to the last bit."""
+    rng = np.random.default_rng(7)
+    rows = [
+        replace(s, recorded=int(s.recorded * (1 + rng.normal(0, 0.01))))
+        for s in _samples((2_000, 40.0, 1.1, 900), convs=6, kinds=(1.0, 1.25, 0.9))
+    ]
+    keys = [(e, k, f) for e in (None, *range(6)) for k in (True, False) for f in ("message", "call_id")]
+    whole = cal.Group(rows)
+    want = {key: whole.loo(*key) for key in keys}  # type: ignore[arg-type]
+    monkeypatch.setattr(group_module, "_MAX_SYSTEMS", 1)
+    apart = cal.Group(rows)
+    got = {key: apart.loo(*key) for key in reversed(keys)}  # type: ignore[arg-type]
+    assert got == want
+    assert len({v for v in want.values() if v is not None}) > 2  # the figures differ: the test can tell them apart
 
 
 def test_fit_minimises_relative_not_absolute_error() -> None:

@@ -78,8 +78,9 @@ are saved and reported (one per conversation left out) are done on those arrays 
 numbers in the same order into ``lstsq``), so the figures are those of a fit on the rows themselves. The fits
 behind a choice only compare errors; they are solved from each conversation's sums of the weighted normal
 equations (``sum w^2 x x^T`` over its requests, :mod:`sim.calibration.normal`): leaving conversations out is a
-subtraction, and all the fits of one choice are a few batched solves. What Python does per request is then done once;
-what remains of the ``n^2`` is array work: the small solves, and a pass over the requests' arrays per fold.
+subtraction, and the fits of one choice, for every fold at once, are a few batched solves. What Python does per
+request is then done once; what remains of the ``n^2`` is array work: the small solves, and a pass over the
+requests' arrays per fold.
 """
 
 from __future__ import annotations

@@ -76,6 +76,13 @@ def rowdot(kinds: np.ndarray, ratios: Sequence[float]) -> np.ndarray:
     return out
 
 
+def _taken(arrays: dict[str, np.ndarray], keep: np.ndarray) -> dict[str, np.ndarray]:
+    """Each array's rows where ``keep`` is true: the same values as ``v[keep]``, gathered by index (``np.take``, the
+    fast gather) once the mask is read."""
+    index = np.flatnonzero(keep)
+    return {k: np.take(v, index, axis=0) for k, v in arrays.items()}
+
+
 class Rows:
     """Requests as arrays, one row each, in the order given; ``at`` numbers their conversations."""
 
@@ -92,9 +99,10 @@ class Rows:
         self.reattached = np.array([s.reattached for s in rows], dtype=np.int64).reshape(-1, 3)
         self.reattached_messages = np.array([s.reattached_messages for s in rows], dtype=np.int64)
 
-    def take(self, keep: Any) -> Rows:
+    def take(self, keep: np.ndarray) -> Rows:
+        """The requests where ``keep`` (a mask) is true, in order."""
         out = object.__new__(Rows)
-        out.__dict__.update({k: v[keep] for k, v in vars(self).items()})
+        out.__dict__.update(_taken(vars(self), keep))
         return out
 
     def frames(self, framing: Framing) -> np.ndarray:
@@ -116,9 +124,10 @@ class Pairs:
         self.kinds = np.array(dk, dtype=float).reshape(-1, 3)
         self.chars = np.array([b.chars - a.chars for a, b in pairs], dtype=float)
 
-    def take(self, keep: Any) -> Pairs:
+    def take(self, keep: np.ndarray) -> Pairs:
+        """The requests where ``keep`` (a mask) is true, in order."""
         out = object.__new__(Pairs)
-        out.__dict__.update({k: v[keep] for k, v in vars(self).items()})
+        out.__dict__.update(_taken(vars(self), keep))
         return out
 
     def frames(self, framing: Framing) -> np.ndarray:
@@ -195,6 +204,7 @@ class Group:
         self._totals: dict[int, np.ndarray] = {}
         self._fits: dict[tuple[int | None, bool, Framing], Coefficients] = {}
         self._taken: tuple[int, Pairs] | None = None
+        self._scaled: tuple[tuple[int | None, Framing], tuple[Any, Any]] | None = None
 
     def pairs_without(self, exclude: int | None) -> int:
         return int(self.n_pairs.sum() - (0 if exclude is None else self.n_pairs[exclude]))
@@ -231,13 +241,12 @@ class Group:
         y = p.y
         if len(y) < 2:
             return self.whole_prompts(exclude)
-        dy, df, dk = p.dy, p.frames(framing), p.kinds
-        per_frame, scale = _lstsq(np.column_stack([df, p.tokens]), dy, 1.0 / y)
+        per_frame, scale = self._growth_fit(exclude, framing)
         if scale <= 0:  # what the requests added does not track what they were billed (hidden content moves more)
             return self.whole_prompts(exclude)
-        totals = np.abs(dk).sum(axis=0)
-        conv = p.conv
-        grew_in = [int(np.count_nonzero(np.bincount(conv[dk[:, i] != 0], minlength=1))) for i in range(3)]
+        # the kinds' token counts are whole numbers, so their sums over the conversations kept are exact, in any order
+        totals = self._without(self.kind_totals, exclude)
+        grew_in = self._without(self.grew, exclude)
         own = [
             i
             for i in range(3)
@@ -247,8 +256,9 @@ class Group:
         kind_scales: tuple[float, float, float] | None = None
         mean = float(scale)
         if own:  # the kinds too rare to fit take the one ratio; the others are fitted with the framing term
+            dy, dk = p.dy, p.kinds
             rest = dy - scale * dk[:, [i for i in range(3) if i not in own]].sum(axis=1)
-            c = _lstsq(np.column_stack([df, dk[:, own]]), rest, 1.0 / y)
+            c = _lstsq(np.column_stack([p.frames(framing), dk[:, own]]), rest, 1.0 / y)
             if all(RATIO_RANGE[0] <= r <= RATIO_RANGE[1] for r in c[1:]):  # else one ratio for all (see RATIO_RANGE)
                 per_frame = c[0]
                 for i, r in zip(own, c[1:], strict=True):
@@ -260,6 +270,16 @@ class Group:
         if framing == "call_id":
             return Coefficients(fixed, 0.0, mean, after, kind_scales, per_frame)
         return Coefficients(fixed, per_frame, mean, after, kind_scales)
+
+    def _growth_fit(self, exclude: int | None, framing: Framing) -> tuple[Any, Any]:
+        """``per_frame`` and the one ``scale``, fitted on what each request added (every conversation but
+        ``exclude``): the first step of :meth:`_fit`, shared by its fits with and without a ratio per kind."""
+        key = (exclude, framing)
+        if self._scaled is None or self._scaled[0] != key:
+            p = self._pairs_without(exclude)
+            per_frame, scale = _lstsq(np.column_stack([p.frames(framing), p.tokens]), p.dy, 1.0 / p.y)
+            self._scaled = (key, (per_frame, scale))
+        return self._scaled[1]
 
     def _overheads(
         self, exclude: int | None, framing: Framing, per_frame: float, ratios: list[float], mean: float
@@ -328,10 +348,19 @@ class Group:
 
     def loo(self, exclude: int | None, by_kind: bool, framing: Framing) -> float | None:
         """Mean relative error of each conversation but ``exclude`` (with two or more requests in a segment),
-        each predicted by the fit on the others without ``exclude``, anchored on its segments' first requests."""
+        each predicted by the fit on the others without ``exclude``, anchored on its segments' first requests.
+
+        Asked for one conversation left out, it is worked out for every one at once (the held-out evaluation asks
+        for each in turn), and with a ratio per kind, for one ratio too (:meth:`kinds_carry` compares the two)."""
         key = (exclude, by_kind, framing)
         if key not in self._loo:
-            self._loo[key] = self._loo_of(exclude, by_kind, framing)
+            batch: list[int | None] = [None] if exclude is None else list(range(len(self.names)))
+            for chunk in _chunks(batch, max(1, _MAX_SYSTEMS // max(1, len(self.names)))):
+                one, kinds = self._loo_of(chunk, by_kind, framing)
+                for e, value in zip(chunk, one, strict=True):
+                    self._loo[(e, False, framing)] = value
+                for e, value in zip(chunk, kinds, strict=True) if kinds is not None else ():
+                    self._loo[(e, True, framing)] = value
         return self._loo[key]
 
     def _without(self, stats: np.ndarray, exclude: int | None) -> np.ndarray:
@@ -342,49 +371,92 @@ class Group:
             total = self._totals[key] = stats.sum(axis=0)
         return total if exclude is None else total - stats[exclude]
 
-    def _loo_of(self, exclude: int | None, by_kind: bool, framing: Framing) -> float | None:
-        n = len(self.names)
+    def _held(self, exclude: int | None) -> np.ndarray | None:
+        """The conversations :meth:`loo` predicts with ``exclude`` left out, or None where it has no value."""
         held = np.flatnonzero(self.n_pairs > 0)
         held = held[held != exclude] if exclude is not None else held
         if len(held) < 2:
             return None
         held = held[self.pairs_without(exclude) - self.n_pairs[held] >= 2]  # a fit on growth needs two requests
-        if not held.size:
-            return None
-        gram = self._without(self.gram, exclude) - self.gram[held]  # each fit's normal equations: all but one
-        nonzero = self._without(self.nonzero, exclude) - self.nonzero[held]
+        return held if held.size else None
+
+    def _loo_of(
+        self, excludes: Sequence[int | None], by_kind: bool, framing: Framing
+    ) -> tuple[list[float | None], list[float | None] | None]:
+        """:meth:`loo` of each of ``excludes`` with one ratio, and (``by_kind``) with a ratio per kind. The fits of
+        all of them, one per (exclude, conversation held out), are solved together, each from its own normal
+        equations and as it would be solved alone (:func:`~sim.calibration.normal.solve` solves each system by
+        itself)."""
+        helds = [self._held(e) for e in excludes]
+        which = [i for i, h in enumerate(helds) if h is not None]
+        one: list[float | None] = [None] * len(excludes)
+        kinds: list[float | None] | None = [None] * len(excludes) if by_kind else None
+        held_of = [h for h in helds if h is not None]
+        if not held_of:
+            return one, kinds
+        # the systems: each exclude's (position in ``which``) and the conversation it holds out
+        at = np.repeat(np.arange(len(which)), [len(h) for h in held_of])
+        held = np.concatenate(held_of)
+        ex = [excludes[i] for i in which]
+
+        def without(stats: np.ndarray) -> np.ndarray:  # each system's stats: all but its exclude and its held-out one
+            base = np.stack([self._without(stats, e) for e in ex])
+            out: np.ndarray = np.take(base, at, axis=0) - np.take(stats, held, axis=0)
+            return out
+
+        gram, nonzero = without(self.gram), without(self.nonzero)
         f = _FRAME_COLUMN[framing]
         cols = [f, _TOKENS]
         per_frame, scale = solve(gram[:, cols][:, :, cols], gram[:, cols, _TARGET], nonzero[:, cols] > 0).T
-        ratios = np.repeat(scale[:, None], 3, axis=1)
-        if by_kind:
-            grew_in = self._without(self.grew, exclude) - self.grew[held]
-            totals = self._without(self.kind_totals, exclude) - self.kind_totals[held]
-            own = (grew_in >= MIN_KIND_CONVERSATIONS) & (totals >= MIN_KIND_SHARE * totals.sum(axis=1)[:, None])
-            own &= (scale > 0)[:, None]
-            for pattern in {tuple(row) for row in own.tolist() if any(row)}:
-                which = np.flatnonzero((own == pattern).all(axis=1))
-                kinds = [i for i in range(3) if pattern[i]]
-                cols = [f] + [_KIND0 + i for i in kinds]
-                others = [_KIND0 + i for i in range(3) if not pattern[i]]
-                g = gram[which]
-                rhs = g[:, cols, _TARGET] - scale[which, None] * g[:, cols][:, :, others].sum(axis=2)
-                c = solve(g[:, cols][:, :, cols], rhs, nonzero[which][:, cols] > 0)
-                ok = ((c[:, 1:] >= RATIO_RANGE[0]) & (c[:, 1:] <= RATIO_RANGE[1])).all(axis=1)
-                per_frame[which[ok]] = c[ok, 0]
-                ratios[np.ix_(which[ok], np.array(kinds, dtype=np.intp))] = c[ok, 1:]
         coef = np.zeros((len(held), 5))
-        coef[:, _FRAME_COLUMN[framing]], coef[:, 2:] = per_frame, ratios
+        coef[:, f], coef[:, 2:] = per_frame, scale[:, None]
         whole = scale <= 0  # as the fit: whole prompts, where growth does not track what was billed
         if whole.any():
-            g = self._without(self.whole_gram, exclude) - self.whole_gram[held[whole]]
-            active = self._without(self.whole_nonzero, exclude) - self.whole_nonzero[held[whole]] > 0
+            g, active = without(self.whole_gram)[whole], without(self.whole_nonzero)[whole] > 0
             c = solve(g[:, :4, :4], g[:, :4, 4], active[:, :4])
             coef[whole] = np.column_stack([c[:, 1], np.zeros(len(c)), c[:, 2], c[:, 2], c[:, 2]])
-        where = np.full(n, -1)
-        where[held] = np.arange(len(held))
-        at = where[self.p.conv]
-        pick = at >= 0
-        guess = self.p.anchor[pick] + np.einsum("ij,ij->i", self.growth[pick], coef[at[pick]])
-        y = self.p.y[pick]
-        return float(np.mean(np.abs(guess - y) / y))
+        self._predicted(coef, held_of, which, one)
+        if kinds is None:
+            return one, kinds
+        grew_in, totals = without(self.grew), without(self.kind_totals)
+        own = (grew_in >= MIN_KIND_CONVERSATIONS) & (totals >= MIN_KIND_SHARE * totals.sum(axis=1)[:, None])
+        own &= (scale > 0)[:, None]
+        code = own @ np.array([1, 2, 4])  # the kinds each fit gives a ratio of their own, as one number
+        for pattern in np.unique(code[code > 0]).tolist():
+            rows = np.flatnonzero(code == pattern)
+            mine = [i for i in range(3) if pattern >> i & 1]
+            cols = [f] + [_KIND0 + i for i in mine]
+            others = [_KIND0 + i for i in range(3) if i not in mine]
+            g = gram[rows]
+            rhs = g[:, cols, _TARGET] - scale[rows, None] * g[:, cols][:, :, others].sum(axis=2)
+            c = solve(g[:, cols][:, :, cols], rhs, nonzero[rows][:, cols] > 0)
+            ok = ((c[:, 1:] >= RATIO_RANGE[0]) & (c[:, 1:] <= RATIO_RANGE[1])).all(axis=1)
+            coef[rows[ok], f] = c[ok, 0]
+            coef[np.ix_(rows[ok], 2 + np.array(mine, dtype=np.intp))] = c[ok, 1:]
+        self._predicted(coef, held_of, which, kinds)
+        return one, kinds
+
+    def _predicted(
+        self, coef: np.ndarray, held_of: list[np.ndarray], which: list[int], out: list[float | None]
+    ) -> None:
+        """Into ``out[which[j]]``: the mean relative error of the requests of the conversations ``held_of[j]``, each
+        predicted by its own fit (the rows of ``coef``, in turn). Every request is predicted at once, on the arrays
+        as they are, and those held out are picked after, in their order."""
+        p, table, start = self.p, np.zeros((len(self.names), 5)), 0
+        for i, held in zip(which, held_of, strict=True):
+            table[:] = 0.0
+            table[held] = coef[start : start + len(held)]
+            start += len(held)
+            guess = p.anchor + np.einsum("ij,ij->i", self.growth, np.take(table, p.conv, axis=0))
+            err = np.abs(guess - p.y) / p.y
+            member = np.zeros(len(self.names), dtype=bool)
+            member[held] = True
+            out[i] = float(np.mean(err[np.take(member, p.conv)]))
+
+
+#: How many fits :meth:`Group.loo` solves in one batch, at most (about 400 bytes of arrays each).
+_MAX_SYSTEMS = 20_000
+
+
+def _chunks(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
