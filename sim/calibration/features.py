@@ -31,6 +31,7 @@ from sim.core.model import ModelConfig
 from sim.core.tokenizers import get_tokenizer
 from sim.core.view import call_id_tokens
 from sim.replay.anchoring import reattached
+from sim.replay.counts import request_counts
 from sim.replay.engine import run
 
 
@@ -63,27 +64,15 @@ class Sample:
         return self.tokens - sum(self.kinds)
 
 
-def replay_counts(
-    conv: Conversation,
+def counting_config(
     tokenizer: str = "cl100k_base",
     calibration: Calibration | None = None,
-    probe_end: bool = False,
     cache_ttl: str = "policy",
     anchors: Any = None,
     cache: str = "provider",
-) -> list[dict[str, Any]]:
-    """The engine's agent-request rows for ``conv`` replayed under ``none`` (one per assistant message).
-
-    ``probe_end`` appends one synthetic assistant reply so the last row is a request holding the whole
-    conversation (the prompt at the moment of a compaction that follows it). ``cache_ttl`` is the run's
-    (:class:`~sim.core.config.RunConfig`): the TTL the recorded client wrote its cache entries with.
-    ``anchors`` (:class:`sim.core.anchors.Anchors`): count the recorded messages as the provider did. ``cache``
-    ``off`` leaves the prompt cache out (what the fit reads, the size of each prompt, is the same either way).
-    """
-    if probe_end:
-        probe = Message(f"{conv.id}~probe", "assistant", (Part("text", "(probe)"),))
-        conv = Conversation(conv.id, (*conv.messages, probe), (), conv.tools, conv.meta)
-    config = RunConfig(
+) -> RunConfig:
+    """The run config of :func:`replay_counts`: a window no recorded request overflows, no status line."""
+    return RunConfig(
         model=ModelConfig(context_window=REPLAY_WINDOW),
         run_status="off",
         tokenizer=tokenizer,
@@ -93,12 +82,42 @@ def replay_counts(
         accounting="counted",  # what the calibration is fitted to and applied on, unless anchors are given
         anchors=anchors,
     )
-    result = run(make_policy("none"), conv, config)
-    rows = [r for r in result.rows if r["request_kind"] == "agent"]
+
+
+def replay_counts(
+    conv: Conversation,
+    tokenizer: str = "cl100k_base",
+    calibration: Calibration | None = None,
+    probe_end: bool = False,
+    cache_ttl: str = "policy",
+    anchors: Any = None,
+    cache: str = "provider",
+    counts_only: bool = False,
+) -> list[dict[str, Any]]:
+    """The engine's agent-request rows for ``conv`` replayed under ``none`` (one per assistant message).
+
+    ``probe_end`` appends one synthetic assistant reply so the last row is a request holding the whole
+    conversation (the prompt at the moment of a compaction that follows it). ``cache_ttl`` is the run's
+    (:class:`~sim.core.config.RunConfig`): the TTL the recorded client wrote its cache entries with.
+    ``anchors`` (:class:`sim.core.anchors.Anchors`): count the recorded messages as the provider did. ``cache``
+    ``off`` leaves the prompt cache out (what the fit reads, the size of each prompt, is the same either way).
+    ``counts_only``: rows of only ``turn``, ``context_tokens``, ``messages_in_view`` and ``error``, from
+    :func:`sim.replay.counts.request_counts` (the same counts without billing, timing, the cache and the log).
+    """
+    if probe_end:
+        probe = Message(f"{conv.id}~probe", "assistant", (Part("text", "(probe)"),))
+        conv = Conversation(conv.id, (*conv.messages, probe), (), conv.tools, conv.meta)
+    config = counting_config(tokenizer, calibration, cache_ttl, anchors, cache)
+    if counts_only:
+        rows, finish = request_counts(conv, config), "completed"
+    else:
+        result = run(make_policy("none"), conv, config)
+        rows = [r for r in result.rows if r["request_kind"] == "agent"]
+        finish = result.summary["finish_reason"]
     replies = [m for m in conv.messages if m.role == "assistant"]
     bad = [r for r in rows if r["error"]]
     if bad or len(rows) != len(replies):
-        why = bad[0]["error"] if bad else f"finish reason {result.summary['finish_reason']}"
+        why = bad[0]["error"] if bad else f"finish reason {finish}"
         raise CsimError(
             f"conversation {conv.id!r}: the replay made {len(rows)} agent requests for "
             f"{len(replies)} assistant messages ({why})"
@@ -119,7 +138,7 @@ def samples(conversations: Iterable[Conversation], fmt: str, tokenizer: str = "c
             history, start = conv.messages[:start], start + len(seg.messages)
             if not any(m.role == "assistant" and m.usage for m in seg.messages):
                 continue
-            rows = iter(replay_counts(seg, tokenizer, cache="off"))
+            rows = iter(replay_counts(seg, tokenizer, cache="off", counts_only=True))
             summarised = opens_with_summary(seg)
             back = reattached(history, fmt) if k else ()
             back_kinds = _sum_kinds(back, count)
