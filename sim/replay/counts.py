@@ -27,7 +27,9 @@ def request_counts(conversation: Conversation, config: RunConfig) -> list[dict[s
     replay the provider stops, as the full replay's row says it)."""
     e = Engine(make_policy("none"), conversation, config)
     st, ledger, measure = e.state, e.ledger, e.measure
-    anthropic = e.model.provider == "anthropic"
+    # Anthropic's thinking rule is all the assistant-turn openers are kept for: a conversation without thinking
+    # never meets it (RequestBuilder.thinking_problem), so neither is asked.
+    thinking = e.model.provider == "anthropic" and any(p.kind == "thinking" for m in e.script for p in m.parts)
 
     def append(m: Message) -> None:
         sz = measure.sizes(m)
@@ -45,9 +47,9 @@ def request_counts(conversation: Conversation, config: RunConfig) -> list[dict[s
             e.requests.validate(view, status)
         except InvalidRequest as exc:
             error = f"invalid-request: {exc}"
-        thinking = e.requests.thinking_problem(view) if anthropic and not error else None
-        if thinking is not None:
-            error = f"invalid-request: {thinking}"
+        problem = e.requests.thinking_problem(view) if thinking and not error else None
+        if problem is not None:
+            error = f"invalid-request: {problem}"
         if not error:
             try:
                 wire.check_window(tokens, e.model)
@@ -57,7 +59,7 @@ def request_counts(conversation: Conversation, config: RunConfig) -> list[dict[s
         if error:
             break
         st.turn += 1
-        if anthropic and e.requests.final_turn(view).fresh:  # the reply opens an assistant turn afresh
+        if thinking and e.requests.final_turn(view).fresh:  # the reply opens an assistant turn afresh
             ledger.openers.add(len(ledger.messages))
         append(m)
     return rows
