@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -27,6 +27,7 @@ from sim.sweep.grid import package_version, plan, run_task
 from sim.sweep.parts import (
     MANIFEST,
     PARTS,
+    Rows,
     check_part,
     finished_parts,
     part_name,
@@ -54,7 +55,7 @@ def done_run_keys(root: Path, notes: list[str] | None = None) -> set[str]:
     return keys
 
 
-def write_part(root: Path, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> Path:
+def write_part(root: Path, rows: Rows) -> Path:
     """Write one part (its tables' rows, as :func:`sim.sweep.grid.run_task` returns them) atomically: into
     ``parts/.tmp-*`` first, then a single rename into place."""
     parts = root / PARTS
