@@ -46,3 +46,10 @@ def test_memo_agrees_with_inner(texts: list[str]) -> None:
     inner = Tiktoken("cl100k_base")
     memo = CountingTokenizer(inner)
     assert [memo.count(t) for t in texts] == [inner.count(t) for t in texts]
+
+
+@given(st.text(max_size=200) | st.sampled_from(["<|endoftext|>", "a <|fim_prefix|> b", "<|endofprompt|>x"]))
+def test_special_token_text_counts_as_ordinary_text(text: str) -> None:
+    """The count is tiktoken's encode with no special token allowed or refused (what encode_ordinary is)."""
+    tok = get_tokenizer("cl100k_base")
+    assert tok.inner.count(text) == len(tok.inner._enc.encode(text, disallowed_special=()))

@@ -61,8 +61,12 @@ def kind_of(text: str) -> Kind:
         except ValueError:
             pass
     lines = [line for line in text.splitlines()[:_SAMPLE_LINES] if line.strip()]
-    if len(lines) >= 3 and 2 * len(_CODE_LINES.findall("\n".join(lines))) >= len(lines):
-        return "code"
+    if len(lines) < 3:
+        return "prose"
+    need = (len(lines) + 1) // 2  # code when half or more look like it: stop counting once they do
+    for found, _ in enumerate(_CODE_LINES.finditer("\n".join(lines)), 1):
+        if found >= need:
+            return "code"
     return "prose"
 
 

@@ -81,8 +81,9 @@ class Tiktoken:
         self._enc = _offline_encoding(self.encoding)
 
     def count(self, text: str) -> int:
-        # disallowed_special=() counts special-token text as ordinary text, as providers do for user data
-        return len(self._enc.encode(text, disallowed_special=()))
+        # Special-token text counts as ordinary text, as providers count it in user data: tiktoken documents
+        # encode_ordinary as encode(text, disallowed_special=()), without the scan for special tokens.
+        return len(self._enc.encode_ordinary(text))
 
     def truncate(self, text: str, max_tokens: int, head_share: float, marker: str) -> str:
         """``text`` cut to ``max_tokens`` tokens: ``head_share`` of them from the start, the rest from the
