@@ -85,7 +85,12 @@ def test_constraints_hold_the_right_bound() -> None:
     assert ret.violation({"mean": 0.9, "lo": 0.69, "hi": 0.99}, default) > 0  # a better mean, a lower bound
     assert over.violation({"mean": 0.0, "lo": 0.0, "hi": 0.0}, default) <= 0
     assert over.violation({"mean": 0.1, "lo": 0.0, "hi": 0.3}, default) > 0
-    for bad in ("retention>default", "retention>=lots", "overflows==1", "retension>=0.5"):
+    margin = Constraint.parse("retention>=default-0.01")  # non-inferiority: at most 0.01 below the default's bound
+    assert (margin.threshold, margin.margin, margin.limit(default)) == (None, -0.01, pytest.approx(0.69))
+    assert margin.violation({"mean": 0.9, "lo": 0.695, "hi": 0.99}, default) <= 0
+    assert margin.violation({"mean": 0.9, "lo": 0.685, "hi": 0.99}, default) > 0
+    assert Constraint.parse("cost<=default+.5").limit({"mean": 1.0, "lo": 0.8, "hi": 1.2}) == pytest.approx(1.7)
+    for bad in ("retention>default", "retention>=lots", "overflows==1", "retension>=0.5", "retention>=default-x"):
         with pytest.raises(CsimError):
             Constraint.parse(bad)
 

@@ -82,7 +82,8 @@ def register(sub: Any) -> None:
         default=None,
         metavar="COLUMN>=X",
         help="COLUMN>=X (on the lower bound), COLUMN<=X or COLUMN==0 (on the upper bound); X a number or 'default' "
-        "(the default settings' bound); repeatable; default: retention>=default and overflows<=0; 'none' for none",
+        "(the default settings' bound), with a margin if wanted (retention>=default-0.01: at most 0.01 below it, a "
+        "non-inferiority test); repeatable; default: retention>=default and overflows<=0; 'none' for none",
     )
     g.add_argument("--budget", default="20", help="trials per policy (e.g. 30) or time per policy (600s, 10m)")
     g.add_argument("--sampler", choices=("auto", "grid", "tpe"), default="auto", help="auto: a grid when it fits")

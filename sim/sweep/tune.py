@@ -276,7 +276,7 @@ class Tuner:
         out = {}
         for c in self.constraints:
             got, base = stats[c.column], default[c.column]
-            limit = c.threshold if c.threshold is not None else base[c.bound]
+            limit = c.limit(base)
             out[c.text] = {"bound": got[c.bound], "limit": limit, "violation": c.violation(got, base)}
         return {"constraints": out, "feasible": all(v["violation"] <= 0 for v in out.values())}
 

@@ -9,7 +9,8 @@ difference between them is not the spread between conversations.
 A constraint holds a column's bound to a threshold: ``COLUMN>=X`` on the **lower** bound of the column's interval,
 ``COLUMN<=X`` on the **upper** bound (``==0`` is ``<=0`` for a count that cannot go below 0). ``X`` is a number or
 ``default``, the default settings' own bound on the same units: ``retention>=default`` asks that the lower bound of
-retention be no lower than the default's lower bound.
+retention be no lower than the default's lower bound. ``default-0.01`` (or ``default+X``) moves that limit by a
+margin: a non-inferiority test, which lets a setting lose at most 0.01 of the default's lower bound.
 """
 
 from __future__ import annotations
@@ -64,14 +65,16 @@ class Constraint:
     column: str
     op: Literal[">=", "<="]
     threshold: float | None
+    margin: float = 0.0  # added to the default's bound (``default-0.01``): a non-inferiority margin
 
     @classmethod
     def parse(cls, text: str) -> Constraint:
         m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|==)\s*(\S+)\s*", text)
         if not m:
             raise InvalidConfig(
-                f"--constraint {text!r} is not COLUMN>=X, COLUMN<=X or COLUMN==0 (X a number or 'default'), "
-                "e.g. --constraint retention>=default --constraint overflows==0"
+                f"--constraint {text!r} is not COLUMN>=X, COLUMN<=X or COLUMN==0 (X a number, 'default', or "
+                "'default' with a margin such as default-0.01), e.g. --constraint retention>=default "
+                "--constraint overflows==0"
             )
         name, op, raw = m.groups()
         col = column_of(name)
@@ -79,23 +82,29 @@ class Constraint:
             if raw != "0":
                 raise InvalidConfig(f"--constraint {text!r}: == is only for 0 (a count that must not happen)")
             op = "<="
-        if raw == "default":
-            threshold = None
+        margin = 0.0
+        relative = re.fullmatch(r"default([+-]\d+(?:\.\d*)?|[+-]\.\d+)?", raw)
+        if relative:
+            threshold, margin = None, float(relative.group(1) or 0.0)
         else:
             try:
                 threshold = float(raw)
             except ValueError:
                 raise InvalidConfig(f"--constraint {text!r}: the threshold must be a number or 'default'") from None
-        return cls(text.strip(), col, ">=" if op == ">=" else "<=", threshold)
+        return cls(text.strip(), col, ">=" if op == ">=" else "<=", threshold, margin)
 
     @property
     def bound(self) -> Literal["lo", "hi"]:
         return "lo" if self.op == ">=" else "hi"
 
+    def limit(self, default: Mapping[str, float]) -> float:
+        """The value the bound is held to: the threshold, or the default's own bound moved by the margin."""
+        return self.threshold if self.threshold is not None else default[self.bound] + self.margin
+
     def violation(self, stats: Mapping[str, float], default: Mapping[str, float]) -> float:
         """How far ``stats`` miss the constraint (<= 0: met). A missing figure (no conversation needed a fact) is
         met only when the default has none either."""
-        limit = self.threshold if self.threshold is not None else default[self.bound]
+        limit = self.limit(default)
         got = stats[self.bound]
         if np.isnan(limit):
             return 0.0
