@@ -199,3 +199,19 @@ def test_the_bundled_trace_observations_are_the_shared_traces() -> None:
     for entry in model.fitted_on["kv-cache-traces"]:
         conv = read(root / entry["file"], "kv-trace").conversations[0]
         assert ac.observations(conv) == [o for o in model.observations if o.session == conv.id], entry["file"]
+
+
+def test_csim_fidelity_says_which_figure_is_a_prediction(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On a trace the recorded-summary figure only reads the recorded size back: the printed line says so, and
+    prints the held-out prediction beside it."""
+    from sim.cli.main import main
+
+    from sim.calibration.files import save
+
+    _trace(tmp_path)
+    calibration = save([CAL], tmp_path / "cal.json")
+    args = ["fidelity", str(tmp_path / "two.json"), "--format", "kv-trace", "--calibration", str(calibration)]
+    assert main([*args, "--out", str(tmp_path / "fid")]) == 0
+    out = capsys.readouterr().out
+    assert "(the recorded size, not a prediction)" in out
+    assert out.count("predicted from what came before it (held out)") == 2

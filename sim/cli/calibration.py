@@ -156,9 +156,16 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                     f"{k['simulated']:,} vs preTokens {k['pre_tokens']:,} ({err})"
                 )
                 if k["first_after_relative_error"] is not None:
+                    # A trace's summary is a placeholder of the recorded size: that estimate reads the answer.
+                    how = "the recorded size, not a prediction" if conv.meta.get("sizes_only") else "estimated"
                     line += (
-                        f"; first request after it {k['first_after_simulated']:,} (estimated) vs "
+                        f"; first request after it {k['first_after_simulated']:,} ({how}) vs "
                         f"{k['first_after_recorded']:,} recorded ({k['first_after_relative_error']:+.2%})"
+                    )
+                if k.get("first_after_predicted_error") is not None:
+                    line += (
+                        f"; predicted from what came before it (held out) {k['first_after_predicted']:,.0f} "
+                        f"({k['first_after_predicted_error']:+.2%})"
                     )
             cache = s["cache"]
             if cache is not None:
