@@ -204,9 +204,8 @@ def test_the_bundled_trace_observations_are_the_shared_traces() -> None:
 def test_csim_fidelity_says_which_figure_is_a_prediction(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """On a trace the recorded-summary figure only reads the recorded size back: the printed line says so, and
     prints the held-out prediction beside it."""
-    from sim.cli.main import main
-
     from sim.calibration.files import save
+    from sim.cli.main import main
 
     _trace(tmp_path)
     calibration = save([CAL], tmp_path / "cal.json")
