@@ -4,7 +4,8 @@ user's ``package.module:Class``.
 
 A new policy module registers itself by being added to the folder: its ``@register("name")`` lines are read from
 the sources here (:func:`registered_in_sources`), so asking for a name imports only the module that registers it (a
-run of one policy does not import the other sixty modules: a tenth of a short replay's time), and listing the
+run of one policy does not import the other sixty modules: 0.09 s of CPU, a fifth of a replay of the largest shared
+session, measured as ``POLICIES.get("none")`` against ``POLICIES.names()`` in fresh processes), and listing the
 registry, or a name no source registers, imports every module (sorted by name, so the registry's order, and
 ``csim list policies``, does not depend on the file system). A test holds the names read from the sources to the
 names the modules register when imported.

@@ -32,7 +32,7 @@ turn, cuts at a pending turn, and a revert of a change already summarised rolls 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from policies.base import AskPoint, Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, keep_reverts, plan_shrinks, rollback_target, unit_floor
@@ -128,6 +128,21 @@ def block_plan(state: RunState, cut: int, prompt: str) -> Plan | None:
     request = SummaryRequest(role="assistant", wrapper=SUMMARY_WRAPPER, prompt=prompt)
     plan = Plan(start=cut, summarize=True, summary_request=request, mode="compact")
     return plan if plan_shrinks(state, plan) else None
+
+
+def block_decision(policy: Policy[Any], state: RunState, trigger: Trigger, preserve: int, prompt: str) -> Plan | None:
+    """What a compaction-block policy plans when asked: only at an automatic check (the API compacts only past its
+    trigger; a prompt over the window is rejected), the rollback a revert needs first, then, past ``policy``'s
+    trigger, one block of everything before :func:`block_cut` (``preserve`` messages kept)."""
+    if trigger != "auto":
+        return None
+    rollback = _rollback(state)
+    if rollback is not None:
+        return rollback
+    if not policy.over_trigger(state):
+        return None
+    cut = block_cut(state, preserve)
+    return None if cut is None else block_plan(state, cut, prompt)
 
 
 def _current_bound(state: RunState, rule: Rule) -> int:
@@ -457,21 +472,11 @@ class AnthropicCompaction(Policy[CompactionConfig]):
     }
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-        if trigger != "auto":  # the API compacts only past its trigger; a prompt over the window is rejected
-            return None
-        rollback = _rollback(state)
-        if rollback is not None:
-            return rollback
-        if not self.over_trigger(state):
-            return None
-        cut = self._cut(state)
-        return None if cut is None else block_plan(state, cut, self.config.instructions or COMPACTION_PROMPT)
+        prompt = self.config.instructions or COMPACTION_PROMPT
+        return block_decision(self, state, trigger, self.config.preserve_messages, prompt)
 
     def over_trigger(self, state: RunState) -> bool:
         return state.view_size()[0] > self.config.trigger_tokens
-
-    def _cut(self, state: RunState) -> int | None:
-        return block_cut(state, self.config.preserve_messages)
 
 
 # -- compaction_control (client SDK) ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from policies._tail import client_estimate
-from policies.anthropic_api import COMPACTION_PROMPT, TOKENS, _rollback, block_cut, block_plan
+from policies.anthropic_api import COMPACTION_PROMPT, TOKENS, block_decision
 from policies.base import Plan, Policy, Trigger, register
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
@@ -77,15 +77,7 @@ class AnthropicOnDemandCompaction(Policy[OnDemandConfig]):
         return client_estimate(state) >= self.config.trigger_tokens
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
-        if trigger != "auto":
-            return None
-        rollback = _rollback(state)
-        if rollback is not None:
-            return rollback
-        if not self.over_trigger(state):
-            return None
-        cut = block_cut(state)
-        return None if cut is None else block_plan(state, cut, COMPACTION_PROMPT)
+        return block_decision(self, state, trigger, 0, COMPACTION_PROMPT)
 
 
 @register("anthropic-background-compaction")

@@ -9,8 +9,9 @@ fast path against ``genai_prices.calc_price`` on random usages.
 What it reads of a model (which table entry a name finds, each of its prices' base rates, first tier and the
 date or time of day from which the table applies it) is kept between processes in a small JSON file per installed
 ``genai-prices`` version (:func:`price_cache`: in ``$CSIM_CACHE``, else ``~/.cache/csim``, where fetched datasets
-go too), because importing the table costs a short run a third of its time (0.15 s of
-``csim run``'s 0.5 s). Only what the library itself gave is kept, and the version in the file's name means an
+go too), because importing the table costs 0.15-0.22 s of CPU (``import genai_prices.data_snapshot`` against
+``pass`` in fresh processes), a third or more of a replay of the largest shared session (0.45 s). Only what the
+library itself gave is kept, and the version in the file's name means an
 upgraded table is read afresh; a test holds the kept choice of price at a date to the library's own
 (``ModelInfo.get_prices``) for every dated model of the table. A folder that cannot be written only costs the time.
 

@@ -125,11 +125,9 @@ def installed_version(dist: str) -> str | None:
     ``importlib.metadata`` finds it too; importing that module (and the e-mail parser it brings) costs a short run
     a twentieth of its time. A distribution installed without such a folder (an ``.egg-info``) is asked of
     ``importlib.metadata``. A test holds the two to the same answer."""
-    want = re.sub(r"[-_.]+", "_", dist).lower()
-    for folder in _dist_infos():
-        name, _, found = folder[: -len(".dist-info")].partition("-")
-        if re.sub(r"[-_.]+", "_", name).lower() == want and found:
-            return found
+    found = _dist_infos().get(_normal(dist))
+    if found:
+        return found
     from importlib.metadata import PackageNotFoundError, version  # the rare install without a dist-info folder
 
     try:
@@ -138,13 +136,22 @@ def installed_version(dist: str) -> str | None:
         return None
 
 
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
 @functools.cache
-def _dist_infos() -> tuple[str, ...]:
-    """The ``.dist-info`` folders on ``sys.path``, in its order."""
-    out: list[str] = []
+def _dist_infos() -> dict[str, str]:
+    """Distribution name (normalised) -> version, from the ``.dist-info`` folders on ``sys.path``: the first of a
+    name in its order, as importlib.metadata finds it."""
+    out: dict[str, str] = {}
     for entry in sys.path:
         try:
-            out.extend(sorted(n for n in os.listdir(entry or ".") if n.endswith(".dist-info")))
+            folders = sorted(n for n in os.listdir(entry or ".") if n.endswith(".dist-info"))
         except OSError:  # not a folder (a zip), or gone
             continue
-    return tuple(out)
+        for folder in folders:
+            name, _, version = folder[: -len(".dist-info")].partition("-")
+            if version:
+                out.setdefault(_normal(name), version)
+    return out

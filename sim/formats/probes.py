@@ -108,8 +108,8 @@ ARTIFACT_SHAPES: dict[str, str] = {
 }
 _SHAPES = "|".join(f"(?P<{k}>{v})" for k, v in ARTIFACT_SHAPES.items())
 #: The shapes, tried only where one can begin: every shape but the URL begins after no word character (a ``\b`` or a
-#: lookbehind says so), and the URL with its ``h``; inside a word one test fails instead of eleven (a third of the
-#: mining's time). A property test holds it to the bare alternation.
+#: lookbehind says so), and the URL with its ``h``; inside a word one test fails instead of eleven. A property test
+#: holds it to the bare alternation.
 _TOKEN = re.compile(rf"(?:(?<!\w)|(?=h))(?:{_SHAPES})")
 #: What every shape holds somewhere (a slash, dot, underscore, hyphen or digit, or a capital after a lower-case letter
 #: or digit: camelCase): a chunk without any is passed over without the shapes. A property test holds it.
