@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from sim.core.conversation import Message
@@ -442,6 +443,17 @@ class ADKSliding(ADKCompaction):
     the window).
     """
 
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "compaction_interval": "1:10",
+        "overlap_size": "0:3",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "compaction_interval": "EventsCompactionConfig(compaction_interval={value})",
+        "overlap_size": "EventsCompactionConfig(overlap_size={value})",
+    }
+
     Config = ADKSlidingConfig
 
 
@@ -470,6 +482,17 @@ class ADKToken(ADKCompaction):
 
     Differences: as ``adk-sliding``'s; and the events of a pending turn are never compacted.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "token_threshold": "50000:180000:10000",
+        "event_retention_size": "1:10",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "token_threshold": "EventsCompactionConfig(token_threshold={value})",
+        "event_retention_size": "EventsCompactionConfig(event_retention_size={value})",
+    }
 
     Config = ADKTokenConfig
     known_deviations = frozenset({"revert-resolution", "compaction-shrinks", "live-turn", "atomic-units"})

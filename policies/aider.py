@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks, smallest_summary_chars
@@ -160,6 +161,15 @@ class Aider(Policy[AiderConfig]):
     turn the harness keeps whole) keeps the done messages over the budget it summarises again at the next exchange
     (``csim check`` at 10,000 examples).
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "max_chat_history_tokens": "2048:32768:2048",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "max_chat_history_tokens": "--max-chat-history-tokens {value} (command line)",
+    }
 
     Config = AiderConfig
     when = frozenset({"user_turn"})

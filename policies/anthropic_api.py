@@ -361,6 +361,15 @@ class AnthropicClearThinking(Policy[ClearThinkingConfig]):
     Clearing invalidates the cached prefix from the clear point (page); caching is not modelled yet.
     """
 
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "keep_turns": "1:10",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "keep_turns": 'clear_thinking_20251015 keep: {"type": "thinking_turns", "value": {value}}',
+    }
+
     Config = ClearThinkingConfig
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
@@ -465,6 +474,15 @@ class AnthropicCompaction(Policy[CompactionConfig]):
     Summary content is the mock summariser's (catalogue §G3: the server's summaries are opaque).
     """
 
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "trigger_tokens": "50000:190000:10000",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "trigger_tokens": 'compact_20260112 trigger: {"type": "input_tokens", "value": {value}}',
+    }
+
     Config = CompactionConfig
     known_deviations = frozenset({"live-turn"})
     deviation_reasons = {
@@ -533,6 +551,15 @@ class AnthropicSDKCompaction(Policy[SDKCompactionConfig]):
     Not modelled: the async runner's variant (its summary request is built from the unstripped params, catalogue
     §B2d) and the double-buffer variant (``_beta_double_buffer_compaction.py``).
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "context_token_threshold": "50000:180000:10000",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "context_token_threshold": 'compaction_control={"context_token_threshold": {value}}',
+    }
 
     Config = SDKCompactionConfig
     when = frozenset({"response"})

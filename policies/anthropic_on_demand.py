@@ -16,6 +16,7 @@ The server writes the summary (catalogue §G3: opaque); the mock summariser stan
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from policies._tail import client_estimate
 from policies.anthropic_api import COMPACTION_PROMPT, TOKENS, block_decision
@@ -62,6 +63,11 @@ class AnthropicOnDemandCompaction(Policy[OnDemandConfig]):
     contracts hold here as in ``anthropic-compaction``: an unresolved pending turn is never summarised and a revert
     of a change already summarised rolls the view back. A compaction that would not shrink the view is skipped.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "trigger_tokens": "50000:180000:10000",
+    }
 
     Config = OnDemandConfig
     known_deviations = frozenset({"live-turn", "compaction-loop"})

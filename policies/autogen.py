@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from policies.base import Plan, Policy, Trigger, register
 from policies.helpers import plan_shrinks
@@ -219,6 +220,15 @@ class AutoGenBuffered(Policy[AutoGenBufferedConfig]):
     such turns).
     """
 
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "buffer_size": "2:50:4",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "buffer_size": "BufferedChatCompletionContext(buffer_size={value})",
+    }
+
     Config = AutoGenBufferedConfig
     known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
     deviation_reasons = {
@@ -278,6 +288,17 @@ class AutoGenHeadAndTail(Policy[AutoGenHeadAndTailConfig]):
     shrinks it (the first skipped message may be shorter than "Skipped 1 messages."); nothing of an unresolved
     pending turn leaves the view.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "tail_size": "2:50:4",
+        "head_size": "1:5",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "tail_size": "HeadAndTailChatCompletionContext(tail_size={value})",
+        "head_size": "HeadAndTailChatCompletionContext(head_size={value})",
+    }
 
     Config = AutoGenHeadAndTailConfig
     known_deviations = frozenset({"live-turn", "atomic-units", "revert-resolution"})
@@ -362,6 +383,15 @@ class AutoGenTokenLimited(Policy[AutoGenTokenLimitedConfig]):
     earlier ones. Nothing of an unresolved pending turn leaves the view. The count is the engine's
     (the tool schemas AutoGen's client adds are not counted, as ``tool_schema`` is empty by default).
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "token_limit": "40000:200000:20000",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "token_limit": "TokenLimitedChatCompletionContext(token_limit={value})",
+    }
 
     Config = AutoGenTokenLimitedConfig
     known_deviations = frozenset({"tool-pairing", "atomic-units", "live-turn", "revert-resolution"})

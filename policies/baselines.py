@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from policies.base import NoConfig, Plan, Policy, Trigger, register
 from policies.helpers import floor_index, rollback_target
@@ -57,6 +58,12 @@ class SlidingWindow(Policy[SlidingWindowConfig]):
     change made early on would otherwise keep everything between them, and every turn would drop a
     little and stay over the trigger (``csim check --examples 2000`` found it: issue 12, defect 5).
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "trigger_ratio": "0.6:0.95:0.05",
+        "target_ratio": "0.2:0.5:0.1",
+    }
 
     Config = SlidingWindowConfig
 

@@ -139,6 +139,11 @@ class ClineLegacy(Policy[ClineLegacyConfig]):
     unresolved pending turn leaves the view.
     """
 
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "max_allowed_size": "60000:180000:10000",
+    }
+
     Config = ClineLegacyConfig
     known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})
     deviation_reasons = {

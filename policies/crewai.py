@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import end_cut, floor_index, plan_shrinks
@@ -136,6 +137,11 @@ class CrewAI(Policy[CrewAIConfig]):
     skipped. The deferred file's reader tool and the tool's arguments in the reference
     are not modelled (the reference names the tool only).
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "use_better_compaction": "true,false",
+    }
 
     Config = CrewAIConfig
     known_deviations = frozenset({"live-turn", "revert-resolution"})

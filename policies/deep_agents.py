@@ -42,6 +42,7 @@ import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, plan_shrinks
@@ -150,6 +151,17 @@ class DeepAgents(Policy[DeepAgentsConfig]):
     differences (the last user message stays in view; nothing of a pending turn is summarised; a summary that would
     not shrink the view is skipped).
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "trigger": "fraction:0.5,fraction:0.6,fraction:0.7,fraction:0.8,fraction:0.85,fraction:0.9",
+        "keep": "fraction:0.05,fraction:0.1,fraction:0.2,fraction:0.3",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "trigger": "SummarizationMiddleware(trigger={value})",
+        "keep": "SummarizationMiddleware(keep={value})",
+    }
 
     Config = DeepAgentsConfig
     known_deviations = frozenset({"atomic-units", "revert-resolution", "compaction-loop"})

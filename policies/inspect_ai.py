@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import first_user_index, plan_shrinks
@@ -307,6 +307,15 @@ class InspectSummary(InspectPolicy[InspectSummaryConfig]):
     Defaults: ``threshold`` 0.9 (§B5, ``summary.py``).
     """
 
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "threshold": "0.5:0.95:0.05",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "threshold": "CompactionSummary(threshold={value})",
+    }
+
     Config = InspectSummaryConfig
     # No tail: the live turn's user message is summarised whenever it is not the task itself; a change is
     # summarised while a later revert of it is shown. (A summary made inside a thinking tool loop ends the request
@@ -336,6 +345,15 @@ class InspectAuto(InspectPolicy[InspectAutoConfig]):
     ``native=False``. Defaults: ``threshold`` 0.9 (§B5, ``auto.py``); ``native`` True (a model that supports
     native compaction). Not modelled: the Responses API's opaque ``responses.compact`` window.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "threshold": "0.5:0.95:0.05",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "threshold": "CompactionAuto(threshold={value})",
+    }
 
     Config = InspectAutoConfig
     # Native keeps no user message at all, the summary only the task; reverts as for the summary (both end the
@@ -373,6 +391,17 @@ class InspectTrim(InspectPolicy[InspectTrimConfig]):
     again, up to three more times, while over the threshold and shrinking), so one compaction may keep
     0.8^k. Defaults: ``threshold`` 0.9, ``preserve`` 0.8 (§B5, §F, ``trim.py``).
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "threshold": "0.5:0.95:0.05",
+        "preserve": "0.3:0.9:0.1",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "threshold": "CompactionTrim(threshold={value})",
+        "preserve": "CompactionTrim(preserve={value})",
+    }
 
     Config = InspectTrimConfig
     # A count of messages knows no turns: the cut can take the live turn's user message; inside the live tool loop

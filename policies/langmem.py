@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks
@@ -114,6 +115,15 @@ class LangMem(Policy[LangMemConfig]):
     summarised; a summary that would not shrink the view is skipped (LangMem writes it); the count leaves out the
     role names and the calls' framing that ``count_tokens_approximately`` adds.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "max_tokens": "20000:160000:10000",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "max_tokens": "SummarizationNode(max_tokens={value})",
+    }
 
     Config = LangMemConfig
     known_deviations = frozenset({"live-turn", "revert-resolution"})

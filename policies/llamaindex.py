@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks
@@ -130,6 +131,15 @@ class LlamaIndexSummaryBuffer(Policy[LlamaIndexSummaryBufferConfig]):
     whose turn is) and nothing of an unresolved pending turn is summarised; a summary that would not shrink the
     view is skipped.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "token_limit": "20000:200000:10000",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "token_limit": "ChatSummaryMemoryBuffer.from_defaults(token_limit={value})",
+    }
 
     Config = LlamaIndexSummaryBufferConfig
     when = frozenset({"user_turn", "response"})

@@ -44,6 +44,7 @@ name of ``llm_summary``), ``compactable_tools`` unset (every tool), ``emergency_
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from policies._tail import summary_plan
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
@@ -158,6 +159,17 @@ EMERGENCY_THINKING = (
 
 class _NexAU(Policy[NexAUConfig]):
     """The part both strategies share: the two check points, the kept part, the emergency path."""
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "threshold": "0.5:0.95:0.05",
+        "keep_iterations": "1:10",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "threshold": "CompactionConfig(threshold={value})",
+        "keep_iterations": "CompactionConfig(keep_iterations={value})",
+    }
 
     Config = NexAUConfig
     when = frozenset({"request", "response"})

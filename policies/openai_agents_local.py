@@ -15,6 +15,7 @@ the window applies at each user turn and the run's own items accumulate on top. 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from policies.autogen import context_base, kept_plan
 from policies.base import Plan, Policy, Trigger, register
@@ -85,6 +86,15 @@ class OpenAIAgentsLocal(Policy[OpenAIAgentsLocalConfig]):
     Known deviation: ``revert-resolution`` (the session knows nothing of reverts): a change compacted away is
     not brought back for a revert that comes later.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "window_size": "10:200:10",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "window_size": "LocalCompactionSession(window_size={value})",
+    }
 
     Config = OpenAIAgentsLocalConfig
     known_deviations = frozenset({"revert-resolution"})

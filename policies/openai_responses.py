@@ -23,6 +23,7 @@ lowest on accuracy of the methods it compared (catalogue §D4): lower the keep p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, keep_reverts, plan_shrinks
@@ -103,6 +104,11 @@ class OpenAIAgentsSession(Policy[AgentsSessionConfig]):
     compacted. The ``compaction_mode`` (``previous_response_id`` or ``input``) and the compaction ``model`` change
     what is sent to the endpoint, not the window: not modelled; the call is charged at the run's model.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "compaction_threshold": "2:50:4",
+    }
 
     Config = AgentsSessionConfig
     when = frozenset({"user_turn"})
@@ -186,6 +192,15 @@ class OpenAIResponsesCompaction(Policy[ResponsesCompactionConfig]):
     Differences: a compaction that would not make the view smaller is skipped; nothing of a pending turn is
     compacted, and a revert kept after a pending turn keeps its change.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "compact_threshold": "50000:190000:10000",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "compact_threshold": 'context_management=[{"type": "compaction", "compact_threshold": {value}}]',
+    }
 
     Config = ResponsesCompactionConfig
     known_deviations = frozenset({"live-turn", "revert-resolution"})

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import end_cut, plan_shrinks
@@ -161,6 +162,17 @@ class Opencode(Policy[OpencodeConfig]):
     ``atomic-units``: a tail that starts inside the live tool loop keeps its later steps without the reply whose
     thinking opened it; without interleaved thinking Anthropic rejects that request.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "reserved": "5000:60000:5000",
+        "preserve_recent_tokens": "2000:30000:2000",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "reserved": '"compaction": {"reserved": {value}} (opencode.json)',
+        "preserve_recent_tokens": '"compaction": {"preserve_recent_tokens": {value}} (opencode.json)',
+    }
 
     Config = OpencodeConfig
     known_deviations = frozenset({"live-turn", "revert-resolution", "atomic-units"})

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, keep_reverts, plan_shrinks, unit_floor
@@ -147,6 +147,17 @@ class Pi(Policy[PiConfig]):
     reply that has no thinking block (Anthropic rejects the request); ``revert-resolution``, pi knows nothing of
     reverts: a change compacted away is not brought back for a revert that comes later.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "reserve_tokens": "4096:65536:4096",
+        "keep_recent_tokens": "5000:60000:5000",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "reserve_tokens": '"compaction": {"reserveTokens": {value}} (settings.json)',
+        "keep_recent_tokens": '"compaction": {"keepRecentTokens": {value}} (settings.json)',
+    }
 
     Config = PiConfig
     known_deviations = frozenset({"revert-resolution", "live-turn", "atomic-units"})

@@ -19,6 +19,7 @@ tool messages one user message. It never deletes: condensed messages are tagged 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.cline import Group, cline_messages
@@ -107,6 +108,15 @@ class RooCode(Policy[RooCodeConfig]):
     visible), never hides the summary, and skips a kept first message's tool results whose calls it hid; nothing of an
     unresolved pending turn leaves the view.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "auto_condense_context_percent": "50:100:5",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "auto_condense_context_percent": "autoCondenseContextPercent: {value} (settings)",
+    }
 
     Config = RooCodeConfig
     known_deviations = frozenset({"atomic-units", "live-turn", "revert-resolution"})

@@ -17,6 +17,7 @@ call (the history a call sees is the one the last addition reduced).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks
@@ -122,6 +123,17 @@ class SemanticKernelTruncation(Policy[SemanticKernelTruncationConfig]):
     reply before them are added one by one, so SK may cut at an index we skip).
     """
 
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "target_count": "4:40:4",
+        "threshold_count": "0:20:5",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "target_count": "ChatHistoryTruncationReducer(target_count={value})",
+        "threshold_count": "ChatHistoryTruncationReducer(threshold_count={value})",
+    }
+
     Config = SemanticKernelTruncationConfig
     known_deviations = frozenset({"live-turn", "revert-resolution"})
     deviation_reasons = {
@@ -212,6 +224,17 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
     call), SK summarises the previous summary alone again, before every call until the loop ends; here there is
     nothing new to summarise, so no plan (``test_conformance_semantic_kernel``: ``summary-only``).
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "target_count": "4:40:4",
+        "threshold_count": "0:20:5",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "target_count": "ChatHistorySummarizationReducer(target_count={value})",
+        "threshold_count": "ChatHistorySummarizationReducer(threshold_count={value})",
+    }
 
     Config = SemanticKernelSummarizationConfig
     known_deviations = frozenset({"live-turn", "revert-resolution", "atomic-units"})

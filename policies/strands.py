@@ -21,6 +21,7 @@ of tool messages in the log counts as one Strands message (:func:`policies.autog
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from policies._tail import client_estimate
 from policies.autogen import unit_bounds
@@ -131,6 +132,15 @@ class StrandsSlidingWindow(Policy[StrandsSlidingWindowConfig]):
     not brought back for a revert that comes later.
     """
 
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "window_size": "10:100:10",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "window_size": "SlidingWindowConversationManager(window_size={value})",
+    }
+
     Config = StrandsSlidingWindowConfig
     known_deviations = frozenset({"revert-resolution"})
     deviation_reasons = {
@@ -234,6 +244,17 @@ class StrandsSummarizing(Policy[StrandsSummarizingConfig]):
     Known deviation: ``revert-resolution`` (Strands knows nothing of reverts): a change compacted away is
     not brought back for a revert that comes later.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "summary_ratio": "0.1:0.8:0.1",
+        "preserve_recent_messages": "2:20:2",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "summary_ratio": "SummarizingConversationManager(summary_ratio={value})",
+        "preserve_recent_messages": "SummarizingConversationManager(preserve_recent_messages={value})",
+    }
 
     Config = StrandsSummarizingConfig
     known_deviations = frozenset({"revert-resolution"})

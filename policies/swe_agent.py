@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import first_user_index, floor_index, newest_results_bound, plan_shrinks, unit_floor
@@ -143,6 +144,15 @@ class SweAgentMasking(Policy[SweAgentMaskingConfig]):
     SWE-agent allows one call a step) is elided whole or not at all.
     """
 
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "n": "1:20",
+    }
+    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
+    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+        "n": "LastNObservations(n={value}) (history_processors)",
+    }
+
     Config = SweAgentMaskingConfig
 
     def bound_tool_result(self, part: Part) -> Part:
@@ -220,6 +230,12 @@ class JetBrainsSummary(Policy[JetBrainsSummaryConfig]):
     starts with the checkpoint's text, not a thinking block: Anthropic rejects that request with thinking on. The
     study ran SWE-agent, one user message a run, on models without Anthropic's thinking.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "n": "5:50:5",
+        "keep_last_m_turns": "2:20:2",
+    }
 
     Config = JetBrainsSummaryConfig
     known_deviations = frozenset({"revert-resolution", "atomic-units"})
@@ -342,5 +358,11 @@ class JetBrainsHybrid(JetBrainsSummary):
     nothing, so no edit reaches the summarised turns; with fewer kept turns than masked outputs the engine
     would show the summariser the masked ones too. See :class:`JetBrainsSummary` for the rest.
     """
+
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
+    TUNABLE: ClassVar[dict[str, str]] = {
+        "n": "5:50:5",
+        "mask_n": "2:20:2",
+    }
 
     Config = JetBrainsHybridConfig
