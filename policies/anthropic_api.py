@@ -361,14 +361,8 @@ class AnthropicClearThinking(Policy[ClearThinkingConfig]):
     Clearing invalidates the cached prefix from the clear point (page); caching is not modelled yet.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
-        "keep_turns": "1:10",
-    }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
-        "keep_turns": 'clear_thinking_20251015 keep: {"type": "thinking_turns", "value": {value}}',
-    }
+    TUNABLE: ClassVar[dict[str, str]] = {"keep_turns": "1:10"}
+    TUNABLE_NATIVE = {"keep_turns": 'clear_thinking_20251015 keep: {"type": "thinking_turns", "value": {value}}'}
 
     Config = ClearThinkingConfig
 
@@ -474,14 +468,8 @@ class AnthropicCompaction(Policy[CompactionConfig]):
     Summary content is the mock summariser's (catalogue §G3: the server's summaries are opaque).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
-        "trigger_tokens": "50000:190000:10000",
-    }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
-        "trigger_tokens": 'compact_20260112 trigger: {"type": "input_tokens", "value": {value}}',
-    }
+    TUNABLE: ClassVar[dict[str, str]] = {"trigger_tokens": "50000:190000:10000"}
+    TUNABLE_NATIVE = {"trigger_tokens": 'compact_20260112 trigger: {"type": "input_tokens", "value": {value}}'}
 
     Config = CompactionConfig
     known_deviations = frozenset({"live-turn"})
@@ -552,14 +540,8 @@ class AnthropicSDKCompaction(Policy[SDKCompactionConfig]):
     §B2d) and the double-buffer variant (``_beta_double_buffer_compaction.py``).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
-        "context_token_threshold": "50000:180000:10000",
-    }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
-        "context_token_threshold": 'compaction_control={"context_token_threshold": {value}}',
-    }
+    TUNABLE: ClassVar[dict[str, str]] = {"context_token_threshold": "50000:180000:10000"}
+    TUNABLE_NATIVE = {"context_token_threshold": 'compaction_control={"context_token_threshold": {value}}'}
 
     Config = SDKCompactionConfig
     when = frozenset({"response"})
