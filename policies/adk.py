@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from sim.core.conversation import Message
@@ -443,13 +442,11 @@ class ADKSliding(ADKCompaction):
     the window).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "compaction_interval": "1:10",
         "overlap_size": "0:3",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "compaction_interval": "EventsCompactionConfig(compaction_interval={value})",
         "overlap_size": "EventsCompactionConfig(overlap_size={value})",
     }
@@ -483,13 +480,11 @@ class ADKToken(ADKCompaction):
     Differences: as ``adk-sliding``'s; and the events of a pending turn are never compacted.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "token_threshold": "50000:180000:10000",
         "event_retention_size": "1:10",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "token_threshold": "EventsCompactionConfig(token_threshold={value})",
         "event_retention_size": "EventsCompactionConfig(event_retention_size={value})",
     }

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks, smallest_summary_chars
@@ -162,12 +161,10 @@ class Aider(Policy[AiderConfig]):
     (``csim check`` at 10,000 examples).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "max_chat_history_tokens": "2048:32768:2048",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "max_chat_history_tokens": "--max-chat-history-tokens {value} (command line)",
     }
 

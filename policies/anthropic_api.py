@@ -32,7 +32,7 @@ turn, cuts at a pending turn, and a revert of a change already summarised rolls 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from policies.base import AskPoint, Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, keep_reverts, plan_shrinks, rollback_target, unit_floor
@@ -249,13 +249,11 @@ class AnthropicClearToolUses(Policy[ClearToolUsesConfig]):
     as compaction events only.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "trigger_tokens": "50000:180000:10000",
         "keep": "1:10",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "trigger_tokens": 'clear_tool_uses_20250919 edit: trigger {"type": "input_tokens", "value": {value}}',
         "keep": 'clear_tool_uses_20250919 edit: keep {"type": "tool_uses", "value": {value}}',
     }
@@ -361,7 +359,7 @@ class AnthropicClearThinking(Policy[ClearThinkingConfig]):
     Clearing invalidates the cached prefix from the clear point (page); caching is not modelled yet.
     """
 
-    TUNABLE: ClassVar[dict[str, str]] = {"keep_turns": "1:10"}
+    TUNABLE = {"keep_turns": "1:10"}
     TUNABLE_NATIVE = {"keep_turns": 'clear_thinking_20251015 keep: {"type": "thinking_turns", "value": {value}}'}
 
     Config = ClearThinkingConfig
@@ -468,7 +466,7 @@ class AnthropicCompaction(Policy[CompactionConfig]):
     Summary content is the mock summariser's (catalogue §G3: the server's summaries are opaque).
     """
 
-    TUNABLE: ClassVar[dict[str, str]] = {"trigger_tokens": "50000:190000:10000"}
+    TUNABLE = {"trigger_tokens": "50000:190000:10000"}
     TUNABLE_NATIVE = {"trigger_tokens": 'compact_20260112 trigger: {"type": "input_tokens", "value": {value}}'}
 
     Config = CompactionConfig
@@ -540,7 +538,7 @@ class AnthropicSDKCompaction(Policy[SDKCompactionConfig]):
     §B2d) and the double-buffer variant (``_beta_double_buffer_compaction.py``).
     """
 
-    TUNABLE: ClassVar[dict[str, str]] = {"context_token_threshold": "50000:180000:10000"}
+    TUNABLE = {"context_token_threshold": "50000:180000:10000"}
     TUNABLE_NATIVE = {"context_token_threshold": 'compaction_control={"context_token_threshold": {value}}'}
 
     Config = SDKCompactionConfig

@@ -16,7 +16,6 @@ The server writes the summary (catalogue §G3: opaque); the mock summariser stan
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from policies._tail import client_estimate
 from policies.anthropic_api import COMPACTION_PROMPT, TOKENS, block_decision
@@ -64,8 +63,7 @@ class AnthropicOnDemandCompaction(Policy[OnDemandConfig]):
     of a change already summarised rolls the view back. A compaction that would not shrink the view is skipped.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "trigger_tokens": "50000:180000:10000",
     }
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies.base import Plan, Policy, Trigger, register
 from policies.helpers import plan_shrinks
@@ -220,12 +219,10 @@ class AutoGenBuffered(Policy[AutoGenBufferedConfig]):
     such turns).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "buffer_size": "2:50:4",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "buffer_size": "BufferedChatCompletionContext(buffer_size={value})",
     }
 
@@ -289,13 +286,11 @@ class AutoGenHeadAndTail(Policy[AutoGenHeadAndTailConfig]):
     pending turn leaves the view.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "tail_size": "2:50:4",
         "head_size": "1:5",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "tail_size": "HeadAndTailChatCompletionContext(tail_size={value})",
         "head_size": "HeadAndTailChatCompletionContext(head_size={value})",
     }
@@ -384,12 +379,10 @@ class AutoGenTokenLimited(Policy[AutoGenTokenLimitedConfig]):
     (the tool schemas AutoGen's client adds are not counted, as ``tool_schema`` is empty by default).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "token_limit": "40000:200000:20000",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "token_limit": "TokenLimitedChatCompletionContext(token_limit={value})",
     }
 

@@ -214,6 +214,12 @@ class Policy(Generic[C]):
     overflow_fails_turn: ClassVar[bool] = False
     placeholder: ClassVar[str] = DEFAULT_PLACEHOLDER
     cache_placement: ClassVar[CachePlacement] = CachePlacement()
+    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range, as ``--space FIELD=SPEC`` takes it; the
+    #: first field is the trigger (``--by window`` reports it per window). Empty: nothing to tune.
+    TUNABLE: ClassVar[Mapping[str, str]] = {}
+    #: Each tuned field in the real system's own terms (``{value}`` stands for the value), as the Config's docstring
+    #: names it: an environment variable, a config key, a constructor argument.
+    TUNABLE_NATIVE: ClassVar[Mapping[str, str]] = {}
     summary_call: ClassVar[SummaryCall] = "separate"
     timing: ClassVar[Timing] = "foreground"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies.base import NoConfig, Plan, Policy, Trigger, register
 from policies.helpers import floor_index, rollback_target
@@ -59,8 +58,7 @@ class SlidingWindow(Policy[SlidingWindowConfig]):
     little and stay over the trigger (``csim check --examples 2000`` found it: issue 12, defect 5).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "trigger_ratio": "0.6:0.95:0.05",
         "target_ratio": "0.2:0.5:0.1",
     }

@@ -226,12 +226,10 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
     hundred tokens.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "autocompact_pct": "40:100:5",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "autocompact_pct": "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE={value} (environment variable)",
     }
 

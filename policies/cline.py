@@ -22,7 +22,7 @@ assistant messages one user message.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks, reported_total
@@ -139,8 +139,7 @@ class ClineLegacy(Policy[ClineLegacyConfig]):
     unresolved pending turn leaves the view.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "max_allowed_size": "60000:180000:10000",
     }
 
@@ -322,12 +321,10 @@ class Cline(Policy[ClineConfig]):
     nothing of an unresolved pending turn is summarised.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "preserve_recent_tokens": "5000:60000:5000",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "preserve_recent_tokens": "compaction.preserveRecentTokens = {value} (SDK settings)",
     }
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies import _js_json as js
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
@@ -173,13 +172,11 @@ class CloudflareOS(Policy[CloudflareOSConfig]):
     revert-protected cut moves to the start of that message's unit.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "trigger_ratio": "0.5:0.95:0.05",
         "tail_ratio": "0.1:0.5:0.05",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "trigger_ratio": "COMPACTION_TRIGGER_RATIO = {value} (constant)",
         "tail_ratio": "COMPACTION_TARGET_RATIO = {value} (constant)",
     }

@@ -10,7 +10,6 @@ when it is omitted; 200k and 272k windows keep the 70% default; an explicit valu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from policies._tail import client_estimate, summary_plan, tail_by_tokens
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
@@ -65,12 +64,10 @@ class Coder(Policy[CoderConfig]):
     examples).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "compression_threshold": "20:95:5",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "compression_threshold": "compression_threshold: {value} (the chat model config, percent)",
     }
 

@@ -194,12 +194,10 @@ class Codex(Policy[CodexConfig]):
     re-billed uncached on every compaction)"); ``codex-remote`` sends its tools and is a fork.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "auto_compact_ratio": "0.5:0.95:0.05",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "auto_compact_ratio": "model_auto_compact_token_limit = {value} x context_window (config.toml, in tokens)",
     }
 

@@ -13,7 +13,6 @@ conformance suite.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies._tail import client_estimate, summary_plan
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
@@ -77,12 +76,10 @@ class CopilotInfiniteSessions(Policy[CopilotInfiniteSessionsConfig]):
     back for a revert that comes later.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "background_compaction_threshold": "0.4:0.9:0.05",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "background_compaction_threshold": "InfiniteSessionConfig backgroundCompactionThreshold = {value}",
     }
 

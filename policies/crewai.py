@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import end_cut, floor_index, plan_shrinks
@@ -138,8 +137,7 @@ class CrewAI(Policy[CrewAIConfig]):
     are not modelled (the reference names the tool only).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "use_better_compaction": "true,false",
     }
 

@@ -42,7 +42,6 @@ import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, plan_shrinks
@@ -152,13 +151,11 @@ class DeepAgents(Policy[DeepAgentsConfig]):
     not shrink the view is skipped).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "trigger": "fraction:0.5,fraction:0.6,fraction:0.7,fraction:0.8,fraction:0.85,fraction:0.9",
         "keep": "fraction:0.05,fraction:0.1,fraction:0.2,fraction:0.3",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "trigger": "SummarizationMiddleware(trigger={value})",
         "keep": "SummarizationMiddleware(keep={value})",
     }

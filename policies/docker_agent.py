@@ -35,7 +35,6 @@ cached tokens. docker-agent is Go and not a registry package: no conformance sui
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies._tail import message_tokens
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
@@ -124,12 +123,10 @@ class DockerAgent(Policy[DockerAgentConfig]):
     change compacted away is not brought back for a revert that comes later.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "compaction_threshold": "0.5:0.95:0.05",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "compaction_threshold": "compaction_threshold: {value} (the agent's config)",
     }
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar, Literal
+from typing import Literal
 
 from policies import _js_json as js
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
@@ -381,13 +381,11 @@ class EffectAgent(Policy[EffectAgentConfig]):
     line reads the last agent request's.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "context_token_limit": "60000:190000:10000",
         "keep_recent_tokens": "5000:60000:5000",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "context_token_limit": "contextTokenLimit: {value}",
         "keep_recent_tokens": "keepRecentTokens: {value}",
     }

@@ -17,7 +17,6 @@ import functools
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import cut_ceiling, floor_index, plan_shrinks
@@ -185,13 +184,11 @@ class GeminiCli(Policy[GeminiCliConfig]):
     PreCompress hook, the experimental ``contextManagement`` pipeline (off by default).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "compression_threshold": "0.2:0.9:0.05",
         "preserve_fraction": "0.1:0.5:0.1",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "compression_threshold": "compressionThreshold: {value} (settings.json)",
         "preserve_fraction": "COMPRESSION_PRESERVE_THRESHOLD = {value} (a source constant, not a setting)",
     }

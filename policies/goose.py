@@ -13,7 +13,6 @@ Goose is Rust and not on PyPI: there is no conformance suite for it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import end_cut, floor_index, plan_shrinks
@@ -134,12 +133,10 @@ class Goose(Policy[GooseConfig]):
     ``revert-resolution`` (Goose has no notion of reverts: a kept pending turn's revert may lose its change).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "threshold": "0.3:0.95:0.05",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "threshold": "GOOSE_AUTO_COMPACT_THRESHOLD={value} (environment variable)",
     }
 

@@ -13,7 +13,6 @@ conformance suite is provided.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from policies._tail import client_estimate, summary_plan
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
@@ -97,13 +96,11 @@ class HermesAgent(Policy[HermesAgentConfig]):
     not brought back for a revert that comes later.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "threshold_percent": "0.3:0.9:0.05",
         "protect_last_n": "5:40:5",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "threshold_percent": "ContextCompressor(threshold_percent={value})",
         "protect_last_n": "ContextCompressor(protect_last_n={value})",
     }

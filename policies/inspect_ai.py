@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import ClassVar, TypeVar
+from typing import TypeVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import first_user_index, plan_shrinks
@@ -307,12 +307,10 @@ class InspectSummary(InspectPolicy[InspectSummaryConfig]):
     Defaults: ``threshold`` 0.9 (§B5, ``summary.py``).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "threshold": "0.5:0.95:0.05",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "threshold": "CompactionSummary(threshold={value})",
     }
 
@@ -346,12 +344,10 @@ class InspectAuto(InspectPolicy[InspectAutoConfig]):
     native compaction). Not modelled: the Responses API's opaque ``responses.compact`` window.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "threshold": "0.5:0.95:0.05",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "threshold": "CompactionAuto(threshold={value})",
     }
 
@@ -392,13 +388,11 @@ class InspectTrim(InspectPolicy[InspectTrimConfig]):
     0.8^k. Defaults: ``threshold`` 0.9, ``preserve`` 0.8 (§B5, §F, ``trim.py``).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "threshold": "0.5:0.95:0.05",
         "preserve": "0.3:0.9:0.1",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "threshold": "CompactionTrim(threshold={value})",
         "preserve": "CompactionTrim(preserve={value})",
     }

@@ -7,7 +7,6 @@ view) is :mod:`policies.inspect_ai`, where the sources are named; this module ho
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies.base import Plan, Trigger, register
 from policies.inspect_ai import (
@@ -86,13 +85,11 @@ class InspectEdit(InspectPolicy[InspectEditConfig]):
     cleared); ``edit.py`` does the same, and with ``keep_tool_uses`` 0 clears them all.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "threshold": "0.5:0.95:0.05",
         "keep_tool_uses": "1:10",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "threshold": "CompactionEdit(threshold={value})",
         "keep_tool_uses": "CompactionEdit(keep_tool_uses={value})",
     }

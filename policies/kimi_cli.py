@@ -17,7 +17,6 @@ provided for it (the catalogue lists none for §B18).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, plan_shrinks
@@ -103,13 +102,11 @@ class KimiCli(Policy[KimiCliConfig]):
     step).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "compaction_trigger_ratio": "0.5:0.95:0.05",
         "max_preserved_messages": "1:6",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "compaction_trigger_ratio": "loop_control.compaction_trigger_ratio = {value} (config)",
         "max_preserved_messages": "SimpleCompaction(max_preserved_messages={value})",
     }

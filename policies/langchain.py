@@ -21,7 +21,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Literal
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, newest_results_bound, plan_shrinks
@@ -257,13 +257,11 @@ class LangChainSummarization(Policy[LangChainSummarizationConfig]):
     which LangChain's trim usually cuts off.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "trigger": "fraction:0.5,fraction:0.6,fraction:0.7,fraction:0.8,fraction:0.9",
         "keep": "messages:5,messages:10,messages:20,messages:40",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "trigger": "SummarizationMiddleware(trigger={value})",
         "keep": "SummarizationMiddleware(keep={value})",
     }
@@ -450,13 +448,11 @@ class LangChainClearToolUses(Policy[LangChainClearToolUsesConfig]):
     same (``tool_messages[:-keep]``, before every model call).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "trigger": "40000:180000:20000",
         "keep": "1:10",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "trigger": "ClearToolUsesEdit(trigger={value})",
         "keep": "ClearToolUsesEdit(keep={value})",
     }

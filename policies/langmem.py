@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks
@@ -116,12 +115,10 @@ class LangMem(Policy[LangMemConfig]):
     role names and the calls' framing that ``count_tokens_approximately`` adds.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "max_tokens": "20000:160000:10000",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "max_tokens": "SummarizationNode(max_tokens={value})",
     }
 

@@ -18,7 +18,7 @@ The in-context list is ``[system, summary (after a compaction), ...]`` and every
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Literal
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import end_cut, plan_shrinks, reported_total
@@ -99,12 +99,10 @@ class Letta(Policy[LettaConfig]):
     ``summary`` role, sent as a user message); nothing of an unresolved pending turn is summarised.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "sliding_window_percentage": "0.1:0.9:0.1",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "sliding_window_percentage": "CompactionSettings(sliding_window_percentage={value})",
     }
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks
@@ -132,12 +131,10 @@ class LlamaIndexSummaryBuffer(Policy[LlamaIndexSummaryBufferConfig]):
     view is skipped.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "token_limit": "20000:200000:10000",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "token_limit": "ChatSummaryMemoryBuffer.from_defaults(token_limit={value})",
     }
 

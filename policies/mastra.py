@@ -27,7 +27,6 @@ declared classes of a one-buffer model).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from policies._tail import message_tokens
 from policies.base import Plan, Policy, SummaryRequest, Timing, Trigger, register
@@ -139,13 +138,11 @@ class MastraObservationalMemory(Policy[MastraObservationalMemoryConfig]):
     examples, issue 32).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "message_tokens": "10000:80000:5000",
         "observation_tokens": "20000:80000:10000",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "message_tokens": "observationalMemory.observation.messageTokens: {value}",
         "observation_tokens": "observationalMemory.reflection.observationTokens: {value}",
     }

@@ -44,7 +44,6 @@ name of ``llm_summary``), ``compactable_tools`` unset (every tool), ``emergency_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies._tail import summary_plan
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
@@ -160,13 +159,11 @@ EMERGENCY_THINKING = (
 class _NexAU(Policy[NexAUConfig]):
     """The part both strategies share: the two check points, the kept part, the emergency path."""
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "threshold": "0.5:0.95:0.05",
         "keep_iterations": "1:10",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "threshold": "CompactionConfig(threshold={value})",
         "keep_iterations": "CompactionConfig(keep_iterations={value})",
     }

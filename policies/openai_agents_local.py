@@ -15,7 +15,6 @@ the window applies at each user turn and the run's own items accumulate on top. 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from policies.autogen import context_base, kept_plan
 from policies.base import Plan, Policy, Trigger, register
@@ -87,12 +86,10 @@ class OpenAIAgentsLocal(Policy[OpenAIAgentsLocalConfig]):
     not brought back for a revert that comes later.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "window_size": "10:200:10",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "window_size": "LocalCompactionSession(window_size={value})",
     }
 

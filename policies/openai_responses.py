@@ -23,7 +23,6 @@ lowest on accuracy of the methods it compared (catalogue §D4): lower the keep p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, keep_reverts, plan_shrinks
@@ -105,8 +104,7 @@ class OpenAIAgentsSession(Policy[AgentsSessionConfig]):
     what is sent to the endpoint, not the window: not modelled; the call is charged at the run's model.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "compaction_threshold": "2:50:4",
     }
 
@@ -193,12 +191,10 @@ class OpenAIResponsesCompaction(Policy[ResponsesCompactionConfig]):
     compacted, and a revert kept after a pending turn keeps its change.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "compact_threshold": "50000:190000:10000",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "compact_threshold": 'context_management=[{"type": "compaction", "compact_threshold": {value}}]',
     }
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import end_cut, plan_shrinks
@@ -163,13 +162,11 @@ class Opencode(Policy[OpencodeConfig]):
     thinking opened it; without interleaved thinking Anthropic rejects that request.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "reserved": "5000:60000:5000",
         "preserve_recent_tokens": "2000:30000:2000",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "reserved": '"compaction": {"reserved": {value}} (opencode.json)',
         "preserve_recent_tokens": '"compaction": {"preserve_recent_tokens": {value}} (opencode.json)',
     }

@@ -41,7 +41,7 @@ import functools
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from itertools import accumulate
-from typing import ClassVar, Literal
+from typing import Literal
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks, unit_floor
@@ -384,13 +384,11 @@ class OpenHandsSummarizing(Policy[SummarizingConfig]):
     unresolved pending turn is never condensed (the harness's contract).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "max_size": "40:240:20",
         "keep_first": "1:8",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "max_size": "LLMSummarizingCondenser(max_size={value})",
         "keep_first": "LLMSummarizingCondenser(keep_first={value})",
     }

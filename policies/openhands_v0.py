@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import ClassVar, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import first_user_index, keep_newest_bound, plan_shrinks
@@ -111,12 +111,10 @@ class OpenHandsMasking(_V0Policy[MaskingConfig]):
     result's text is replaced in place. A tool message holding a parallel batch is masked whole or not at all.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "attention_window": "10:200:10",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "attention_window": "ObservationMaskingCondenserConfig(attention_window={value})",
     }
 
@@ -175,12 +173,10 @@ class OpenHandsBrowserOutput(_V0Policy[BrowserConfig]):
     an ``AgentCondensationObservation`` in V0, the result's text here.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "attention_window": "1:10",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "attention_window": "BrowserOutputCondenserConfig(attention_window={value})",
     }
 
@@ -327,13 +323,11 @@ class OpenHandsDefault(_V0Policy[DefaultConfig]):
     keeps the view's summary); the rest as the three policies above.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "max_size": "40:240:20",
         "keep_first": "1:8",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "max_size": "condenser_max_size = {value} (settings)",
     }
 

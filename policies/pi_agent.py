@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import floor_index, keep_reverts, plan_shrinks, unit_floor
@@ -148,13 +148,11 @@ class Pi(Policy[PiConfig]):
     reverts: a change compacted away is not brought back for a revert that comes later.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "reserve_tokens": "4096:65536:4096",
         "keep_recent_tokens": "5000:60000:5000",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "reserve_tokens": '"compaction": {"reserveTokens": {value}} (settings.json)',
         "keep_recent_tokens": '"compaction": {"keepRecentTokens": {value}} (settings.json)',
     }

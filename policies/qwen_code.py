@@ -12,7 +12,6 @@ Qwen Code is on npm (``@qwen-code/qwen-code``) but its compression needs its mod
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies.base import register
 from policies.gemini_cli import GeminiCli, GeminiCliConfig
@@ -35,8 +34,7 @@ class QwenCode(GeminiCli):
     The mechanics, differences and the declared ``revert-resolution`` are ``gemini-cli``'s (:class:`GeminiCli`).
     """
 
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "compression_threshold": "contextPercentageThreshold: {value} (settings.json)",
         "preserve_fraction": "COMPRESSION_PRESERVE_THRESHOLD = {value} (a source constant, not a setting)",
     }

@@ -19,7 +19,6 @@ tool messages one user message. It never deletes: condensed messages are tagged 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.cline import Group, cline_messages
@@ -109,12 +108,10 @@ class RooCode(Policy[RooCodeConfig]):
     unresolved pending turn leaves the view.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "auto_condense_context_percent": "50:100:5",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "auto_condense_context_percent": "autoCondenseContextPercent: {value} (settings)",
     }
 

@@ -17,7 +17,6 @@ call (the history a call sees is the one the last addition reduced).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import plan_shrinks
@@ -123,13 +122,11 @@ class SemanticKernelTruncation(Policy[SemanticKernelTruncationConfig]):
     reply before them are added one by one, so SK may cut at an index we skip).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "target_count": "4:40:4",
         "threshold_count": "0:20:5",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "target_count": "ChatHistoryTruncationReducer(target_count={value})",
         "threshold_count": "ChatHistoryTruncationReducer(threshold_count={value})",
     }
@@ -225,13 +222,11 @@ class SemanticKernelSummarization(Policy[SemanticKernelSummarizationConfig]):
     nothing new to summarise, so no plan (``test_conformance_semantic_kernel``: ``summary-only``).
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "target_count": "4:40:4",
         "threshold_count": "0:20:5",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "target_count": "ChatHistorySummarizationReducer(target_count={value})",
         "threshold_count": "ChatHistorySummarizationReducer(threshold_count={value})",
     }

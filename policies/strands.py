@@ -21,7 +21,6 @@ of tool messages in the log counts as one Strands message (:func:`policies.autog
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from policies._tail import client_estimate
 from policies.autogen import unit_bounds
@@ -132,12 +131,10 @@ class StrandsSlidingWindow(Policy[StrandsSlidingWindowConfig]):
     not brought back for a revert that comes later.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "window_size": "10:100:10",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "window_size": "SlidingWindowConversationManager(window_size={value})",
     }
 
@@ -245,13 +242,11 @@ class StrandsSummarizing(Policy[StrandsSummarizingConfig]):
     not brought back for a revert that comes later.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "summary_ratio": "0.1:0.8:0.1",
         "preserve_recent_messages": "2:20:2",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "summary_ratio": "SummarizingConversationManager(summary_ratio={value})",
         "preserve_recent_messages": "SummarizingConversationManager(preserve_recent_messages={value})",
     }

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
-from typing import ClassVar
 
 from policies.base import Plan, Policy, SummaryRequest, Trigger, register
 from policies.helpers import first_user_index, floor_index, newest_results_bound, plan_shrinks, unit_floor
@@ -144,12 +143,10 @@ class SweAgentMasking(Policy[SweAgentMaskingConfig]):
     SWE-agent allows one call a step) is elided whole or not at all.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "n": "1:20",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "n": "LastNObservations(n={value}) (history_processors)",
     }
 
@@ -231,8 +228,7 @@ class JetBrainsSummary(Policy[JetBrainsSummaryConfig]):
     study ran SWE-agent, one user message a run, on models without Anthropic's thinking.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "n": "5:50:5",
         "keep_last_m_turns": "2:20:2",
     }
@@ -359,8 +355,7 @@ class JetBrainsHybrid(JetBrainsSummary):
     would show the summariser the masked ones too. See :class:`JetBrainsSummary` for the rest.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "n": "5:50:5",
         "mask_n": "2:20:2",
     }

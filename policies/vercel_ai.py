@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Literal
 
 from policies.base import Plan, Policy, Trigger, register
 from policies.helpers import plan_shrinks
@@ -131,12 +131,10 @@ class VercelPruneMessages(Policy[VercelPruneMessagesConfig]):
     (never in the AI SDK) is pruned only when no ``tools`` list is set: with one, pruning stops at its call.
     """
 
-    #: ``csim tune``'s search space (sim.sweep.space): Config field -> range; the first is the trigger.
-    TUNABLE: ClassVar[dict[str, str]] = {
+    TUNABLE = {
         "tool_calls": "before-last-message,before-last-2-messages,before-last-5-messages,before-last-10-messages,none",
     }
-    #: Each tuned field in the real system's own terms, as the Config's docstring names it.
-    TUNABLE_NATIVE: ClassVar[dict[str, str]] = {
+    TUNABLE_NATIVE = {
         "tool_calls": "pruneMessages({ toolCalls: '{value}' })",
     }
 

@@ -112,8 +112,8 @@ def parse_dim(name: str, text: str, native: str = "", where: str = "--space") ->
 def declared_space(ref: str) -> dict[str, Dim]:
     """The space a policy declares (``TUNABLE`` and ``TUNABLE_NATIVE``); empty when it declares none."""
     cls = load_policy_class(ref)
-    tunable: Mapping[str, str] = getattr(cls, "TUNABLE", {}) or {}
-    native: Mapping[str, str] = getattr(cls, "TUNABLE_NATIVE", {}) or {}
+    tunable = cls.TUNABLE
+    native = cls.TUNABLE_NATIVE
     fields = {f.name for f in dataclasses.fields(cls.Config)}
     out: dict[str, Dim] = {}
     for name, text in tunable.items():
