@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +189,23 @@ def test_an_interrupted_tune_resumes_without_rerunning_a_finished_run(
     assert trials_of(resumed) == trials_of(reference[0])  # the same trials as a tune never interrupted
     assert render(resumed) == render(reference[0])
     assert run_tune(small_spec(), out, Budget(trials=6), workers=1, progress=False)["runs"]["ran"] == 0
+
+
+def test_a_larger_budget_in_the_same_folder_goes_on_from_the_stored_runs(
+    reference: tuple[dict[str, Any], Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "t"
+    shutil.copytree(reference[1], out)
+    before = set(Store(out / "store", {}, ExecutorSpec("local", 1)).rows)
+    longer = run_tune(small_spec(), out, Budget(trials=10), workers=1, progress=False)  # the budget is not the spec
+    after = set(Store(out / "store", {}, ExecutorSpec("local", 1)).rows)
+    (s,) = longer["windows"][0]["policies"]
+    assert s["sampler"] == "grid (10 settings)" and len(s["trials"]) == 10  # every setting; those tried read back
+    assert before < after and longer["runs"]["ran"] == len(after - before)
+    tried = {json.dumps(t["params"], sort_keys=True) for t in reference[0]["windows"][0]["policies"][0]["trials"]}
+    tuning, held = (len(longer["windows"][0][k]) for k in ("tuning", "held_out"))
+    new_best = s["recommend"] != reference[0]["windows"][0]["policies"][0]["recommend"]
+    assert longer["runs"]["ran"] == (10 - len(tried)) * tuning + new_best * held  # the settings not tried before
 
 
 def test_the_answer_is_checked_on_held_out_sessions(reference: tuple[dict[str, Any], Path]) -> None:
