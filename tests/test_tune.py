@@ -22,7 +22,7 @@ from sim.sweep.spec import PolicyGrid, Source, SweepSpec
 from sim.sweep.tune import Budget, Store, TuneSpec, plan_units, setting_of, split
 from sim.sweep.tunerun import run_tune
 from sim.sweep.tunestats import Constraint, frontier, interval, resamples
-from sim.sweep.tuneview import render
+from sim.sweep.tuneview import _pct, render
 
 SCENARIO = Source("scenario", "coding-agent", (("huge_prob", "0"), ("turns", "20")))
 SPACE = ("trigger_ratio=0.5:0.9:0.1", "tail_ratio=0.1,0.3")  # 10 settings: a grid within a budget of 10
@@ -277,3 +277,8 @@ def test_by_window_prints_a_trigger_per_window(tmp_path: Path) -> None:
     ]
     with pytest.raises(InvalidConfig, match="a context window is in tokens"):
         small_spec(windows=(200,))
+
+
+def test_a_change_too_small_for_one_decimal_is_not_printed_as_nil() -> None:
+    assert _pct(49.3157, 49.3323) == "-0.03%"  # nexau-summary's one cent (benchmarks/results/tune-measure.md)
+    assert (_pct(0.9, 1.0), _pct(1.0, 1.0), _pct(100.001, 100.0)) == ("-10.0%", "+0.0%", "+0.001%")

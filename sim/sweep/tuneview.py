@@ -28,7 +28,10 @@ def _num(v: Any, col: str) -> str:
 def _pct(new: float | None, old: float | None) -> str:
     if new is None or old is None or old == 0:
         return ""
-    return f"{(new - old) / abs(old) * 100:+.1f}%"
+    pct = (new - old) / abs(old) * 100
+    # One decimal, or as many as show that a change is not nil (a saving of one cent in $49 reads -0.03%, not -0.0%).
+    digits = 1 if abs(pct) >= 0.05 or new == old else 2 if abs(pct) >= 0.005 else 3
+    return f"{pct:+.{digits}f}%"
 
 
 def _params(p: Mapping[str, str]) -> str:
