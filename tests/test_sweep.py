@@ -15,6 +15,7 @@ from sim.cli.main import main
 from sim.core.config import normalise_run
 from sim.core.errors import CsimError, InvalidConfig, UnknownName
 from sim.core.params import parse_seeds
+from sim.core.retention import load_model
 from sim.sweep import grid as sweep
 from sim.sweep.driver import Progress, run_sweep
 from sim.sweep.grid import plan, run_task, settings
@@ -162,6 +163,28 @@ def test_run_keys_are_unique_and_change_with_the_run_config() -> None:
     assert not set(keys) & {r.run_key for t in other for r in t.runs}
     rest, _, total2 = plan(tiny_spec(seeds=(0, 1, 2)), done=set(keys[:4]))
     assert total2 == total and [r.run_key for t in rest for r in t.runs] == keys[4:]
+
+
+def test_a_retention_file_rewritten_in_place_never_reuses_its_runs(tmp_path: Path) -> None:
+    path = tmp_path / "retention.json"
+    model = load_model(None).to_json()
+    path.write_text(json.dumps(model), encoding="utf-8")
+
+    def keys() -> set[str]:
+        spec = SweepSpec(
+            (PolicyGrid("cloudflare-os"),),
+            (Source("scenario", "coding-agent", TINY),),
+            (0,),
+            normalise_run({"window": 12_000, "summariser": {"retention": str(path)}}, "test"),
+        )
+        return {r.run_key for t in plan(spec)[0] for r in t.runs}
+
+    first = keys()
+    assert keys() == first  # the same bytes: the same runs
+    model["summary_tokens"] += 1  # ``csim calibrate --retention --out`` the same path, with another fit
+    path.write_text(json.dumps(model), encoding="utf-8")
+    load_model.cache_clear()  # a new process would read it afresh
+    assert not keys() & first
 
 
 def test_a_recording_runs_once_per_seed_with_the_same_conversation() -> None:

@@ -180,7 +180,7 @@ def plan(
     total = 0
     for source in spec.sources:
         source_config = _calibrated(base_config, calibration, source)
-        config_dict = {k: v for k, v in _asdict(source_config).items() if k != "seed"}
+        config_dict = {k: v for k, v in key_config(source_config).items() if k != "seed"}
         for fixed_seed, conv in conversations_of(source, spec.seeds):
             checksum = conversation_checksum(conv)
             for seed in [fixed_seed] if fixed_seed is not None else spec.seeds:
@@ -212,9 +212,18 @@ def _calibrated(config: RunConfig, path: str | None, source: Source) -> RunConfi
     )
 
 
-def _asdict(config: RunConfig) -> dict[str, Any]:
-
+def key_config(config: RunConfig) -> dict[str, Any]:
+    """The run config as its run keys take it: every field, and the digest of a retention file (``-R
+    retention=FILE``) beside its path, so a file rewritten in place (``csim calibrate --retention --out`` the same
+    path) never reuses a run made with the old one. (A calibration's coefficients are in the config already.)"""
     out: dict[str, Any] = json.loads(json.dumps(asdict(config), sort_keys=True, default=str))
+    if config.summariser.retention:
+        try:
+            digest = hashlib.sha256(Path(config.summariser.retention).read_bytes()).hexdigest()[:16]
+        except OSError as exc:
+            where = config.summariser.retention
+            raise InvalidConfig(f"retention file {where}: cannot be read ({exc.strerror})") from None
+        out["summariser"]["retention_sha256"] = digest
     return out
 
 

@@ -31,7 +31,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,7 +44,7 @@ from sim.core.errors import InvalidConfig
 from sim.core.identity import run_key
 from sim.sweep.driver import done_run_keys, write_part
 from sim.sweep.executors import ExecutorSpec, run_all
-from sim.sweep.grid import PlannedRun, Setting, Task, Unit, package_version, plan, run_task, settings
+from sim.sweep.grid import PlannedRun, Setting, Task, Unit, key_config, package_version, plan, run_task, settings
 from sim.sweep.parts import RUN_COLUMNS, finished_parts
 from sim.sweep.results import read_table, typed
 from sim.sweep.space import Dim, check_overrides, grid_size, policy_space, suggest
@@ -144,7 +144,7 @@ def plan_units(spec: TuneSpec, window: int | None) -> tuple[list[UnitRun], dict[
     for t in tasks:
         if t.unit.source_kind != "scenario" and t.unit.seed != spec.seeds[0]:
             continue
-        as_json = json.dumps(json.loads(json.dumps(asdict(t.run_config), sort_keys=True, default=str)), sort_keys=True)
+        as_json = json.dumps(key_config(t.run_config), sort_keys=True)
         units.append(UnitRun(t.unit, t.run_config, as_json))
     units.sort(key=lambda u: (u.unit.source, u.unit.conversation, u.unit.seed))
     return units, shared, package_version(spec.policies)
