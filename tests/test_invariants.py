@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from policies.baselines import NoCompaction
 from sim.core.conversation import Part
-from sim.core.invariants import check_plan, check_view, newest_results_cleared
+from sim.core.invariants import check_plan, check_view, minus, newest_results_cleared
 from sim.core.view import Edit, Rule, View
 from sim.replay.engine import Engine, RunConfig
 from tests.builders import asst, conv, state_of, sys, tool, user
@@ -119,3 +121,18 @@ def test_an_earlier_event_tampered_with_is_caught_by_the_whole_check_a_run_ends_
         pass
     result = eng.finish()
     assert [v.invariant for v in result.violations] == ["log-append-only"]
+
+
+def _ranges(cuts: list[int]) -> list[tuple[int, int]]:
+    """Sorted, disjoint ranges from sorted cut points: every other gap between them."""
+    edges = sorted(set(cuts))
+    return [(a, b) for a, b in zip(edges[::2], edges[1::2], strict=False) if a < b]
+
+
+@given(st.lists(st.integers(0, 60), max_size=24), st.lists(st.integers(0, 60), max_size=24))
+def test_minus_is_the_set_difference_of_the_messages(xcuts: list[int], ycuts: list[int]) -> None:
+    xs, ys = _ranges(xcuts), _ranges(ycuts)
+    got = minus(xs, ys)
+    covered = {i for a, b in ys for i in range(a, b)}
+    assert [i for a, b in got for i in range(a, b)] == [i for a, b in xs for i in range(a, b) if i not in covered]
+    assert all(a < b for a, b in got) and all(b <= c for (_, b), (c, _) in zip(got, got[1:], strict=False))

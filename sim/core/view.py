@@ -24,7 +24,7 @@ so messages appended later are never edited and sizes stay prefix sums (see ``si
 from __future__ import annotations
 
 import functools
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
@@ -256,7 +256,7 @@ Item = Messages | Summary | Injected
 
 def _split(a: int, b: int, view: View) -> Iterator[Messages]:
     """``[a, b)`` cut where the set of rules that reach a message changes."""
-    bounds = [x for x in view._bounds if a < x < b]
+    bounds = view._bounds[bisect_right(view._bounds, a) : bisect_left(view._bounds, b)]  # sorted: a < x < b
     lo = a
     for hi in [*bounds, b]:
         if hi > lo:
@@ -276,8 +276,11 @@ def layout(view: View, n: int, has_system: bool) -> list[Item]:
     ranges = [*view.spans, (view.start, n)]
     last = len(ranges) - 1
     summary_slot = last if view.summary_slot is None else min(view.summary_slot, last)
+    by_slot: dict[int, list[Injected]] = {}  # once per layout, not once per span: a view may hold thousands
+    for x in view.injected:
+        by_slot.setdefault(last if x.slot is None else min(x.slot, last), []).append(x)
     for k, (a, b) in enumerate(ranges):
-        slot_injected = [x for x in view.injected if (last if x.slot is None else min(x.slot, last)) == k]
+        slot_injected = by_slot.get(k, [])
         out.extend(x for x in slot_injected if x.before_summary)
         if view.summary is not None and summary_slot == k:
             out.append(view.summary)
