@@ -101,8 +101,8 @@ def minus(xs: list[tuple[int, int]], ys: list[tuple[int, int]]) -> list[tuple[in
 def check_view(state: RunState, view: View) -> list[tuple[str, str]]:
     """Structural checks of the view an agent request is about to send: (invariant, detail) pairs.
 
-    O(spans + reverts): every span edge is checked against the unit it falls in, and the rest asks
-    ``view.shows``."""
+    Every span edge is checked against the unit it falls in, O(spans) once per view (``RunState.remember``), and the
+    rest asks ``view.shows``, O(log spans) per revert."""
     out: list[tuple[str, str]] = []
     n = len(state)
     msgs = state.messages
@@ -117,24 +117,7 @@ def check_view(state: RunState, view: View) -> list[tuple[str, str]]:
                 f"the unit that starts at {u} ({msgs[u].id!r})",
             )
         )
-    for a, b in view.spans:
-        if a >= n:
-            continue
-        b = min(b, n)
-        edges = []
-        if a > 0 and not state.can_cut(a) and not view.shows(a - 1):
-            edges.append((a, a - 1))
-        if b < n and not state.can_cut(b) and not view.shows(b):
-            edges.append((b - 1, b))
-        for p, q in edges[:1] if b - a == 1 else edges:
-            u = state.unit_start(p)
-            out.append(
-                (
-                    "atomic-units",
-                    f"pinned message {p} ({msgs[p].id!r}) keeps only part of the unit that "
-                    f"starts at {u} ({msgs[u].id!r}): message {q} is not in the view",
-                )
-            )
+    out += state.remember(view, "split-units", lambda: _split_units(state, view))
     lu = state.last_user_index
     if lu >= 0 and not view.shows(lu):
         out.append(
@@ -159,6 +142,32 @@ def check_view(state: RunState, view: View) -> list[tuple[str, str]]:
                     "revert-resolution",
                     f"revert at message {r} ({msgs[r].id!r}) is kept but the change it "
                     f"reverts, at message {c} ({msgs[c].id!r}), is not in the view",
+                )
+            )
+    return out
+
+
+def _split_units(state: RunState, view: View) -> list[tuple[str, str]]:
+    """The ``atomic-units`` problems of ``view``'s closed spans: an edge inside a unit whose neighbour no other range
+    shows. O(spans); once the log is past the view's spans, their answer no longer changes (``RunState.remember``)."""
+    out: list[tuple[str, str]] = []
+    n, msgs = len(state), state.messages
+    for a, b in view.spans:
+        if a >= n:
+            continue
+        b = min(b, n)
+        edges = []
+        if a > 0 and not state.can_cut(a) and not view.shows(a - 1):
+            edges.append((a, a - 1))
+        if b < n and not state.can_cut(b) and not view.shows(b):
+            edges.append((b - 1, b))
+        for p, q in edges[:1] if b - a == 1 else edges:
+            u = state.unit_start(p)
+            out.append(
+                (
+                    "atomic-units",
+                    f"pinned message {p} ({msgs[p].id!r}) keeps only part of the unit that "
+                    f"starts at {u} ({msgs[u].id!r}): message {q} is not in the view",
                 )
             )
     return out

@@ -18,6 +18,7 @@ import copy
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from sim.core.conversation import Message
 from sim.core.model import MESSAGE_OVERHEAD, ModelConfig
@@ -25,6 +26,7 @@ from sim.core.view import Messages, Rule, View, call_id_tokens, edited_chars, la
 
 #: ``(message, rules) -> (chars, tokens)`` of the message as ``rules`` edit it; (0, 0) when nothing of it is sent.
 Sizer = Callable[[Message, tuple[Rule, ...]], tuple[int, int]]
+T = TypeVar("T")
 
 
 def _chars_only(m: Message, rules: tuple[Rule, ...]) -> tuple[int, int]:
@@ -195,12 +197,29 @@ class RunState:
         self.checkpoints: list[View] = []
         # Sizes of views already measured (see _totals), by id, holding the view so an id is not reused.
         self._sized: dict[int, tuple[View, int, int, int, int, int]] = {}
+        # What stays true of a view once the log has passed it (see remember), by id and name, holding the view.
+        self._memo: dict[tuple[int, str], tuple[View, object]] = {}
 
     def copy(self, ledger: Ledger) -> RunState:
         """This state over ``ledger`` (a copy of this one's), for a run that forks off another."""
         other = copy.copy(self)
         other._l, other.checkpoints, other._sized = ledger, list(self.checkpoints), dict(self._sized)
+        other._memo = {}
         return other
+
+    def remember(self, view: View, what: str, make: Callable[[], T]) -> T:
+        """``make()`` for ``view``, made once while the view is among the last few asked about, once the log has
+        passed the view's spans (``view.reach``); before that, made at every call. For what a request checks of
+        the part of a view before its tail: the log is append-only, so that part's answer does not change after."""
+        if len(self) <= view.reach:
+            return make()
+        key = (id(view), what)
+        hit = self._memo.get(key)
+        if hit is None or hit[0] is not view:
+            if len(self._memo) >= 16:
+                self._memo.clear()
+            hit = self._memo[key] = (view, make())
+        return hit[1]  # type: ignore[return-value]
 
     # -- messages and structure -------------------------------------------------------------
     @property

@@ -171,6 +171,7 @@ class View:
     _bounds: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _rules: tuple[tuple[Rule, ...], ...] = field(init=False, repr=False, compare=False)
     _cleared: int = field(init=False, repr=False, compare=False)
+    _reach: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         bounds = tuple(sorted({e.before for e in self.edits}))
@@ -179,6 +180,14 @@ class View:
         object.__setattr__(self, "_bounds", bounds)
         object.__setattr__(self, "_rules", rules)
         object.__setattr__(self, "_cleared", next((e.before for e in self.edits if e.rule == std), 0))
+        object.__setattr__(self, "_reach", max((self.start, *(b for _, b in self.spans))))
+        if any(a >= b for a, b in self.spans) or any(
+            x[1] > y[0] for x, y in zip(self.spans, self.spans[1:], strict=False)
+        ):
+            raise InvalidConfig(
+                f"a view's spans must be sorted, disjoint ranges (a, b) with a < b, got {self.spans[:8]}"
+                f"{'...' if len(self.spans) > 8 else ''}: build them with spans_of"
+            )
 
     @classmethod
     def of(
@@ -203,10 +212,14 @@ class View:
         :func:`layout` puts it first whatever the view says."""
         if index >= self.start:
             return True
-        for a, b in self.spans:  # noqa: SIM110  (a plain loop, no generator: asked per revert per request)
-            if a <= index < b:
-                return True
-        return False
+        k = bisect_right(self.spans, index, key=_span_start) - 1  # spans are sorted and disjoint (spans_of)
+        return k >= 0 and index < self.spans[k][1]
+
+    @property
+    def reach(self) -> int:
+        """The first message index past every span and the tail's start: from a log this long on, what the view
+        keeps of it before the tail is fixed (the log is append-only)."""
+        return self._reach
 
     @property
     def pinned(self) -> tuple[int, ...]:
@@ -230,6 +243,10 @@ class View:
 
     def with_(self, **changes: object) -> View:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _span_start(span: tuple[int, int]) -> int:
+    return span[0]
 
 
 def spans_of(indices: Iterable[int]) -> tuple[tuple[int, int], ...]:
@@ -264,11 +281,35 @@ def _split(a: int, b: int, view: View) -> Iterator[Messages]:
         lo = hi
 
 
+#: Recent views' layouts up to their tail, by identity (the view is held, so its id is not reused while here): a
+#: request lays its view out several times (rendering, counts, validation, its final turn) and a view may hold
+#: thousands of spans (openai-agents-session keeps every user message), while the tail is all that grows.
+_HEADS: dict[tuple[int, bool], tuple[View, tuple[Item, ...]]] = {}
+_HEADS_KEPT = 8
+#: Below this many spans a layout is cheaper to make again than to look up.
+_HEAD_SPANS = 16
+
+
 def layout(view: View, n: int, has_system: bool) -> list[Item]:
     """The view in render order: the system prompt (message 0 when ``has_system``, never edited), then
     for each slot the injected messages placed before its summary, the summary, the other injected
     messages of that slot, and the slot's span; the last slot's span is the tail ``[start, n)``.
-    O(spans + edits + injected); message ranges are split where their edits change."""
+    O(spans + edits + injected) once per view; after that, while ``n`` reaches past the view's spans, the part
+    before the tail is reused and a layout costs a copy of it and the tail's split."""
+    if len(view.spans) < _HEAD_SPANS or n < max(view.reach, 1):
+        return _layout(view, n, has_system)
+    key = (id(view), has_system)
+    hit = _HEADS.get(key)
+    if hit is None or hit[0] is not view:
+        head = _layout(view, view.reach, has_system, tail=False)
+        if len(_HEADS) >= _HEADS_KEPT:
+            del _HEADS[next(iter(_HEADS))]
+        hit = _HEADS[key] = (view, tuple(head))
+    return [*hit[1], *_split(max(view.start, 1 if has_system else 0), n, view)]
+
+
+def _layout(view: View, n: int, has_system: bool, tail: bool = True) -> list[Item]:
+    """:func:`layout` made afresh; without ``tail``, everything before the tail's messages."""
     out: list[Item] = []
     lo = 1 if has_system else 0
     if has_system and n:
@@ -285,7 +326,8 @@ def layout(view: View, n: int, has_system: bool) -> list[Item]:
         if view.summary is not None and summary_slot == k:
             out.append(view.summary)
         out.extend(x for x in slot_injected if not x.before_summary)
-        out.extend(_split(max(a, lo), min(b, n), view))
+        if tail or k < last:
+            out.extend(_split(max(a, lo), min(b, n), view))
     return out
 
 
