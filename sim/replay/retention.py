@@ -29,7 +29,7 @@ from sim.core.conversation import Conversation, Fact, Message, Part
 from sim.core.invariants import edited_ranges, minus, ranges
 from sim.core.state import Ledger
 from sim.core.tokenizers import Memo, memoised
-from sim.core.view import TruncateFn, View, edit_parts, rule_for
+from sim.core.view import Injected, TruncateFn, View, edit_parts, rule_for
 from sim.replay.reactions import Reactions
 
 FactIndex = tuple[dict[str, list[Fact]], dict[str, list[Fact]], dict[str, Fact]]
@@ -62,6 +62,7 @@ class Retention:
     ) -> None:
         self.by_need, self.by_source, self.by_id = memoised(memo, conversation, "facts", fact_index)
         self.by_carrier: dict[str, list[Fact]] = memoised(memo, conversation, "fact-carriers", _carrier_index)
+        self.by_text: TextIndex = memoised(memo, conversation, "fact-texts", _text_index)
         self.facts = conversation.facts
         self.ledger, self.reactions, self.has_system, self.truncate = ledger, reactions, has_system, truncate
         self.lost_on_entry: set[str] = set()
@@ -75,6 +76,10 @@ class Retention:
         self.rows: list[dict[str, Any]] = []
         #: The log's length at each compaction, oldest first: a source at index ``i`` went through those after it.
         self.compacted_at: list[int] = []
+        #: The facts each injected message carries (by id or text), and the last few views' (by id, holding the view):
+        #: a view keeps the messages an earlier one injected (the study's checkpoints pile up), so each is read once.
+        self._carried: dict[Injected, frozenset[str]] = {}
+        self._view_carried: dict[int, tuple[View, frozenset[str]]] = {}
 
     def copy(self, ledger: Ledger, reactions: Reactions) -> Retention:
         """This record over a copied run's ``ledger`` and ``reactions``."""
@@ -124,7 +129,7 @@ class Retention:
         """Whether ``view`` shows fact ``f`` (see the module docstring)."""
         if view.summary is not None and (f.id in view.summary.facts or (f.mined and f.text in view.summary.text)):
             return True
-        if view.injected and any(f.id in x.facts or (f.text and f.text in x.text) for x in view.injected):
+        if view.injected and f.id in self._carried_by(view):
             return True
         index = self.ledger.index
         if any((c := index.get(cid)) is not None and self._carries(f, c, view) for cid in f.carriers):
@@ -138,6 +143,23 @@ class Retention:
             return True
         copies = self.reactions.copies.get(f.source)  # a reactive run's re-acquired or restated copies
         return copies is not None and any(self._carries(f, self.ledger.index[c], view) for c in copies)
+
+    def _carries_of(self, x: Injected) -> frozenset[str]:
+        """Ids of the facts injected message ``x`` carries: by id, or its text holding theirs. Once per message."""
+        hit = self._carried.get(x)
+        if hit is None:
+            hit = self._carried[x] = x.facts | _facts_in(self.by_text, x.text)
+        return hit
+
+    def _carried_by(self, view: View) -> frozenset[str]:
+        """Ids of the facts ``view``'s injected messages carry; once per view while it is among the last few."""
+        hit = self._view_carried.get(id(view))
+        if hit is None or hit[0] is not view:
+            if len(self._view_carried) >= 8:
+                self._view_carried.clear()
+            carried = frozenset().union(*(self._carries_of(x) for x in view.injected))
+            hit = self._view_carried[id(view)] = (view, carried)
+        return hit[1]
 
     def _carries(self, f: Fact, src: int, view: View) -> bool:
         """Whether ``view`` shows message ``src`` with a part that still holds ``f``'s text."""
@@ -177,17 +199,19 @@ class Retention:
         }
         carried = self.by_carrier
         candidates.update((f.id, f) for a, b in touched for i in range(a, b) for f in carried.get(msgs[i].id, ()))
-        for fid in (*(before.summary.facts if before.summary else ()), *(x for i in before.injected for x in i.facts)):
-            if fid in self.by_id:
-                candidates[fid] = self.by_id[fid]
-        # What the old summary and injected messages carried by their text (as visible_in reads them): a re-attached
-        # file an earlier compaction made and this one leaves out, a probe restated in the old summary.
-        texts = [x.text for x in before.injected if x not in after.injected]
-        summary_text = before.summary.text if before.summary is not None and before.summary != after.summary else ""
-        if texts or summary_text:
-            for f in self.facts:
-                if f.text and (any(f.text in t for t in texts) or (f.mined and f.text in summary_text)):
-                    candidates[f.id] = f
+        # What the old summary and injected messages carried (as visible_in reads them: by id, or by their text), where
+        # the new view no longer holds them: a re-attached file an earlier compaction made and this one leaves out, a
+        # probe restated in the old summary. What the new view still holds it still shows.
+        kept = set(after.injected)
+        for x in before.injected:
+            if x not in kept:
+                candidates.update((fid, self.by_id[fid]) for fid in self._carries_of(x) if fid in self.by_id)
+        if before.summary is not None and before.summary != after.summary:
+            old = before.summary
+            candidates.update((fid, self.by_id[fid]) for fid in old.facts if fid in self.by_id)
+            candidates.update(
+                (fid, self.by_id[fid]) for fid in _facts_in(self.by_text, old.text) if self.by_id[fid].mined
+            )
         return ",".join(
             sorted(fid for fid, f in candidates.items() if self.visible_in(f, before) and not self.visible_in(f, after))
         )
@@ -209,6 +233,38 @@ class Retention:
 def _holds(p: Part, text: str) -> bool:
     """Whether part ``p`` holds ``text``: in its text, or in a tool call's JSON arguments (a mined probe's use)."""
     return text in p.text or (p.args is not None and text in p.args)
+
+
+#: Facts with a text by its first :data:`GRAM` characters, those shorter apart, and how many there are.
+TextIndex = tuple[dict[str, list[Fact]], list[Fact], int]
+GRAM = 3
+
+
+def _text_index(conv: Conversation) -> TextIndex:
+    by_gram: dict[str, list[Fact]] = {}
+    short: list[Fact] = []
+    for f in conv.facts:
+        if len(f.text) >= GRAM:
+            by_gram.setdefault(f.text[:GRAM], []).append(f)
+        elif f.text:
+            short.append(f)
+    return by_gram, short, sum(map(len, by_gram.values())) + len(short)
+
+
+def _facts_in(index: TextIndex, text: str) -> frozenset[str]:
+    """Ids of the facts whose text ``text`` holds. A text shorter than there are facts (a note an injected message
+    makes) is read once, looking up the facts that could start at each position; a longer one is searched for each
+    fact's text. The same set either way."""
+    by_gram, short, count = index
+    found = {f.id for f in short if f.text in text}
+    if len(text) < count:
+        for i in range(len(text) - GRAM + 1):
+            for f in by_gram.get(text[i : i + GRAM], ()):
+                if text.startswith(f.text, i):
+                    found.add(f.id)
+    else:
+        found.update(f.id for fs in by_gram.values() for f in fs if f.text in text)
+    return frozenset(found)
 
 
 def _carrier_index(conv: Conversation) -> dict[str, list[Fact]]:
