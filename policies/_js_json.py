@@ -131,15 +131,26 @@ def number(x: int | float) -> str:
 
 
 def utf16_length(text: str) -> int:
-    """A JavaScript string's ``length``: UTF-16 code units (a code point past U+FFFF counts two)."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    """A JavaScript string's ``length``: UTF-16 code units (a code point past U+FFFF counts two). Counted by the
+    codec, not per character: a summariser's transcript measures every block of a long span."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def slice16(text: str, n: int) -> str:
     """``text.slice(0, n)`` in JavaScript: the first ``n`` UTF-16 code units (a pair cut in two leaves its high
-    surrogate)."""
-    if len(text) <= n and utf16_length(text) <= n:
+    surrogate). Cut by the codec; character by character only where the cut splits a pair or the text holds lone
+    surrogates (which the codec would join)."""
+    n = max(n, 0)
+    if text.isascii():
+        return text[:n]
+    units = text.encode("utf-16-le", "surrogatepass")
+    if len(units) <= 2 * n:
         return text
+    head = units[: 2 * n].decode("utf-16-le", "surrogatepass")
+    if text.startswith(head):
+        return head
     out: list[str] = []
     used = 0
     for ch in text:

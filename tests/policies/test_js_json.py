@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from policies import _js_json as js
 from sim.core.conversation import Part
@@ -47,6 +49,28 @@ def test_slice16_cuts_in_utf16_code_units() -> None:
     assert js.slice16("a😀b", 2) == "a\ud83d"  # 'a😀b'.slice(0, 2): the pair cut, its high surrogate kept
     assert js.slice16("a😀b", 3) == "a😀"
     assert js.slice16("abc", 5) == "abc"
+
+
+def _units(text: str) -> list[int]:
+    """UTF-16 code units by definition: one per code point up to U+FFFF (a lone surrogate too), a pair past it."""
+    out: list[int] = []
+    for ch in text:
+        c = ord(ch)
+        out += [c] if c <= 0xFFFF else [0xD800 + ((c - 0x10000) >> 10), 0xDC00 + ((c - 0x10000) & 0x3FF)]
+    return out
+
+
+#: ASCII, two-byte, astral and lone-surrogate characters, so cuts fall inside pairs and next to lone halves.
+_JS_TEXT = st.text(st.sampled_from(["a", " ", "é", "中", "😀", "𝄞", "\ud83d", "\ude00", "\udbff"]), max_size=30)
+
+
+@given(_JS_TEXT, st.integers(-2, 40))
+def test_slice16_and_utf16_length_count_code_units(text: str, n: int) -> None:
+    units = _units(text)
+    assert js.utf16_length(text) == len(units)
+    cut = js.slice16(text, n)
+    assert _units(cut) == units[: max(n, 0)]
+    assert cut == text or text.startswith(cut) or _units(cut)[-1] in range(0xD800, 0xDC00)  # only a split pair differs
 
 
 def test_a_result_value_is_its_json_or_its_string() -> None:
