@@ -11,6 +11,7 @@ server session's default pipeline (``openhands/server/session/session.py``).
 from __future__ import annotations
 
 import functools
+from bisect import bisect_right
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -31,6 +32,7 @@ from policies.openhands import (
     V0_MAX_EVENT_LENGTH,
     V0_MAX_MESSAGE_CHARS,
     EventView,
+    events_in,
     forget_plan,
     harness_start,
     live_user,
@@ -40,7 +42,7 @@ from policies.openhands import (
 from sim.core.conversation import Part
 from sim.core.errors import InvalidConfig
 from sim.core.state import RunState
-from sim.core.view import Edit, Rule
+from sim.core.view import Edit, Messages, Rule, layout
 
 
 # -- V0: observation masking and browser output masking -----------------------------------------------------
@@ -87,13 +89,28 @@ class MaskingConfig:
 MASK_RULE = Rule(kinds=frozenset({"tool_result"}), text=MASKED)
 
 
-def masking_bound(state: RunState, ev: EventView, window: int) -> int:
+def masking_bound(state: RunState, window: int) -> int:
     """The first message whose observations are all among the view's newest ``window`` events: V0 masks an
-    observation at position ``i < len(view) - window``; a tool message straddling the line stays whole."""
-    k = ev.item_at(max(0, ev.total - window))
-    while k < len(ev.items) and ev.items[k].index < 0:
-        k += 1
-    return ev.tail_start(k, len(state))
+    observation at position ``i < len(view) - window``; a tool message straddling the line stays whole.
+
+    :class:`EventView`'s ``tail_start(item_at(total - window))`` past the summary and injected items, counted from
+    the log's running sum of events instead of an item per message: the masking condenser keeps every message, so
+    building the whole event view on every step was quadratic in the conversation."""
+    events = state.running_sum(events_in)
+    items = layout(state.view, len(state), state.has_system)
+    total = sum(events[x.b] - events[x.a] if isinstance(x, Messages) else 1 for x in items)
+    line, before, found = max(0, total - window), 0, False
+    for x in items:
+        if not isinstance(x, Messages):
+            found = found or before + 1 > line  # the line falls on it: the next message starts the kept part
+            before += 1
+            continue
+        if found:
+            return x.a
+        if before + events[x.b] - events[x.a] > line:  # the first message of the range whose events pass the line
+            return bisect_right(events, line - before + events[x.a], x.a + 1, x.b + 1) - 1
+        before += events[x.b] - events[x.a]
+    return len(state)
 
 
 @register("openhands-masking")
@@ -123,7 +140,7 @@ class OpenHandsMasking(_V0Policy[MaskingConfig]):
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger != "auto":
             return None
-        return masking_plan(state, MASK_RULE, masking_bound(state, EventView(state), self.config.attention_window))
+        return masking_plan(state, MASK_RULE, masking_bound(state, self.config.attention_window))
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,15 @@ events. ``pair(k)`` below is one call and its result: two events.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from policies import make_policy
 from policies.base import Plan
+from policies.baselines import NoCompaction
 from policies.openhands import (
     BROWSER_OMITTED,
     DEFAULT_AGENT_PRESET,
@@ -22,13 +26,21 @@ from policies.openhands import (
     OpenHandsSummarizing,
     events_in,
 )
-from policies.openhands_v0 import OpenHandsBrowserOutput, OpenHandsDefault, OpenHandsMasking, OpenHandsWindow
+from policies.openhands_v0 import (
+    MASK_RULE,
+    OpenHandsBrowserOutput,
+    OpenHandsDefault,
+    OpenHandsMasking,
+    OpenHandsWindow,
+    masking_bound,
+)
 from sim.core.conversation import Conversation, Part
 from sim.core.errors import InvalidConfig
 from sim.core.log import CompactionCreated
 from sim.core.state import RunState
+from sim.core.view import Injected
 from sim.replay.engine import Engine, RunConfig
-from sim.replay.strategies import conversations, small_model
+from sim.replay.strategies import conversations, small_model, views
 from tests.builders import (
     Draft,
     asst,
@@ -404,3 +416,29 @@ def test_masking_never_touches_the_newest_window(c: Conversation) -> None:
         bound = max(e.before for e in rec.view.edits)
         assert sum(events_in(m) for m in c.messages[bound:]) >= 6 or bound == 0
     assert not result.violations
+
+
+def _bound_by_event_view(state: RunState, window: int) -> int:
+    """The masking bound as the event view defines it: the item holding event ``total - window``, past the summary
+    and injected items, as a log index."""
+    ev = EventView(state)
+    k = ev.item_at(max(0, ev.total - window))
+    while k < len(ev.items) and ev.items[k].index < 0:
+        k += 1
+    return ev.tail_start(k, len(state))
+
+
+@SLOW
+@given(conversations(window=8_000), st.data(), st.integers(1, 40))
+def test_the_masking_bound_from_running_sums_is_the_event_views(c: Conversation, data: st.DataObject, w: int) -> None:
+    """The masking bound counted from the log's running sum of events is the one the event view gives, whatever
+    the view (spans, a summary, injected messages, edits) and the window, at every length of the log as it grows
+    (the sums are extended, not rebuilt)."""
+    view = data.draw(views(len(c.messages), (MASK_RULE,)))
+    slots = st.none() | st.integers(0, 2)
+    injected = tuple(Injected(f"note {k}", slot=data.draw(slots)) for k in range(data.draw(st.integers(0, 2))))
+    eng = Engine(NoCompaction(), c, C4)
+    for m in c.messages:
+        eng.append(m)
+        eng.state.view = replace(view, injected=injected)
+        assert masking_bound(eng.state, w) == _bound_by_event_view(eng.state, w)
