@@ -114,6 +114,11 @@ def events_in(m: Message) -> int:
     return 1
 
 
+def events_before(total: int, m: Message) -> int:
+    """The events before the message after ``m``, those before ``m`` being ``total`` (``RunState.running``)."""
+    return total + events_in(m)
+
+
 @dataclass(frozen=True, slots=True)
 class _Item:
     """One entry of the view in render order: a log message, or (index -1) the summary or an injected message."""
@@ -124,21 +129,23 @@ class _Item:
     observation: bool  # an observation (a tool message, or V0's summary observation)
 
 
+def _loop_step(before: tuple[bool, str], m: Message) -> tuple[bool, str]:
+    """Whether the log ends inside a thinking tool loop once ``m`` is appended, and ``m``'s role, from the same of
+    the log before it (see :func:`loop_cuts`; folded over the log by ``RunState.running``)."""
+    thinking, previous = before
+    if m.role == "assistant":
+        if not (previous == "tool" and thinking):  # a reply after a result in a thinking loop stays in it
+            thinking = any(p.kind == "thinking" for p in m.parts)
+    elif m.role != "tool":
+        thinking = False
+    return thinking, m.role
+
+
 def _thinking_loop_before(state: RunState, a: int) -> bool:
-    """Whether messages ``[..a)`` end inside a thinking tool loop (see :func:`loop_cuts`; walks back over the loop
-    only): the newest reply before ``a`` that starts one, reached through replies and results alone."""
-    msgs, k = state.messages, a - 1
-    while k >= 0 and msgs[k].role == "tool":
-        while k >= 0 and msgs[k].role == "tool":
-            k -= 1
-        if k < 0 or msgs[k].role != "assistant":
-            return False
-        if any(p.kind == "thinking" for p in msgs[k].parts):
-            return True  # it starts a thinking loop, or continues one: either way the loop is a thinking loop
-        if k == 0 or msgs[k - 1].role != "tool":
-            return False
-        k -= 1
-    return False
+    """Whether messages ``[..a)`` end inside a thinking tool loop: the newest reply before ``a`` that starts one,
+    reached through replies and results alone. From the log's running state, so O(1) a range once the log is read:
+    a walk back over the loop cost its length for every range of every view."""
+    return state.running(_loop_step, (False, ""))[a][0]
 
 
 def loop_cuts(state: RunState, a: int, b: int) -> list[bool]:

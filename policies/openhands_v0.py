@@ -32,7 +32,7 @@ from policies.openhands import (
     V0_MAX_EVENT_LENGTH,
     V0_MAX_MESSAGE_CHARS,
     EventView,
-    events_in,
+    events_before,
     forget_plan,
     harness_start,
     live_user,
@@ -94,9 +94,9 @@ def masking_bound(state: RunState, window: int) -> int:
     observation at position ``i < len(view) - window``; a tool message straddling the line stays whole.
 
     :class:`EventView`'s ``tail_start(item_at(total - window))`` past the summary and injected items, counted from
-    the log's running sum of events instead of an item per message: the masking condenser keeps every message, so
-    building the whole event view on every step was quadratic in the conversation."""
-    events = state.running_sum(events_in)
+    the log's running count of events (:func:`events_before`) instead of an item per message: the masking condenser
+    keeps every message, so building the whole event view on every step was quadratic in the conversation."""
+    events = state.running(events_before, 0)
     items = layout(state.view, len(state), state.has_system)
     total = sum(events[x.b] - events[x.a] if isinstance(x, Messages) else 1 for x in items)
     line, before, found = max(0, total - window), 0, False

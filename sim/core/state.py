@@ -18,7 +18,7 @@ import copy
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sim.core.conversation import Message
 from sim.core.model import MESSAGE_OVERHEAD, ModelConfig
@@ -199,26 +199,25 @@ class RunState:
         self._sized: dict[int, tuple[View, int, int, int, int, int]] = {}
         # What stays true of a view once the log has passed it (see remember), by id and name, holding the view.
         self._memo: dict[tuple[int, str], tuple[View, object]] = {}
-        # Prefix sums of a function of one message over the log (see running_sum), by the function.
-        self._sums: dict[Callable[[Message], int], list[int]] = {}
+        # A function folded over the log (see running), by the function.
+        self._runs: dict[Callable[[Any, Message], Any], list[Any]] = {}
 
     def copy(self, ledger: Ledger) -> RunState:
         """This state over ``ledger`` (a copy of this one's), for a run that forks off another."""
         other = copy.copy(self)
         other._l, other.checkpoints, other._sized = ledger, list(self.checkpoints), dict(self._sized)
-        other._memo, other._sums = {}, {k: list(v) for k, v in self._sums.items()}
+        other._memo, other._runs = {}, {k: list(v) for k, v in self._runs.items()}
         return other
 
-    def running_sum(self, f: Callable[[Message], int]) -> Sequence[int]:
-        """Prefix sums of ``f`` over the log's messages: ``[0, f(m0), f(m0) + f(m1), ...]``, one more than the log
-        holds. Kept per function (a module-level one: it is the key) and extended by the messages appended since,
-        so O(new messages) a call: for what a policy counts over the whole view on every request (OpenHands'
-        events)."""
-        sums = self._sums.setdefault(f, [0])
-        msgs = self._l.messages
-        for m in msgs[len(sums) - 1 :]:
-            sums.append(sums[-1] + f(m))
-        return sums
+    def running(self, step: Callable[[T, Message], T], initial: T) -> Sequence[T]:
+        """``step`` folded over the log's messages from ``initial``: ``[initial, step(initial, m0), ...]``, one more
+        than the log holds. Kept per function (a module-level one: it is the key, with ``initial`` fixed by the
+        caller) and extended by the messages appended since, so O(new messages) a call: for what a policy reads of
+        the whole log on every request (OpenHands' events before a message, whether it falls in a thinking loop)."""
+        values = self._runs.setdefault(step, [initial])
+        for m in self._l.messages[len(values) - 1 :]:
+            values.append(step(values[-1], m))
+        return values  # type: ignore[return-value]
 
     def remember(self, view: View, what: str, make: Callable[[], T]) -> T:
         """``make()`` for ``view``, made once while the view is among the last few asked about, once the log has

@@ -63,6 +63,7 @@ class Retention:
         self.by_need, self.by_source, self.by_id = memoised(memo, conversation, "facts", fact_index)
         self.by_carrier: dict[str, list[Fact]] = memoised(memo, conversation, "fact-carriers", _carrier_index)
         self.by_text: TextIndex = memoised(memo, conversation, "fact-texts", _text_index)
+        self.mined_by_text: TextIndex = memoised(memo, conversation, "mined-texts", _mined_text_index)
         self.facts = conversation.facts
         self.ledger, self.reactions, self.has_system, self.truncate = ledger, reactions, has_system, truncate
         self.lost_on_entry: set[str] = set()
@@ -209,9 +210,7 @@ class Retention:
         if before.summary is not None and before.summary != after.summary:
             old = before.summary
             candidates.update((fid, self.by_id[fid]) for fid in old.facts if fid in self.by_id)
-            candidates.update(
-                (fid, self.by_id[fid]) for fid in _facts_in(self.by_text, old.text) if self.by_id[fid].mined
-            )
+            candidates.update((fid, self.by_id[fid]) for fid in _facts_in(self.mined_by_text, old.text))
         return ",".join(
             sorted(fid for fid, f in candidates.items() if self.visible_in(f, before) and not self.visible_in(f, after))
         )
@@ -240,10 +239,12 @@ TextIndex = tuple[dict[str, list[Fact]], list[Fact], int]
 GRAM = 3
 
 
-def _text_index(conv: Conversation) -> TextIndex:
+def _text_index(conv: Conversation, mined_only: bool = False) -> TextIndex:
     by_gram: dict[str, list[Fact]] = {}
     short: list[Fact] = []
     for f in conv.facts:
+        if mined_only and not f.mined:
+            continue
         if len(f.text) >= GRAM:
             by_gram.setdefault(f.text[:GRAM], []).append(f)
         elif f.text:
@@ -251,11 +252,18 @@ def _text_index(conv: Conversation) -> TextIndex:
     return by_gram, short, sum(map(len, by_gram.values())) + len(short)
 
 
+def _mined_text_index(conv: Conversation) -> TextIndex:
+    """The mined probes alone: a summary's text carries those (:meth:`Retention.visible_in`)."""
+    return _text_index(conv, mined_only=True)
+
+
 def _facts_in(index: TextIndex, text: str) -> frozenset[str]:
     """Ids of the facts whose text ``text`` holds. A text shorter than there are facts (a note an injected message
     makes) is read once, looking up the facts that could start at each position; a longer one is searched for each
     fact's text. The same set either way."""
     by_gram, short, count = index
+    if not count:
+        return frozenset()
     found = {f.id for f in short if f.text in text}
     if len(text) < count:
         for i in range(len(text) - GRAM + 1):

@@ -25,6 +25,7 @@ from policies.openhands import (
     EventView,
     OpenHandsSummarizing,
     events_in,
+    loop_cuts,
 )
 from policies.openhands_v0 import (
     MASK_RULE,
@@ -442,3 +443,32 @@ def test_the_masking_bound_from_running_sums_is_the_event_views(c: Conversation,
         eng.append(m)
         eng.state.view = replace(view, injected=injected)
         assert masking_bound(eng.state, w) == _bound_by_event_view(eng.state, w)
+
+
+def test_a_thinking_loop_is_found_wherever_a_range_starts() -> None:
+    """A range that starts at a tool result right after its call (an edit's bound splits the layout there) still
+    knows the call opened a thinking loop: its next reply stays inside it, as in the range unsplit."""
+    c = conv(
+        sys("s"),
+        user("task"),
+        asst(calls=["c1"], thinking="plan"),
+        tool_msg("c1", "out"),
+        asst(calls=["c2"]),
+        tool_msg("c2", "out"),
+        asst("done"),
+        user("next"),
+    )
+    state = state_of(NoCompaction(), c)
+    whole = loop_cuts(state, 1, len(state))
+    assert whole[3] is False  # message 4, the reply after the first result, is inside the loop: no cut before it
+    for k in range(2, len(state)):
+        assert loop_cuts(state, 1, k) + loop_cuts(state, k, len(state)) == whole, k
+
+
+@SLOW
+@given(conversations(window=8_000), st.data())
+def test_loop_cuts_do_not_depend_on_where_a_range_is_split(c: Conversation, data: st.DataObject) -> None:
+    state = state_of(NoCompaction(), c)
+    n = len(state)
+    k = data.draw(st.integers(0, n))
+    assert loop_cuts(state, 0, k) + loop_cuts(state, k, n) == loop_cuts(state, 0, n)
