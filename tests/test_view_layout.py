@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from policies.baselines import NoCompaction
 from sim.core.errors import InvalidConfig
-from sim.core.invariants import check_view
+from sim.core.invariants import check_view, ranges
 from sim.core.view import Edit, Injected, Rule, Summary, View, _layout, layout, spans_of
 from sim.replay.engine import Engine, RunConfig
 from tests.builders import asst, conv, state_of, sys, tool, user
@@ -45,6 +45,13 @@ def test_a_reused_layout_is_the_layout_made_afresh(view: View, offsets: list[int
         n = max(view.reach + k, 0)
         assert layout(view, n, has_system) == _layout(view, n, has_system)
         assert layout(view, n, not has_system) == _layout(view, n, not has_system)
+
+
+@given(many_span_views(), st.integers(-10, 10))
+def test_the_ranges_a_view_shows_are_its_spans_and_tail_clipped_to_the_log(view: View, k: int) -> None:
+    n = max(view.reach + k, 0)
+    expected = [(a, min(b, n)) for a, b in (*view.spans, (view.start, n)) if a < min(b, n)]
+    assert ranges(view, n) == expected
 
 
 def test_a_layout_is_a_list_of_its_own() -> None:

@@ -73,6 +73,8 @@ class Violation:
 def ranges(view: View, n: int) -> list[tuple[int, int]]:
     """The log ranges ``view`` shows (its closed spans and its tail), clipped to ``[0, n)``; the system
     prompt is shown besides."""
+    if n >= view.reach:  # every span whole (spans are non-empty): only the tail can be empty
+        return [*view.spans, (view.start, n)] if view.start < n else list(view.spans)
     return [(a, min(b, n)) for a, b in (*view.spans, (view.start, n)) if a < min(b, n)]
 
 

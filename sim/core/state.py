@@ -217,7 +217,7 @@ class RunState:
         values = self._runs.setdefault(step, [initial])
         for m in self._l.messages[len(values) - 1 :]:
             values.append(step(values[-1], m))
-        return values  # type: ignore[return-value]
+        return values
 
     def remember(self, view: View, what: str, make: Callable[[], T]) -> T:
         """``make()`` for ``view``, made once while the view is among the last few asked about, once the log has

@@ -320,14 +320,21 @@ def _layout(view: View, n: int, has_system: bool, tail: bool = True) -> list[Ite
     by_slot: dict[int, list[Injected]] = {}  # once per layout, not once per span: a view may hold thousands
     for x in view.injected:
         by_slot.setdefault(last if x.slot is None else min(x.slot, last), []).append(x)
+    plain = not view._bounds  # no edits: each range is one item, without splitting it
     for k, (a, b) in enumerate(ranges):
-        slot_injected = by_slot.get(k, [])
-        out.extend(x for x in slot_injected if x.before_summary)
-        if view.summary is not None and summary_slot == k:
-            out.append(view.summary)
-        out.extend(x for x in slot_injected if not x.before_summary)
+        if by_slot or summary_slot == k:
+            slot_injected = by_slot.get(k, [])
+            out.extend(x for x in slot_injected if x.before_summary)
+            if view.summary is not None and summary_slot == k:
+                out.append(view.summary)
+            out.extend(x for x in slot_injected if not x.before_summary)
         if tail or k < last:
-            out.extend(_split(max(a, lo), min(b, n), view))
+            a, b = max(a, lo), min(b, n)
+            if plain:
+                if b > a:
+                    out.append(Messages(a, b, ()))
+            else:
+                out.extend(_split(a, b, view))
     return out
 
 
