@@ -71,6 +71,7 @@ def summariser_input(
         return _blocks_input(request, before, span, retention)
     kept_before = before.summary.facts if before.summary is not None else frozenset()
     candidates: list[Fact] = [f for f in retention.facts if f.id in kept_before]
+    seen = {f.id for f in candidates}  # a set beside the list: a span of thousands of messages has as many facts
     texts: list[str] = []
     blocks: list[list[str]] = []  # each message's pieces, for keeping whole messages (input_keep "ends")
     pieces: list[str] = []
@@ -87,8 +88,9 @@ def summariser_input(
         blocks.append(parts)
         mid = messages[i].id
         for f in retention.by_source.get(copy_of.get(mid, mid), ()):  # a reactive copy's too
-            if f.id not in retention.lost_on_entry and f.text in t and f.id not in kept_before and f not in candidates:
+            if f.id not in seen and f.id not in retention.lost_on_entry and f.text in t:
                 candidates.append(f)
+                seen.add(f.id)
     previous = before.summary.text if before.summary is not None else ""
     pieces, candidates = _capped(request, texts, blocks, pieces, candidates, before, count)
     return SummariserInput(span, tuple(pieces), tuple(candidates), previous)
@@ -169,6 +171,7 @@ def _blocks_input(
     messages = retention.ledger.messages
     kept_before = before.summary.facts if before.summary is not None else frozenset()
     candidates: list[Fact] = [f for f in retention.facts if f.id in kept_before]
+    seen = {f.id for f in candidates}
     blocks: list[list[str]] = []
     texts: list[str] = []
     copy_of = retention.reactions.copy_of
@@ -183,13 +186,9 @@ def _blocks_input(
         for i in group:
             mid = messages[i].id
             for f in retention.by_source.get(copy_of.get(mid, mid), ()):
-                if (
-                    f.id not in retention.lost_on_entry
-                    and f.text in t
-                    and f.id not in kept_before
-                    and f not in candidates
-                ):
+                if f.id not in seen and f.id not in retention.lost_on_entry and f.text in t:
                     candidates.append(f)
+                    seen.add(f.id)
     previous = _unwrapped(before.summary.text, request.wrapper) if before.summary is not None else ""
     fixed = js.utf16_length(request.prompt)
     if before.summary is not None:
