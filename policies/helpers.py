@@ -57,14 +57,13 @@ def rollback_target(state: RunState) -> View | None:
     target always exists when one is needed.
     """
     view = state.view
-    if not any(view.shows(r) and not view.shows(c) for r, c in state.reverts):
+    shown = state.shown_reverts(view)  # asked on every request: not a walk over every revert of the log
+    if all(view.shows(c) for _, c in shown):
         return None
     for cp in reversed(state.checkpoints):
         if cp is view or cp.start > view.start:  # a rollback only moves the view back
             continue
-        if all(cp.shows(c) or not cp.shows(r) for r, c in state.reverts) and all(
-            cp.shows(r) for r, _ in state.reverts if view.shows(r)
-        ):
+        if all(cp.shows(c) for _, c in state.shown_reverts(cp)) and all(cp.shows(r) for r, _ in shown):
             return cp
     return None
 

@@ -17,7 +17,7 @@ from sim.core.errors import InvalidConfig
 from sim.core.invariants import check_view, ranges
 from sim.core.view import Edit, Injected, Rule, Summary, View, _layout, layout, spans_of
 from sim.replay.engine import Engine, RunConfig
-from tests.builders import asst, conv, state_of, sys, tool, user
+from tests.builders import asst, change, conv, revert, state_of, sys, tool, user
 
 
 @st.composite
@@ -93,3 +93,24 @@ def test_a_split_unit_is_reported_on_every_request_as_the_log_grows() -> None:
         assert got == check_view(state_of(NoCompaction(), conv(*drafts[: i + 1])), view), i
         split = [c for c in calls if c < i and any(k == "atomic-units" and f"message {c} " in d for k, d in got)]
         assert split == [c for c in calls if c < i], (i, got)
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=60), st.data())
+def test_the_reverts_a_view_shows_are_found_by_bisection(kinds: list[int], data: st.DataObject) -> None:
+    """``RunState.shown_reverts``: the reverts whose revert message the view shows, in the log's order, as a walk
+    over every revert finds them, at every length of a growing log (the spans' part is remembered)."""
+    drafts = [sys("s")]
+    for k, kind in enumerate(kinds):  # changes, reverts of earlier changes (several in one message too), talk
+        refs = [f"r{j}" for j in range(k) if kinds[j] == 1][-2:]
+        extra = [change(f"r{k}")] if kind == 1 else [revert(r) for r in refs] if kind == 2 else []
+        drafts.append(user(f"message {k}", *extra))
+    conversation = conv(*drafts)
+    n = len(conversation.messages)
+    start = data.draw(st.integers(1, n))
+    view = View(
+        start=start, spans=spans_of(data.draw(st.sets(st.integers(1, max(start - 1, 1)), max_size=20)) - {start})
+    )
+    eng = Engine(NoCompaction(), conversation, RunConfig(tokenizer="chars4"))
+    for m in conversation.messages:
+        eng.append(m)
+        assert eng.state.shown_reverts(view) == [(r, c) for r, c in eng.state.reverts if view.shows(r)]

@@ -137,8 +137,8 @@ def check_view(state: RunState, view: View) -> list[tuple[str, str]]:
                 "answers, but the view clears or drops them",
             )
         )
-    for r, c in state.reverts:
-        if view.shows(r) and not view.shows(c):
+    for r, c in state.shown_reverts(view):
+        if not view.shows(c):
             out.append(
                 (
                     "revert-resolution",

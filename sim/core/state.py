@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -253,6 +254,20 @@ class RunState:
     def last_user_index(self) -> int:
         """Index of the newest real user message (commands excluded), -1 if none."""
         return self._l.last_user
+
+    def shown_reverts(self, view: View) -> list[tuple[int, int]]:
+        """The reverts (as :attr:`reverts`) whose revert message ``view`` shows, oldest first. A request asks
+        this of its view, and the reverts pile up with the log: found by bisection in each of the view's ranges,
+        its closed spans' once per view (:meth:`remember`), so O(log reverts + the tail's) a request."""
+        rs = self._l.reverts
+        if not rs:
+            return []
+
+        def within(a: int, b: int) -> list[tuple[int, int]]:
+            return rs[bisect_left(rs, (a, -1)) : bisect_left(rs, (b, -1))]
+
+        spans = self.remember(view, "span-reverts", lambda: [x for a, b in view.spans for x in within(a, b)])
+        return [*spans, *within(view.start, len(self))]
 
     @property
     def reverts(self) -> Sequence[tuple[int, int]]:
