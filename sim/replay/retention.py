@@ -240,6 +240,7 @@ GRAM = 3
 
 
 def _text_index(conv: Conversation, mined_only: bool = False) -> TextIndex:
+    """The conversation's facts (or its mined probes alone) for :func:`_facts_in`. Once per conversation."""
     by_gram: dict[str, list[Fact]] = {}
     short: list[Fact] = []
     for f in conv.facts:
