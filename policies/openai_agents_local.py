@@ -42,6 +42,78 @@ def items_of(m: Message) -> list[tuple[str, str | None, int]]:
     return out
 
 
+Item = tuple[str, str | None, int]
+
+
+def _items_step(_: list[Item], m: Message) -> list[Item]:
+    """Each message's items, kept once per message by ``RunState.running`` (the fold ignores what came before)."""
+    return items_of(m)
+
+
+def _count_step(total: int, m: Message) -> int:
+    return total + len(items_of(m))
+
+
+def newest_items(state: RunState, base: int, end: int, window: int | None, budget: int | None) -> set[int] | None:
+    """``_boundary_aware_compact_with_indices`` over the items of messages ``[base, end)``: the messages whose items
+    it keeps, walking back from the newest (an output whose call is in the session takes two slots and their tokens,
+    a message one; an item or pair that does not fit is skipped; the newest is kept whatever it costs), or None when
+    the items fit the window already. An output's call is the session's last call of that id, as the package's map
+    of call ids holds it.
+
+    The walk stops once a budget is spent, so it reads the newest items only: each message's items and the count of
+    all of them come from the log's running fold, and a call is looked for where the walk has not been only when the
+    walk meets its output (the call just before it, as a rule). The package reads the whole session each turn; a
+    walk over all of it made every user turn cost the conversation (``benchmarks/results/per-turn-cost.md``)."""
+    counts = state.running(_count_step, 0)
+    if budget is None and window is not None and counts[end] - counts[base] <= window:
+        return None
+    no_items: list[Item] = []
+    per_message = state.running(_items_step, no_items)
+    last_call: dict[str, tuple[int, int]] = {}  # call id -> (message, tokens), the newest of that id
+    missing: set[str] = set()  # ids of outputs whose call is not in the session
+    slots, tokens = window, budget
+    kept: set[int] = set()
+
+    def call_of(cid: str, i: int) -> tuple[int, int] | None:
+        """The newest call ``cid`` of the session: one the walk passed, or the nearest before message ``i``."""
+        if cid in last_call or cid in missing:
+            return last_call.get(cid)
+        for j in range(i, base - 1, -1):
+            hit = next((c for kind, c_id, c in reversed(per_message[j + 1]) if kind == "call" and c_id == cid), None)
+            if hit is not None:
+                last_call[cid] = (j, hit)
+                return last_call[cid]
+        missing.add(cid)
+        return None
+
+    for i in range(end - 1, base - 1, -1):
+        for kind, cid, cost in reversed(per_message[i + 1]):
+            if slots == 0 or tokens == 0:
+                return kept
+            if kind == "call":
+                if cid is not None:
+                    last_call.setdefault(cid, (i, cost))
+                continue  # budgeted with its output
+            if kind == "output":
+                call = call_of(cid, i) if cid is not None else None
+                if call is None:
+                    continue
+                need, cost = 2, cost + call[1]
+                members: tuple[int, ...] = (i, call[0])
+            else:
+                need, members = 1, (i,)
+            fits = (slots is None or slots >= need) and (tokens is None or tokens >= cost)
+            if fits or not kept:
+                kept.update(members)
+                if not fits:
+                    slots, tokens = (0 if slots is not None else None), (0 if tokens is not None else None)
+                    continue
+                slots = None if slots is None else slots - need
+                tokens = None if tokens is None else tokens - cost
+    return kept
+
+
 @dataclass(frozen=True)
 class OpenAIAgentsLocalConfig:
     """``LocalCompactionSession``'s parameters, its names.
@@ -110,33 +182,9 @@ class OpenAIAgentsLocal(Policy[OpenAIAgentsLocalConfig]):
         # The walk reads the whole session, as get_items does each run, not the view: the view keeps whole units
         # (items the walk skipped ride along), so a walk over it would keep less than the one that made it, and
         # the next decision would drop again what this one kept (issue 32: compaction-loop after 6,476 examples).
-        items = [(i, *it) for i in range(context_base(state), end) for it in items_of(state.messages[i])]
-        if cfg.token_budget is None and cfg.window_size is not None and len(items) <= cfg.window_size:
+        kept = newest_items(state, context_base(state), end, cfg.window_size, cfg.token_budget)
+        if kept is None:
             return None
-        calls = {cid: k for k, (_, kind, cid, _) in enumerate(items) if kind == "call"}
-        slots, tokens = cfg.window_size, cfg.token_budget
-        kept: set[int] = set()
-        for k in range(len(items) - 1, -1, -1):
-            if slots == 0 or tokens == 0:
-                break
-            i, kind, cid, cost = items[k]
-            if kind == "call":
-                continue  # budgeted with its output
-            if kind == "output":
-                if cid not in calls:
-                    continue
-                need, cost = 2, cost + items[calls[cid]][3]
-                members: tuple[int, ...] = (i, items[calls[cid]][0])
-            else:
-                need, members = 1, (i,)
-            fits = (slots is None or slots >= need) and (tokens is None or tokens >= cost)
-            if fits or not kept:
-                kept.update(members)
-                if not fits:
-                    slots, tokens = (0 if slots is not None else None), (0 if tokens is not None else None)
-                    continue
-                slots = None if slots is None else slots - need
-                tokens = None if tokens is None else tokens - cost
         # A kept message takes its whole atomic unit along (a call with every result of its batch), so the view never
         # sends a call without its results.
         whole: set[int] = set()

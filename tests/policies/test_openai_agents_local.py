@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from policies import make_policy
-from policies.openai_agents_local import OpenAIAgentsLocal, OpenAIAgentsLocalConfig, items_of
+from policies.baselines import NoCompaction
+from policies.openai_agents_local import OpenAIAgentsLocal, OpenAIAgentsLocalConfig, items_of, newest_items
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
 from sim.core.model import ModelConfig
+from sim.core.state import RunState
 from sim.replay.engine import Engine, RunConfig
-from tests.builders import asst, call, compaction_records, conv, request_turn, shown_ids, state_of, sys, tools, user
+from sim.replay.strategies import conversations
+from tests.builders import (
+    asst,
+    call,
+    compaction_records,
+    conv,
+    request_turn,
+    shown_ids,
+    state_of,
+    sys,
+    tool,
+    tools,
+    user,
+)
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def chat(turns: int, size: int = 400) -> Conversation:
@@ -96,3 +115,62 @@ def test_window_is_stable_once_applied() -> None:
     res = Engine(pol, batches_then_short_turns(), config).run()
     assert len(compaction_records(res)) >= 2
     assert not res.violations
+
+
+def _kept_by_walking_everything(state: RunState, base: int, end: int, window: int | None, budget: int | None):  # type: ignore[no-untyped-def]
+    """``_boundary_aware_compact_with_indices`` as the package runs it: every item of the session listed, the calls
+    mapped by id (the last of an id wins), then the walk back from the newest."""
+    items = [(i, *it) for i in range(base, end) for it in items_of(state.messages[i])]
+    if budget is None and window is not None and len(items) <= window:
+        return None
+    calls = {cid: k for k, (_, kind, cid, _) in enumerate(items) if kind == "call"}
+    slots, tokens, kept = window, budget, set()
+    for k in range(len(items) - 1, -1, -1):
+        if slots == 0 or tokens == 0:
+            break
+        i, kind, cid, cost = items[k]
+        if kind == "call" or (kind == "output" and cid not in calls):
+            continue
+        if kind == "output":
+            need, cost, members = 2, cost + items[calls[cid]][3], (i, items[calls[cid]][0])
+        else:
+            need, members = 1, (i,)
+        fits = (slots is None or slots >= need) and (tokens is None or tokens >= cost)
+        if fits or not kept:
+            kept.update(members)
+            if not fits:
+                slots, tokens = (0 if slots is not None else None), (0 if tokens is not None else None)
+                continue
+            slots = None if slots is None else slots - need
+            tokens = None if tokens is None else tokens - cost
+    return kept
+
+
+@SETTINGS
+@given(conversations(window=8_000), st.sampled_from([(3, None), (12, None), (None, 400), (8, 900)]))
+def test_the_walk_from_the_newest_keeps_what_walking_every_item_keeps(c: Conversation, limits: tuple) -> None:  # type: ignore[type-arg]
+    """The walk that stops once a budget is spent, reading each message's items from the log's running fold, keeps
+    what listing every item of the session keeps, at every length of a growing log."""
+    eng = Engine(NoCompaction(), c, RunConfig(tokenizer="chars4"))
+    for m in c.messages:
+        eng.append(m)
+        n = len(eng.state)
+        assert newest_items(eng.state, 1, n - 1, *limits) == _kept_by_walking_everything(eng.state, 1, n - 1, *limits)
+
+
+def test_an_output_pairs_with_the_last_call_of_its_id() -> None:
+    """Two calls of one id: the package's map of call ids holds the later one, whichever output asks."""
+    c = conv(
+        sys("s"),
+        user("task"),
+        asst(calls=["dup"]),
+        tool("dup", "first " * 40),
+        asst(calls=["dup"]),
+        tool("dup", "second " * 40),
+        user("next"),
+    )
+    state = state_of(NoCompaction(), c)
+    for limits in [(1, None), (2, None), (3, None), (4, None), (5, None), (None, 60), (None, 200)]:
+        assert newest_items(state, 1, len(state) - 1, *limits) == _kept_by_walking_everything(
+            state, 1, len(state) - 1, *limits
+        )
