@@ -147,9 +147,9 @@ class OpenAIAgentsLocal(Policy[OpenAIAgentsLocalConfig]):
       costs (the soft limit). Items keep their order; calls and outputs left without their pair are dropped.
 
     Differences: a log message is kept when any of its items is, with its whole unit (an assistant message whose
-    text is kept and whose calls are not is sent whole, calls with their results); the walk reads the whole session
-    each turn, as the package does, but what an earlier turn dropped stays dropped (a pair skipped for its size
-    that the package sends again once newer items leave); nothing of an unresolved pending turn leaves the view.
+    text is kept and whose calls are not is sent whole, calls with their results); the walk reads the session, not
+    the view, each turn, as the package does, but what an earlier turn dropped stays dropped (a pair skipped for its
+    size that the package sends again once newer items leave); nothing of an unresolved pending turn leaves the view.
     The walk does not read the view: the view holds the whole units, items the walk skipped among them, and a walk
     over them keeps less than the one that made it, so each user turn dropped again what the last one had kept (a
     ``compaction-loop`` that the package, whose ``get_items`` returns its own result unchanged, does not have).
@@ -179,7 +179,7 @@ class OpenAIAgentsLocal(Policy[OpenAIAgentsLocalConfig]):
             return None
         cfg = self.config
         end = len(state) - 1  # the new user message is appended after get_items
-        # The walk reads the whole session, as get_items does each run, not the view: the view keeps whole units
+        # The walk reads the session, as get_items does each run, not the view: the view keeps whole units
         # (items the walk skipped ride along), so a walk over it would keep less than the one that made it, and
         # the next decision would drop again what this one kept (issue 32: compaction-loop after 6,476 examples).
         kept = newest_items(state, context_base(state), end, cfg.window_size, cfg.token_budget)
