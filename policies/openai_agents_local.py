@@ -103,15 +103,23 @@ def newest_items(state: RunState, base: int, end: int, window: int | None, budge
                 members: tuple[int, ...] = (i, call[0])
             else:
                 need, members = 1, (i,)
-            fits = (slots is None or slots >= need) and (tokens is None or tokens >= cost)
-            if fits or not kept:
-                kept.update(members)
-                if not fits:
-                    slots, tokens = (0 if slots is not None else None), (0 if tokens is not None else None)
-                    continue
-                slots = None if slots is None else slots - need
-                tokens = None if tokens is None else tokens - cost
+            slots, tokens = take(kept, members, need, cost, slots, tokens)
     return kept
+
+
+def take(
+    kept: set[int], members: tuple[int, ...], need: int, cost: int, slots: int | None, tokens: int | None
+) -> tuple[int | None, int | None]:
+    """One step of the walk: an item (or a call with its output) of ``need`` slots and ``cost`` tokens is kept when
+    it fits what is left, or when nothing is kept yet (the soft limit: then the budgets are spent); the slots and
+    tokens left after it (None: no such limit)."""
+    fits = (slots is None or slots >= need) and (tokens is None or tokens >= cost)
+    if not fits and kept:
+        return slots, tokens
+    kept.update(members)
+    if not fits:
+        return (0 if slots is not None else None), (0 if tokens is not None else None)
+    return (None if slots is None else slots - need), (None if tokens is None else tokens - cost)
 
 
 @dataclass(frozen=True)

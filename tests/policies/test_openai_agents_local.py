@@ -8,26 +8,15 @@ from hypothesis import strategies as st
 
 from policies import make_policy
 from policies.baselines import NoCompaction
-from policies.openai_agents_local import OpenAIAgentsLocal, OpenAIAgentsLocalConfig, items_of, newest_items
+from policies.openai_agents_local import OpenAIAgentsLocal, OpenAIAgentsLocalConfig, items_of, newest_items, take
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
 from sim.core.model import ModelConfig
 from sim.core.state import RunState
 from sim.replay.engine import Engine, RunConfig
 from sim.replay.strategies import conversations
-from tests.builders import (
-    asst,
-    call,
-    compaction_records,
-    conv,
-    request_turn,
-    shown_ids,
-    state_of,
-    sys,
-    tool,
-    tools,
-    user,
-)
+from tests.builders import asst, call, compaction_records, conv, request_turn, shown_ids, state_of, sys, tools, user
+from tests.builders import tool as tool_msg
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -119,7 +108,7 @@ def test_window_is_stable_once_applied() -> None:
 
 def _kept_by_walking_everything(state: RunState, base: int, end: int, window: int | None, budget: int | None):  # type: ignore[no-untyped-def]
     """``_boundary_aware_compact_with_indices`` as the package runs it: every item of the session listed, the calls
-    mapped by id (the last of an id wins), then the walk back from the newest."""
+    mapped by id (the last of an id wins), then the walk back from the newest (each step the policy's ``take``)."""
     items = [(i, *it) for i in range(base, end) for it in items_of(state.messages[i])]
     if budget is None and window is not None and len(items) <= window:
         return None
@@ -132,17 +121,9 @@ def _kept_by_walking_everything(state: RunState, base: int, end: int, window: in
         if kind == "call" or (kind == "output" and cid not in calls):
             continue
         if kind == "output":
-            need, cost, members = 2, cost + items[calls[cid]][3], (i, items[calls[cid]][0])
+            slots, tokens = take(kept, (i, items[calls[cid]][0]), 2, cost + items[calls[cid]][3], slots, tokens)
         else:
-            need, members = 1, (i,)
-        fits = (slots is None or slots >= need) and (tokens is None or tokens >= cost)
-        if fits or not kept:
-            kept.update(members)
-            if not fits:
-                slots, tokens = (0 if slots is not None else None), (0 if tokens is not None else None)
-                continue
-            slots = None if slots is None else slots - need
-            tokens = None if tokens is None else tokens - cost
+            slots, tokens = take(kept, (i,), 1, cost, slots, tokens)
     return kept
 
 
@@ -164,9 +145,9 @@ def test_an_output_pairs_with_the_last_call_of_its_id() -> None:
         sys("s"),
         user("task"),
         asst(calls=["dup"]),
-        tool("dup", "first " * 40),
+        tool_msg("dup", "first " * 40),
         asst(calls=["dup"]),
-        tool("dup", "second " * 40),
+        tool_msg("dup", "second " * 40),
         user("next"),
     )
     state = state_of(NoCompaction(), c)
