@@ -26,11 +26,15 @@ WINDOW_SIZE = 50  # the class docstring's example, LocalCompactionSession(underl
 ITEM_OVERHEAD = 4  # each item's cost is token_counter(text) + 4
 
 
-def items_of(m: Message) -> list[tuple[str, str | None, int]]:
+#: One Responses item: ``(kind, call id, tokens)``.
+Item = tuple[str, str | None, int]
+
+
+def items_of(m: Message) -> list[Item]:
     """The Responses items a message becomes, oldest first, each ``(kind, call id, tokens)``: a user or assistant
     message item for its text, a ``function_call`` per call, a ``function_call_output`` per result; tokens by
     ``DefaultTokenCounter`` (``max(1, characters // 4)``) plus 4."""
-    out: list[tuple[str, str | None, int]] = []
+    out: list[Item] = []
     text = "\n".join(p.text for p in m.parts if p.kind == "text")
     if m.role in ("user", "assistant") and (text or not m.calls):
         out.append(("message", None, max(1, len(text) // 4) + ITEM_OVERHEAD))
@@ -42,16 +46,11 @@ def items_of(m: Message) -> list[tuple[str, str | None, int]]:
     return out
 
 
-Item = tuple[str, str | None, int]
-
-
-def _items_step(_: list[Item], m: Message) -> list[Item]:
-    """Each message's items, kept once per message by ``RunState.running`` (the fold ignores what came before)."""
-    return items_of(m)
-
-
-def _count_step(total: int, m: Message) -> int:
-    return total + len(items_of(m))
+def _items_step(before: tuple[int, list[Item]], m: Message) -> tuple[int, list[Item]]:
+    """The items of the log through ``m``, counted, and ``m``'s own, from the same of the log before it (folded over
+    the log by ``RunState.running``, so each message's items are made once)."""
+    items = items_of(m)
+    return before[0] + len(items), items
 
 
 def newest_items(state: RunState, base: int, end: int, window: int | None, budget: int | None) -> set[int] | None:
@@ -62,14 +61,13 @@ def newest_items(state: RunState, base: int, end: int, window: int | None, budge
     of call ids holds it.
 
     The walk stops once a budget is spent, so it reads the newest items only: each message's items and the count of
-    all of them come from the log's running fold, and a call is looked for where the walk has not been only when the
-    walk meets its output (the call just before it, as a rule). The package reads the whole session each turn; a
-    walk over all of it made every user turn cost the conversation (``benchmarks/results/per-turn-cost.md``)."""
-    counts = state.running(_count_step, 0)
-    if budget is None and window is not None and counts[end] - counts[base] <= window:
-        return None
+    all of them come from one running fold over the log, and a call is looked for where the walk has not been only
+    when the walk meets its output (the call just before it, as a rule). The package reads the whole session each
+    turn; a walk over all of it made every user turn cost the conversation (``benchmarks/results/per-turn-cost.md``)."""
     no_items: list[Item] = []
-    per_message = state.running(_items_step, no_items)
+    per_message = state.running(_items_step, (0, no_items))  # [k + 1]: through message k, and message k's items
+    if budget is None and window is not None and per_message[end][0] - per_message[base][0] <= window:
+        return None
     last_call: dict[str, tuple[int, int]] = {}  # call id -> (message, tokens), the newest of that id
     missing: set[str] = set()  # ids of outputs whose call is not in the session
     slots, tokens = window, budget
@@ -80,7 +78,7 @@ def newest_items(state: RunState, base: int, end: int, window: int | None, budge
         if cid in last_call or cid in missing:
             return last_call.get(cid)
         for j in range(i, base - 1, -1):
-            hit = next((c for kind, c_id, c in reversed(per_message[j + 1]) if kind == "call" and c_id == cid), None)
+            hit = next((c for kind, c_id, c in reversed(per_message[j + 1][1]) if kind == "call" and c_id == cid), None)
             if hit is not None:
                 last_call[cid] = (j, hit)
                 return last_call[cid]
@@ -88,7 +86,7 @@ def newest_items(state: RunState, base: int, end: int, window: int | None, budge
         return None
 
     for i in range(end - 1, base - 1, -1):
-        for kind, cid, cost in reversed(per_message[i + 1]):
+        for kind, cid, cost in reversed(per_message[i + 1][1]):
             if slots == 0 or tokens == 0:
                 return kept
             if kind == "call":

@@ -98,18 +98,16 @@ def masking_bound(state: RunState, window: int) -> int:
     keeps every message, so building the whole event view on every step was quadratic in the conversation."""
     events = state.running(events_before, 0)
     items = layout(state.view, len(state), state.has_system)
-    total = sum(events[x.b] - events[x.a] if isinstance(x, Messages) else 1 for x in items)
-    line, before, found = max(0, total - window), 0, False
-    for x in items:
+    sizes = [events[x.b] - events[x.a] if isinstance(x, Messages) else 1 for x in items]
+    line, before, found = max(0, sum(sizes) - window), 0, False
+    for x, size in zip(items, sizes, strict=True):
         if not isinstance(x, Messages):
             found = found or before + 1 > line  # the line falls on it: the next message starts the kept part
-            before += 1
-            continue
-        if found:
+        elif found:
             return x.a
-        if before + events[x.b] - events[x.a] > line:  # the first message of the range whose events pass the line
+        elif before + size > line:  # the first message of the range whose events pass the line
             return bisect_right(events, line - before + events[x.a], x.a + 1, x.b + 1) - 1
-        before += events[x.b] - events[x.a]
+        before += size
     return len(state)
 
 

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from sim.core.conversation import Message
 from sim.core.model import MESSAGE_OVERHEAD, ModelConfig
-from sim.core.view import Messages, Rule, View, call_id_tokens, edited_chars, layout, standard_rule
+from sim.core.view import ByView, Messages, Rule, View, call_id_tokens, edited_chars, layout, standard_rule
 
 #: ``(message, rules) -> (chars, tokens)`` of the message as ``rules`` edit it; (0, 0) when nothing of it is sent.
 Sizer = Callable[[Message, tuple[Rule, ...]], tuple[int, int]]
@@ -199,7 +199,7 @@ class RunState:
         # Sizes of views already measured (see _totals), by id, holding the view so an id is not reused.
         self._sized: dict[int, tuple[View, int, int, int, int, int]] = {}
         # What stays true of a view once the log has passed it (see remember), by id and name, holding the view.
-        self._memo: dict[tuple[int, str], tuple[View, object]] = {}
+        self._memo: ByView[Any] = ByView(16)
         # A function folded over the log (see running), by the function.
         self._runs: dict[Callable[[Any, Message], Any], list[Any]] = {}
 
@@ -207,7 +207,7 @@ class RunState:
         """This state over ``ledger`` (a copy of this one's), for a run that forks off another."""
         other = copy.copy(self)
         other._l, other.checkpoints, other._sized = ledger, list(self.checkpoints), dict(self._sized)
-        other._memo, other._runs = {}, {k: list(v) for k, v in self._runs.items()}
+        other._memo, other._runs = ByView(16), {k: list(v) for k, v in self._runs.items()}
         return other
 
     def running(self, step: Callable[[T, Message], T], initial: T) -> Sequence[T]:
@@ -226,13 +226,7 @@ class RunState:
         the part of a view before its tail: the log is append-only, so that part's answer does not change after."""
         if len(self) <= view.reach:
             return make()
-        key = (id(view), what)
-        hit = self._memo.get(key)
-        if hit is None or hit[0] is not view:
-            if len(self._memo) >= 16:
-                self._memo.clear()
-            hit = self._memo[key] = (view, make())
-        return hit[1]  # type: ignore[return-value]
+        return self._memo.get(view, what, make)  # type: ignore[no-any-return]
 
     # -- messages and structure -------------------------------------------------------------
     @property

@@ -27,7 +27,7 @@ import functools
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Literal, NamedTuple
+from typing import Generic, Literal, NamedTuple, TypeVar
 
 from sim.core.conversation import PART_KINDS, Message, Part
 from sim.core.errors import InvalidConfig
@@ -281,11 +281,31 @@ def _split(a: int, b: int, view: View) -> Iterator[Messages]:
         lo = hi
 
 
-#: Recent views' layouts up to their tail, by identity (the view is held, so its id is not reused while here): a
-#: request lays its view out several times (rendering, counts, validation, its final turn) and a view may hold
-#: thousands of spans (openai-agents-session keeps every user message), while the tail is all that grows.
-_HEADS: dict[tuple[int, bool], tuple[View, tuple[Item, ...]]] = {}
-_HEADS_KEPT = 8
+T = TypeVar("T")
+
+
+class ByView(Generic[T]):
+    """Values made of the last few views asked about, by identity and a key: a view is immutable, so what is made
+    of it stays true, and each is held while here, so its id is not reused. The oldest goes first past ``kept``."""
+
+    def __init__(self, kept: int = 8) -> None:
+        self._kept = kept
+        self._values: dict[tuple[int, object], tuple[View, T]] = {}
+
+    def get(self, view: View, key: object, make: Callable[[], T]) -> T:
+        """``make()`` for ``view`` and ``key``, made once while it is here."""
+        hit = self._values.get((id(view), key))
+        if hit is None or hit[0] is not view:
+            if len(self._values) >= self._kept:
+                del self._values[next(iter(self._values))]
+            hit = self._values[(id(view), key)] = (view, make())
+        return hit[1]
+
+
+#: Recent views' layouts up to their tail: a request lays its view out several times (rendering, counts, validation,
+#: its final turn) and a view may hold thousands of spans (openai-agents-session keeps every user message), while the
+#: tail is all that grows.
+_HEADS: ByView[tuple[Item, ...]] = ByView()
 #: Below this many spans a layout is cheaper to make again than to look up.
 _HEAD_SPANS = 16
 
@@ -298,14 +318,8 @@ def layout(view: View, n: int, has_system: bool) -> list[Item]:
     before the tail is reused and a layout costs a copy of it and the tail's split."""
     if len(view.spans) < _HEAD_SPANS or n < max(view.reach, 1):
         return _layout(view, n, has_system)
-    key = (id(view), has_system)
-    hit = _HEADS.get(key)
-    if hit is None or hit[0] is not view:
-        head = _layout(view, view.reach, has_system, tail=False)
-        if len(_HEADS) >= _HEADS_KEPT:
-            del _HEADS[next(iter(_HEADS))]
-        hit = _HEADS[key] = (view, tuple(head))
-    return [*hit[1], *_split(max(view.start, 1 if has_system else 0), n, view)]
+    head = _HEADS.get(view, has_system, lambda: tuple(_layout(view, view.reach, has_system, tail=False)))
+    return [*head, *_split(max(view.start, 1 if has_system else 0), n, view)]
 
 
 def _layout(view: View, n: int, has_system: bool, tail: bool = True) -> list[Item]:

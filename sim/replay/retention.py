@@ -29,7 +29,7 @@ from sim.core.conversation import Conversation, Fact, Message, Part
 from sim.core.invariants import edited_ranges, minus, ranges
 from sim.core.state import Ledger
 from sim.core.tokenizers import Memo, memoised
-from sim.core.view import Injected, TruncateFn, View, edit_parts, rule_for
+from sim.core.view import ByView, Injected, TruncateFn, View, edit_parts, rule_for
 from sim.replay.reactions import Reactions
 
 FactIndex = tuple[dict[str, list[Fact]], dict[str, list[Fact]], dict[str, Fact]]
@@ -80,7 +80,7 @@ class Retention:
         #: The facts each injected message carries (by id or text), and the last few views' (by id, holding the view):
         #: a view keeps the messages an earlier one injected (the study's checkpoints pile up), so each is read once.
         self._carried: dict[Injected, frozenset[str]] = {}
-        self._view_carried: dict[int, tuple[View, frozenset[str]]] = {}
+        self._view_carried: ByView[frozenset[str]] = ByView()
 
     def copy(self, ledger: Ledger, reactions: Reactions) -> Retention:
         """This record over a copied run's ``ledger`` and ``reactions``."""
@@ -154,13 +154,9 @@ class Retention:
 
     def _carried_by(self, view: View) -> frozenset[str]:
         """Ids of the facts ``view``'s injected messages carry; once per view while it is among the last few."""
-        hit = self._view_carried.get(id(view))
-        if hit is None or hit[0] is not view:
-            if len(self._view_carried) >= 8:
-                self._view_carried.clear()
-            carried = frozenset().union(*(self._carries_of(x) for x in view.injected))
-            hit = self._view_carried[id(view)] = (view, carried)
-        return hit[1]
+        return self._view_carried.get(
+            view, "", lambda: frozenset().union(*(self._carries_of(x) for x in view.injected))
+        )
 
     def _carries(self, f: Fact, src: int, view: View) -> bool:
         """Whether ``view`` shows message ``src`` with a part that still holds ``f``'s text."""
