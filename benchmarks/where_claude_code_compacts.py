@@ -18,18 +18,30 @@ Prints a markdown report (and writes it with ``--out``). Nothing here is a test.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import textwrap
 from collections import defaultdict
 from pathlib import Path
+
+from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from policies import make_policy  # noqa: E402
+from sim.calibration import files, where_compacts  # noqa: E402
+from sim.calibration.where_compacts import recorded_trigger  # noqa: E402
+from sim.core.anchors import Anchors  # noqa: E402
+from sim.core.conversation import Conversation  # noqa: E402
+from sim.core.counting import Calibration, agent_of  # noqa: E402
 from sim.core.model import ModelConfig  # noqa: E402
+from sim.formats import read  # noqa: E402
 from sim.formats.importing import recorded_conversations  # noqa: E402
+from sim.replay.anchoring import anchors_for  # noqa: E402
 from tests.builders import state_of  # noqa: E402
 
 
@@ -64,9 +76,102 @@ def _compaction_rows(path: Path, fmt: str) -> list[tuple[str, str, int, str, int
             start = i
             if pre is None:
                 continue
-            trigger = b.get("trigger") or ("mid-turn" if c.messages[i - 1].meta.get("synthetic") == "compacted" else "")
-            out.append((c.id, str(model), int(pre), str(trigger or "not recorded"), max(seg, default=0)))
+            out.append((c.id, str(model), int(pre), recorded_trigger(c, i), max(seg, default=0)))
     return out
+
+
+#: The ``autocompact_pct`` settings walked (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``): it only lowers the trigger, and at
+#: 93 and over it is the default's (180,000 x 0.93 > 167,000).
+PCTS = tuple(range(60, 94))
+
+
+def _sessions(rec: Path, tmp: Path) -> list[tuple[str, Conversation, Anchors, Calibration | None]]:
+    """Every main-agent session of the traces and the text recordings that compact, with its anchors and
+    calibration: a trace's from its sizes (no calibration), a transcript's with one fitted on the other transcripts
+    (held out)."""
+    out = []
+    for p in sorted((rec / "kv-cache-traces").glob("*.json")):
+        convs = read(p, "kv-trace").conversations
+        out += [("kv-trace", c, anchors_for(c, None), None) for c in convs if agent_of(c) == "main"]
+    texts = sorted((rec / "claude-code").glob("*.jsonl"))
+    for p in texts:
+        others = tmp / f"without-{p.stem}"
+        others.mkdir()
+        for q in texts:
+            if q != p:
+                shutil.copyfile(q, others / q.name)  # a folder's links outside it are not followed
+        cmd = [sys.executable, "-m", "sim.cli.main", "calibrate", str(others), "--format", "claude-code"]
+        cmd += ["--out", str(tmp / f"{p.stem}.json")]
+        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cal = files.choose(files.load(tmp / f"{p.stem}.json"), "anthropic", "claude-code", "main")
+        for c in read(p, "claude-code").conversations:
+            if agent_of(c) == "main" and any("compact_boundary" in m.meta for m in c.messages):
+                out.append(("claude-code", c, anchors_for(c, cal), cal))
+    return out
+
+
+def _request_section(rec: Path) -> list[str]:
+    """``claude-code``'s compaction request against each recorded automatic compaction (``csim fidelity``'s
+    ``--policy`` check, :mod:`sim.calibration.where_compacts`): at its defaults, and with the ``autocompact_pct``
+    that does best on the other sessions, held out by session."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sessions = _sessions(rec, Path(tmp))
+        settings: list[int | None] = [None, *PCTS]
+        walked = []
+        for pct in tqdm(settings, desc="autocompact_pct", unit="setting", file=sys.stderr):
+            params = {} if pct is None else {"autocompact_pct": str(pct)}
+            walked.append(
+                {c.id: where_compacts.check(c, "claude-code", params, None, cal, a) for _, c, a, cal in sessions}
+            )
+    source = {c.id: src for src, c, _, _ in sessions}
+
+    def within(checks: dict[str, list[where_compacts.TriggerCheck]], ids: set[str]) -> int:
+        return sum(int(where_compacts.figures(checks[i])["within_one"] or 0) for i in ids)
+
+    # held out: each session under the setting that is within one request of the most compactions of the others
+    def best(ids: set[str]) -> int:
+        return max(range(len(settings)), key=lambda j: (within(walked[j], ids), j == 0, -j))
+
+    held = {sid: best(set(source) - {sid}) for sid in sorted(source)}
+    in_sample = best(set(source))
+    lines = [
+        "",
+        "## claude-code's compaction request against the recorded ones",
+        "",
+        *textwrap.wrap(
+            "Each segment replayed alone under `claude-code` on a 200,000-token window, usage-anchored, with the "
+            "request the compaction replaced and the smallest one after it (`csim fidelity`'s `--policy` check, "
+            "`sim/calibration/where_compacts.py`); a transcript's messages no usage covers estimated with a "
+            "calibration fitted on the other transcripts. Held out: each session under the `autocompact_pct` of "
+            f"{settings[1]}-{settings[-1]}, or the default, that is within one request of the most automatic "
+            "compactions of the other sessions. The bar: 90% within one request.",
+            width=110,
+        ),
+        "",
+        "| source | setting | automatic compactions | within one request | earlier | later | segments the policy "
+        "compacts in and the session did not |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    rows = (
+        ("defaults", lambda sid: 0),
+        ("held out (" + ", ".join(sorted({str(settings[j] or "default") for j in held.values()})) + ")", held.get),
+        (f"{settings[in_sample] or 'default'}, the best in sample", lambda sid: in_sample),
+    )
+    for src in ("kv-trace", "claude-code"):
+        ids = sorted(i for i, s in source.items() if s == src)
+        for label, pick in rows:
+            f = where_compacts.figures([k for i in ids for k in walked[pick(i)][i]])
+            lines.append(
+                f"| {src} | {label} | {f['automatic']} | {f['within_one']} | {f['earlier']} | {f['later']} | "
+                f"{f['unrecorded']} |"
+            )
+    hits = sum(within(walked[held[sid]], {sid}) for sid in source)
+    total = sum(int(where_compacts.figures(walked[0][sid])["automatic"] or 0) for sid in source)
+    lines += [
+        "",
+        f"Held out, over both: within one request of {hits} of {total} automatic compactions ({hits / total:.0%}).",
+    ]
+    return lines
 
 
 def main() -> int:
@@ -136,6 +241,7 @@ def main() -> int:
             )
         else:
             lines.append(f"In the traces, {below} of the {len(trace_sizes)} compactions came below it.")
+    lines += _request_section(rec)
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

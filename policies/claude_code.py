@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from policies._tail import client_estimate
 from policies.base import Plan, Policy, SummaryCall, SummaryRequest, Trigger, register
 from policies.helpers import (
     end_cut,
@@ -177,8 +178,9 @@ def _path_of(args: str | None) -> str | None:
 class ClaudeCode(Policy[ClaudeCodeConfig]):
     """Claude Code's auto-compact: the whole conversation becomes one summary, and recent files come back.
 
-    * **Trigger** (§B1, "Trigger"): before every model request, when Claude Code's estimate (the last
-      request's usage plus about chars/4 of what was appended since: ``estimated_context_tokens``) reaches
+    * **Trigger** (§B1, "Trigger"): before every model request, when Claude Code's estimate (§B1, "Token
+      counting": ``tokenCountWithEstimation``, the last response's usage, input and output, plus chars/4 of the
+      messages appended after it: :func:`policies._tail.client_estimate`) reaches
       ``window - min(max_output_tokens, summary_reserve) - buffer_tokens`` (167,000 on a 200K window),
       lowered by ``autocompact_pct`` when set. ``/compact`` compacts at once. A prompt the provider rejects
       as too long is compacted and retried once (reactive compaction). After ``failure_breaker``
@@ -255,7 +257,7 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
         return threshold
 
     def over_trigger(self, state: RunState) -> bool:
-        return state.estimated_context_tokens() >= self.threshold(state)
+        return client_estimate(state) >= self.threshold(state)
 
     def decide(self, state: RunState, trigger: Trigger) -> Plan | None:
         if trigger != "overflow":

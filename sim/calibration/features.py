@@ -84,6 +84,13 @@ def counting_config(
     )
 
 
+def with_probe(conv: Conversation) -> Conversation:
+    """``conv`` with one synthetic assistant reply appended: its request holds the whole conversation (the prompt
+    at the moment of a compaction that follows it)."""
+    probe = Message(f"{conv.id}~probe", "assistant", (Part("text", "(probe)"),))
+    return Conversation(conv.id, (*conv.messages, probe), (), conv.tools, conv.meta)
+
+
 def replay_counts(
     conv: Conversation,
     tokenizer: str = "cl100k_base",
@@ -105,8 +112,7 @@ def replay_counts(
     :func:`sim.replay.counts.request_counts` (the same counts without billing, timing, the cache and the log).
     """
     if probe_end:
-        probe = Message(f"{conv.id}~probe", "assistant", (Part("text", "(probe)"),))
-        conv = Conversation(conv.id, (*conv.messages, probe), (), conv.tools, conv.meta)
+        conv = with_probe(conv)
     config = counting_config(tokenizer, calibration, cache_ttl, anchors, cache)
     if counts_only:
         rows, finish = request_counts(conv, config), "completed"

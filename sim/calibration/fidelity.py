@@ -51,20 +51,21 @@ out-of-sample curve.
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from sim.calibration import after_compaction
+from sim.calibration import after_compaction, where_compacts
 from sim.calibration.features import replay_counts
 from sim.core.anchors import Anchors
 from sim.core.conversation import Conversation, Message
 from sim.core.cost import Pricer
 from sim.core.counting import Calibration, opens_with_summary, segments
 from sim.core.errors import InvalidConfig, UnknownName
-from sim.core.model import DEFAULT_MODEL
+from sim.core.model import DEFAULT_MODEL, ModelConfig
 from sim.replay.anchoring import anchors_for
 from sim.replay.billing import price_epoch, price_time
 
@@ -114,6 +115,9 @@ class Fidelity:
     #: The first requests after the recorded compactions predicted from before them, held out (the bundled model of
     #: :mod:`sim.calibration.after_compaction`): its form and the |relative error| figures over this session.
     post_compaction: dict[str, Any] | None = None
+    #: Where ``policy`` compacts against where the session did (:mod:`sim.calibration.where_compacts`): the policy,
+    #: its settings and window, and the figures over this session's automatic compactions; None when not asked.
+    policy_trigger: dict[str, Any] | None = None
 
     def errors(self) -> np.ndarray:
         return np.array([abs(r["relative_error"]) for r in self.rows], dtype=float)
@@ -133,6 +137,7 @@ class Fidelity:
             "cache": self.cache_summary(),
             "provable_cache": self.provable_summary(),
             "post_compaction": self.post_compaction,
+            "policy_trigger": self.policy_trigger,
         }
 
     def provable_summary(self) -> dict[str, Any] | None:
@@ -194,10 +199,18 @@ class Fidelity:
 
 
 def replay(
-    conv: Conversation, calibration: Calibration, across: Across = "continue", accounting: Accounting = "anchored"
+    conv: Conversation,
+    calibration: Calibration,
+    across: Across = "continue",
+    accounting: Accounting = "anchored",
+    policy: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    model: ModelConfig | None = None,
 ) -> Fidelity:
     """The calibrated replay of one recorded session; see the module docstring. ``accounting="anchored"`` counts
-    the recorded messages as the provider did (:mod:`sim.core.anchors`), estimating only the rest."""
+    the recorded messages as the provider did (:mod:`sim.core.anchors`), estimating only the rest. ``policy``
+    (with ``params``, on ``model``'s window): also where that policy compacts against where the session did
+    (:mod:`sim.calibration.where_compacts`), per compaction and in :attr:`Fidelity.policy_trigger`."""
     if across not in ("continue", "stop"):
         raise InvalidConfig(f"across={across!r} must be 'continue' or 'stop'")
     if accounting not in ("calibrated", "anchored"):
@@ -206,7 +219,8 @@ def replay(
     segs = segments(conv)
     if across == "stop":
         segs = segs[:1]
-    boundaries = [m.meta["compact_boundary"] for m in conv.messages[1:] if "compact_boundary" in m.meta]
+    cuts = [i for i, m in enumerate(conv.messages) if i > 0 and "compact_boundary" in m.meta]
+    boundaries = [conv.messages[i].meta["compact_boundary"] for i in cuts]
     out = Fidelity(conv.id, across, accounting, anchors.estimated if anchors is not None else None)
     out.block_tokens = int(conv.meta.get("block_size", 0) or 0)
     firsts: dict[int, tuple[int, int]] = {}
@@ -283,7 +297,7 @@ def replay(
                 {
                     "compaction": k + 1,
                     "after_turn": turn,
-                    "trigger": boundaries[k].get("trigger"),
+                    "trigger": where_compacts.recorded_trigger(conv, cuts[k]),
                     "pre_tokens": pre,
                     "simulated": sim_pre,
                     "relative_error": (sim_pre - pre) / pre if isinstance(pre, int) and pre > 0 else None,
@@ -294,7 +308,33 @@ def replay(
         c["first_after_recorded"], c["first_after_simulated"] = rec, est
         c["first_after_relative_error"] = (est - rec) / rec if rec and est is not None else None
     _predict_firsts(out, conv, calibration, anchors)
+    if policy is not None:
+        _check_trigger(out, conv, calibration, anchors, policy, params, model or ModelConfig())
     return out
+
+
+def _check_trigger(
+    out: Fidelity,
+    conv: Conversation,
+    calibration: Calibration,
+    anchors: Anchors | None,
+    policy: str,
+    params: Mapping[str, Any] | None,
+    model: ModelConfig,
+) -> None:
+    """Each compaction's ``policy_after_turn`` (the replies sent before ``policy`` compacted in the segment it ends;
+    None: it did not) and ``policy_offset``, and :attr:`Fidelity.policy_trigger`."""
+    checks = where_compacts.check(conv, policy, params, model, calibration, anchors)
+    for c in out.compactions:
+        k = checks[c["compaction"] - 1]
+        c["policy_after_turn"], c["policy_offset"] = k.policy, k.offset
+    out.policy_trigger = {
+        "policy": policy,
+        "params": dict(params or {}),
+        "window": model.context_window,
+        **where_compacts.figures(checks),
+        "unrecorded_after_turns": [k.policy for k in checks if k.recorded is None and k.policy is not None],
+    }
 
 
 def _predict_firsts(out: Fidelity, conv: Conversation, calibration: Calibration, anchors: Anchors | None) -> None:
@@ -398,6 +438,8 @@ def write(result: Fidelity, out: str | Path) -> tuple[Path, Path]:
             "first_after_relative_error",
             "first_after_predicted",
             "first_after_predicted_error",
+            "policy_after_turn",
+            "policy_offset",
         ],
         result.compactions,
     )

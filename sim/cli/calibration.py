@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sim.core.conversation import Conversation
 from sim.core.errors import InvalidConfig
@@ -109,11 +109,18 @@ def _calibrate_retention(groups: list[tuple[str, list[Conversation]]], fitted_on
 
 
 def cmd_fidelity(args: argparse.Namespace) -> int:
+    from policies import make_policy
     from sim.calibration import fidelity, files, survival
     from sim.core import counting
+    from sim.core.model import ModelConfig
+    from sim.core.params import parse_kv
 
     groups, _, _ = load_source(args.path, args.format, args.cache, args.lenient)
     cals = files.load(args.calibration)
+    params = parse_kv(args.param)
+    if args.policy not in (None, "none"):
+        make_policy(args.policy, params)  # a misspelt name or setting fails here, before any replay
+    window = ModelConfig(context_window=args.window)
     model, count = None, None
     if args.retention:
         from sim.core.retention import load_model
@@ -136,7 +143,10 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                 counting.agent_of(conv),
                 where=args.calibration,
             )
-            res = fidelity.replay(conv, c, args.across_compactions, args.accounting)
+            policy = args.policy if args.policy is not None else CLAUDE_CODE_FORMATS.get(fmt)
+            if policy == "none":
+                policy = None
+            res = fidelity.replay(conv, c, args.across_compactions, args.accounting, policy, params, window)
             s = res.summary()
             summaries.append(s)
             line = (
@@ -167,15 +177,26 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                         f"; predicted from what came before it (held out) {k['first_after_predicted']:,.0f} "
                         f"({k['first_after_predicted_error']:+.2%})"
                     )
+                if policy is not None:
+                    line += f"; {k['trigger']}, {_policy_turn(policy, k)}"
+            trig = s["policy_trigger"]
+            if trig is not None and (trig["automatic"] or trig["unrecorded"]):
+                line += (
+                    f"\n    {policy} on a {trig['window']:,}-token window: within one request of "
+                    f"{trig['within_one']} of {trig['automatic']} automatic compactions, {trig['earlier']} earlier, "
+                    f"{trig['later']} later; compacts in {trig['unrecorded']} "
+                    "segment(s) the session did not compact in"
+                )
             cache = s["cache"]
             if cache is not None:
+                w_err, c_err = cache["cache_write_relative_error"], cache["cost_relative_error"]
                 line += (
                     f"\n    cache: {cache['recorded_misses_predicted']} of {cache['recorded_misses']} recorded misses "
                     f"predicted, {cache['other_requests_predicted_as_misses']} other requests predicted as misses; "
                     f"writes {cache['simulated_cache_write_tokens']:,} vs {cache['recorded_cache_write_tokens']:,} "
-                    f"recorded ({cache['cache_write_relative_error']:+.1%}); cost ${cache['simulated_cost_usd']:.2f} "
-                    f"vs ${cache['recorded_cost_usd']:.2f} priced from recorded usage "
-                    f"({cache['cost_relative_error']:+.1%})"
+                    f"recorded ({'n/a' if w_err is None else f'{w_err:+.1%}'}); cost "
+                    f"${cache['simulated_cost_usd']:.2f} vs ${cache['recorded_cost_usd']:.2f} priced from recorded "
+                    f"usage ({'n/a' if c_err is None else f'{c_err:+.1%}'})"
                 )
             proof = s["provable_cache"]
             if proof is not None:
@@ -207,6 +228,15 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
             if out is not None:
                 safe = conv.id.replace("/", "_")
                 fidelity.write(res, out / safe)
+    checked = [s["policy_trigger"] for s in summaries if s["policy_trigger"] is not None]
+    if len(checked) > 1:
+        total = {k: sum(t[k] for t in checked) for k in ("automatic", "within_one", "earlier", "later", "unrecorded")}
+        names = ", ".join(sorted({t["policy"] for t in checked}))
+        print(
+            f"over {len(checked)} sessions, {names}: within one request of {total['within_one']} of "
+            f"{total['automatic']} automatic compactions, {total['earlier']} earlier, {total['later']} later; "
+            f"compacts in {total['unrecorded']} segment(s) the sessions did not compact in"
+        )
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(summaries, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -214,6 +244,19 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     if not summaries:
         raise InvalidConfig(f"{args.path}: no conversation with recorded usage to compare")
     return 0
+
+
+#: ``csim fidelity``'s ``--policy`` by format: the policy modelled on the client that recorded it.
+CLAUDE_CODE_FORMATS = {"claude-code": "claude-code", "kv-trace": "claude-code"}
+
+
+def _policy_turn(policy: str, k: dict[str, Any]) -> str:
+    """Where ``policy`` compacted in the segment compaction ``k`` ends, said against the recorded turn."""
+    at, off = k.get("policy_after_turn"), k.get("policy_offset")
+    if at is None or off is None:
+        return f"{policy} does not compact by the request after it"
+    when = "the same request" if off == 0 else f"{off:+d} request{'' if abs(off) == 1 else 's'}"
+    return f"{policy} compacts after turn {at} ({when})"
 
 
 def _predicted(
@@ -320,6 +363,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="a retention model (csim calibrate --retention --out FILE, or 'bundled' for the one csim ships): "
         "print, per recorded compaction, the share of its span's probes it kept beside the model's prediction, and "
         "write both to summary.json (retention.observed, retention.predicted)",
+    )
+    p.add_argument(
+        "--policy",
+        metavar="NAME",
+        help="also replay each segment under this policy on --window and report, per recorded compaction, the "
+        "request where the policy compacts against the recorded one (within one request, earlier, later). "
+        "Default: claude-code for Claude Code recordings (formats claude-code and kv-trace), else none; 'none' "
+        "turns it off",
+    )
+    p.add_argument("-P", "--param", action="append", metavar="NAME=VALUE", help="--policy's parameter, repeatable")
+    p.add_argument(
+        "--window", type=int, default=200_000, help="context window for --policy, in tokens (default 200000)"
     )
     p.add_argument("--out", metavar="DIR", help="write DIR/<session>/fidelity.csv, compactions.csv, DIR/summary.json")
     _source_args(p)
