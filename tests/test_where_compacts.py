@@ -107,6 +107,8 @@ def test_csim_fidelity_reports_where_the_policy_compacts(tmp_path: Path, capsys:
     assert summary["policy_trigger"]["within_one"] == 1 and summary["policy_trigger"]["window"] == 100_000
     assert main([*args, "--policy", "none"]) == 0
     assert "claude-code" not in capsys.readouterr().out  # a native recording has no policy of its own
+    assert main([*args, "-P", "autocompact_pct=80"]) == 2
+    assert "give --policy NAME" in capsys.readouterr().err
     assert main([*args, "--policy", "claude-cod"]) == 2
     said = capsys.readouterr()
     assert "Did you mean 'claude-code'?" in said.err and "rec:" not in said.out

@@ -42,6 +42,10 @@ post-compaction model (:mod:`sim.calibration.after_compaction`) fitted without t
 ``first_after_simulated``, it does not read the summary's size from the recording where the recording has no text
 (a token-level trace's summary placeholder is the recorded size).
 
+With a ``policy``, each segment is also replayed under it on a real window (:mod:`sim.calibration.where_compacts`),
+and each recorded compaction gets the request where that policy compacts (``policy_after_turn``,
+``policy_offset``): whether the trigger fires where the client's did.
+
 The replay window is huge (:data:`sim.calibration.fit.REPLAY_WINDOW`) so no recorded request is rejected:
 this measures counting, not overflow behaviour. When the calibration was fitted on the same session,
 the curve is in-sample; fit on other sessions (``csim calibrate`` on a folder without it) for an

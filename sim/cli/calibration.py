@@ -146,6 +146,11 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
             policy = args.policy if args.policy is not None else CLAUDE_CODE_FORMATS.get(fmt)
             if policy == "none":
                 policy = None
+            if policy is None and params:
+                raise InvalidConfig(
+                    f"-P {', '.join(sorted(params))}: no policy to set it on for {conv.id} ({fmt} recordings have no "
+                    "default --policy): give --policy NAME"
+                )
             res = fidelity.replay(conv, c, args.across_compactions, args.accounting, policy, params, window)
             s = res.summary()
             summaries.append(s)
@@ -339,7 +344,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "recorded request, simulated context tokens with recorded prompt tokens, and at each recorded "
         "compaction the simulated tokens just before it with its preTokens. Where the recording carries cache "
         "usage, also simulated against recorded cache reads and writes (the prompt cache on the recorded "
-        "timestamps, each request priced as the recorded model), misses, and the session's cost.",
+        "timestamps, each request priced as the recorded model), misses, and the session's cost. With --policy "
+        "(claude-code by default for Claude Code recordings), also where that policy's trigger fires against each "
+        "recorded compaction.",
     )
     p.add_argument("path", metavar="PATH", help="a recording (file or folder, with --format) or a fetched dataset")
     p.add_argument("--calibration", required=True, metavar="FILE", help="written by csim calibrate --out")
