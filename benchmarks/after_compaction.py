@@ -11,7 +11,7 @@ what the transcript shows (a trace shows nothing); ``transcripts unread`` predic
 files too, as for a trace (known = 0). ``--write`` refreshes the bundled
 ``sim/calibration/after_compaction_fit.json`` (the observations, the form, what they came from).
 
-    python benchmarks/after_compaction.py [--recorded ../shared/recorded] [--write] [--rows]
+    python benchmarks/after_compaction.py [--recorded ../shared/recorded] [--write] [--rows] [--out FILE]
 
 Nothing here is a test: it reads the shared recordings, which tests may not have.
 """
@@ -95,13 +95,20 @@ def main() -> int:
     ap.add_argument("--recorded", default=os.environ.get("CSIM_RECORDED") or str(ROOT.parent / "shared" / "recorded"))
     ap.add_argument("--write", action="store_true", help="refresh sim/calibration/after_compaction_fit.json")
     ap.add_argument("--rows", action="store_true", help="print each compaction and its held-out predictions")
+    ap.add_argument("--out", help="also write what is printed to this file, under the command that made it")
     args = ap.parse_args()
+    printed: list[str] = []
+
+    def say(line: str) -> None:
+        printed.append(line)
+        print(line)
+
     with tempfile.TemporaryDirectory() as tmp:
         rows, fitted_on, today = collect(Path(args.recorded), Path(tmp))
     sessions = len({o.session for o in rows})
-    print(f"{len(rows)} compactions in {sessions} sessions ({sum(o.regime == 'sizes' for o in rows)} in traces)")
+    say(f"{len(rows)} compactions in {sessions} sessions ({sum(o.regime == 'sizes' for o in rows)} in traces)")
     base = [max(o.base, round(o.base + o.known + today[o.regime])) for o in rows]
-    print(_line("today (after_compaction)", rows, base))
+    say(_line("today (after_compaction)", rows, base))
     held: dict[str, object] = {}
     table = {}
     for name in ac.FORMS:
@@ -109,7 +116,7 @@ def main() -> int:
             predicted = ac.held_out(rows, name, pooled)
             label = f"{name}{' (pooled)' if pooled else ''}"
             table[label] = predicted
-            print(_line(label, rows, predicted))
+            say(_line(label, rows, predicted))
             if not pooled:
                 held[name] = {
                     regime: ac.figures(
@@ -124,14 +131,17 @@ def main() -> int:
                 }
     # the transcripts as if they had no text: what is left is the summary and the files too (one number held out)
     blind = [o if o.regime == "sizes" else replace(o, known=0) for o in rows]
-    print(_line("constant, transcripts unread", blind, ac.held_out(blind, "constant")))
+    say(_line("constant, transcripts unread", blind, ac.held_out(blind, "constant")))
     if args.rows:
         for i, o in enumerate(rows):
             preds = " ".join(f"{k}={table[k][i]:,}" for k in ("constant", "previous", "recent"))
-            print(
+            say(
                 f"  {o.session} #{o.compaction}: recorded {o.recorded:,} (base {o.base:,}, known {o.known:,}, "
                 f"left {o.left:,}); pre {o.pre_prompt:,}; {preds}"
             )
+    if args.out:
+        command = "python benchmarks/after_compaction.py" + (" --rows" if args.rows else "")
+        Path(args.out).write_text("\n".join([f"`{command}`", "", "```", *printed, "```"]) + "\n", encoding="utf-8")
     if args.write:
         model = ac.Model(ac.BUNDLED_FORM, tuple(rows), fitted_on)
         out = ROOT / "sim" / "calibration" / ac.BUNDLED
