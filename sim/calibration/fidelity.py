@@ -67,7 +67,7 @@ from sim.calibration.features import replay_counts
 from sim.core.anchors import Anchors
 from sim.core.conversation import Conversation, Message
 from sim.core.cost import Pricer
-from sim.core.counting import Calibration, opens_with_summary, segments
+from sim.core.counting import Calibration, compaction_cuts, opens_with_summary, segments
 from sim.core.errors import InvalidConfig, UnknownName
 from sim.core.model import DEFAULT_MODEL, ModelConfig
 from sim.replay.anchoring import anchors_for
@@ -223,7 +223,7 @@ def replay(
     segs = segments(conv)
     if across == "stop":
         segs = segs[:1]
-    cuts = [i for i, m in enumerate(conv.messages) if i > 0 and "compact_boundary" in m.meta]
+    cuts = compaction_cuts(conv)
     boundaries = [conv.messages[i].meta["compact_boundary"] for i in cuts]
     out = Fidelity(conv.id, across, accounting, anchors.estimated if anchors is not None else None)
     out.block_tokens = int(conv.meta.get("block_size", 0) or 0)

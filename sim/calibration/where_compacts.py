@@ -3,19 +3,19 @@
 A replay that prices the bill right but compacts at another request than the client did tells the user little about
 what their agent would lose, so ``csim fidelity --policy NAME`` checks the trigger on its own. Each segment of the
 recording (cut at its recorded compactions, :func:`sim.core.counting.segments`) is replayed alone under the
-policy, usage-anchored (the recorded messages at the sizes the provider counted them at) on the given window; a
+policy, usage-anchored (the recorded messages at the sizes the provider counted them at) on the given window. A
 segment a recorded compaction ends gets the request the client sent that compaction in place of (a reply to
 everything before it, as :func:`sim.calibration.features.replay_counts` probes it) and the smallest request that
-could have followed it (a one-word user message and its reply), so a trigger that fires one request late is
-seen to. In each segment the policy's
-first automatic compaction (its trigger, or a prompt over the window) is set against the recorded one, both
-numbered as ``csim run``'s compactions table numbers them: by the replies sent before it in the session.
-Within one request is the bar this is read against (issue 30).
+could have followed it (a one-word user message and its reply), so a trigger that fires one request late shows.
+In each segment the policy's first automatic compaction (its trigger, or a prompt over the window) is set against
+the recorded one, both numbered as ``csim run``'s compactions table numbers them: by the replies sent before it in
+the session. Within one request is the bar this is read against (issue 30).
 
 How the recording says a compaction was triggered (:func:`recorded_trigger`): Claude Code's ``compact_boundary``
 records ``auto`` or ``manual``. A token-level trace records none, but a compaction that came while a tool call of
-the agent was open (the importer answers that call with a ``compacted`` result of no size) is ``mid-turn``: only an
-automatic compaction runs there (``/compact`` is typed between turns). The tool result that carried such a
+the agent was open (the importer answers that call with a ``compacted`` result of no size) is ``mid-turn``: the
+automatic compaction runs there, ``/compact`` is typed between turns (a user who interrupted the call to type it
+would look the same in a trace, which keeps no text). The tool result that carried such a
 session over its trigger is not in the trace, so a replay cannot see it either: a trigger on the provider's count
 fires at the recorded request only when the prompt before it and its reply already reach it.
 """
@@ -30,7 +30,7 @@ from policies import make_policy
 from sim.calibration.features import counting_config, with_probe
 from sim.core.anchors import Anchors
 from sim.core.conversation import Conversation, Message, Part
-from sim.core.counting import Calibration, segments
+from sim.core.counting import Calibration, compaction_cuts, segments
 from sim.core.model import ModelConfig
 from sim.replay.engine import run
 
@@ -104,7 +104,7 @@ def check(
     :func:`sim.replay.anchoring.anchors_for` makes them (without, the messages are counted with ``calibration``)."""
     window = model or ModelConfig()
     segs = segments(conv)
-    cuts = [i for i, m in enumerate(conv.messages) if i > 0 and "compact_boundary" in m.meta]
+    cuts = compaction_cuts(conv)
     out: list[TriggerCheck] = []
     before = 0  # replies of the earlier segments
     for k, seg in enumerate(segs):

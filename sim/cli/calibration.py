@@ -143,7 +143,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                 counting.agent_of(conv),
                 where=args.calibration,
             )
-            policy = args.policy if args.policy is not None else CLAUDE_CODE_FORMATS.get(fmt)
+            policy = args.policy if args.policy is not None else DEFAULT_TRIGGER_POLICY.get(fmt)
             if policy == "none":
                 policy = None
             if policy is None and params:
@@ -186,12 +186,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
                     line += f"; {k['trigger']}, {_policy_turn(policy, k)}"
             trig = s["policy_trigger"]
             if trig is not None and (trig["automatic"] or trig["unrecorded"]):
-                line += (
-                    f"\n    {policy} on a {trig['window']:,}-token window: within one request of "
-                    f"{trig['within_one']} of {trig['automatic']} automatic compactions, {trig['earlier']} earlier, "
-                    f"{trig['later']} later; compacts in {trig['unrecorded']} "
-                    "segment(s) the session did not compact in"
-                )
+                line += f"\n    {policy} on a {trig['window']:,}-token window: {_trigger_figures(trig, 'session')}"
             cache = s["cache"]
             if cache is not None:
                 w_err, c_err = cache["cache_write_relative_error"], cache["cost_relative_error"]
@@ -237,11 +232,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     if len(checked) > 1:
         total = {k: sum(t[k] for t in checked) for k in ("automatic", "within_one", "earlier", "later", "unrecorded")}
         names = ", ".join(sorted({t["policy"] for t in checked}))
-        print(
-            f"over {len(checked)} sessions, {names}: within one request of {total['within_one']} of "
-            f"{total['automatic']} automatic compactions, {total['earlier']} earlier, {total['later']} later; "
-            f"compacts in {total['unrecorded']} segment(s) the sessions did not compact in"
-        )
+        print(f"over {len(checked)} sessions, {names}: {_trigger_figures(total, 'sessions')}")
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(summaries, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -252,7 +243,15 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
 
 
 #: ``csim fidelity``'s ``--policy`` by format: the policy modelled on the client that recorded it.
-CLAUDE_CODE_FORMATS = {"claude-code": "claude-code", "kv-trace": "claude-code"}
+DEFAULT_TRIGGER_POLICY = {"claude-code": "claude-code", "kv-trace": "claude-code"}
+
+
+def _trigger_figures(f: dict[str, Any], sessions: str) -> str:
+    """A trigger check's counts (:func:`sim.calibration.where_compacts.figures`) in words."""
+    return (
+        f"within one request of {f['within_one']} of {f['automatic']} automatic compactions, {f['earlier']} earlier, "
+        f"{f['later']} later; compacts in {f['unrecorded']} segment(s) the {sessions} did not compact in"
+    )
 
 
 def _policy_turn(policy: str, k: dict[str, Any]) -> str:

@@ -121,6 +121,11 @@ def opens_with_summary(conv: Conversation) -> bool:
     return any(m.meta.get("compact_summary") or "compact_boundary" in m.meta for m in conv.messages[:2])
 
 
+def compaction_cuts(conv: Conversation) -> list[int]:
+    """The indices of the messages a recorded compaction opens a segment with (``meta["compact_boundary"]``)."""
+    return [i for i, m in enumerate(conv.messages) if i > 0 and "compact_boundary" in m.meta]
+
+
 def segments(conv: Conversation) -> list[Conversation]:
     """The conversation cut at its recorded compactions; each later segment starts with the summary message.
 
@@ -128,8 +133,7 @@ def segments(conv: Conversation) -> list[Conversation]:
     importer marks it); the provider's prompt after a compaction holds that message and what follows,
     not the history before it, so each segment is replayed on its own.
     """
-    cuts = [i for i, m in enumerate(conv.messages) if i > 0 and "compact_boundary" in m.meta]
-    bounds = [0, *cuts, len(conv.messages)]
+    bounds = [0, *compaction_cuts(conv), len(conv.messages)]
     out = []
     for k, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False)):
         if a == b:
@@ -203,6 +207,7 @@ __all__ = [
     "HeldOut",
     "Split",
     "agent_of",
+    "compaction_cuts",
     "format_provider",
     "opens_with_summary",
     "provider_of",
