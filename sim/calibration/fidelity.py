@@ -387,7 +387,8 @@ def _pricer(model: str) -> Pricer:
 
 def figure(result: Fidelity) -> Any:
     """The curve as a figure: recorded and simulated prompt tokens per request with the part of the simulated
-    prompt that was estimated shaded and recorded compactions marked (top), the relative error (bottom)."""
+    prompt that was estimated shaded, recorded compactions marked and, with a trigger check, where the policy
+    compacts (top); the relative error (bottom)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -405,6 +406,13 @@ def figure(result: Fidelity) -> Any:
         for a in (ax, bx):
             a.axvline(c["after_turn"] + 0.5, color="grey", ls=":", lw=1)
     ax.plot([], [], color="grey", ls=":", label="recorded compaction")
+    if result.policy_trigger is not None:  # where the policy's own trigger fired (csim fidelity --policy)
+        turns_fired = [c.get("policy_after_turn") for c in result.compactions]
+        for t in [*turns_fired, *result.policy_trigger["unrecorded_after_turns"]]:
+            if t is None:
+                continue
+            ax.axvline(t + 0.5, color="tab:green", ls="-.", lw=1)
+        ax.plot([], [], color="tab:green", ls="-.", label=f"{result.policy_trigger['policy']} compacts")
     ax.set_ylabel("prompt tokens")
     ax.set_title(f"{result.conversation}: simulated ({result.accounting}) against recorded prompt tokens")
     ax.legend(loc="upper left", frameon=False)
