@@ -30,12 +30,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from policies import make_policy  # noqa: E402
 from sim.calibration import after_compaction as ac  # noqa: E402
 from sim.calibration import files  # noqa: E402
 from sim.core.counting import agent_of  # noqa: E402
+from sim.core.retention import load_model  # noqa: E402
 from sim.formats import read  # noqa: E402
 from sim.formats.datasets import sha256_of  # noqa: E402
 from sim.replay.anchoring import anchors_for  # noqa: E402
+from sim.replay.engine import RunConfig, run  # noqa: E402
 
 TRACES, TRANSCRIPTS = "kv-cache-traces", "claude-code"
 
@@ -77,6 +80,41 @@ def collect(recorded: Path, tmp: Path) -> tuple[list[ac.Observation], dict[str, 
     return rows, fitted_on, today
 
 
+def replay_traces(folder: Path, rows: list[ac.Observation]) -> list[str]:
+    """Each trace that compacts replayed whole under ``claude-code`` (usage-anchored, its defaults), and again with
+    ``unseen_reattached_tokens`` = the bundled form's ``left`` fitted without the session less the mock summary's
+    typical length: the sum of the agent requests' prompt tokens against the recorded sum, per session and in all."""
+    typical = load_model(None).summary_tokens
+    lines = [
+        "",
+        f"claude-code replaying each trace, prompt tokens against the recorded (unseen: held-out left - {typical:,})",
+    ]
+    totals = [0, 0, 0]
+    for path in sorted(folder.glob("*.json")):
+        for conv in read(path, "kv-trace").conversations:
+            mine = [o for o in rows if o.session == conv.id]
+            if agent_of(conv) != "main" or not mine:
+                continue
+            fitted = ac.fit([o for o in rows if o.session != conv.id], ac.BUNDLED_FORM)
+            unseen = max(0, round(fitted.left(mine[0])) - typical)
+            recorded = sum(m.usage.prompt_tokens for m in conv.messages if m.role == "assistant" and m.usage)
+            sent, ends = [], []
+            for params in ({}, {"unseen_reattached_tokens": str(unseen)}):
+                result = run(make_policy("claude-code", params), conv, RunConfig())
+                sent.append(sum(r["context_tokens"] for r in result.rows if r["request_kind"] == "agent"))
+                ends.append(str(result.summary["finish_reason"]))
+            totals = [totals[0] + recorded, totals[1] + sent[0], totals[2] + sent[1]]
+            lines.append(
+                f"  {conv.id}: recorded {recorded:,}; defaults {sent[0] / recorded - 1:+.1%} ({ends[0]}); unseen "
+                f"{unseen:,}: {sent[1] / recorded - 1:+.1%} ({ends[1]})"
+            )
+    lines.append(
+        f"  all: recorded {totals[0]:,}; defaults {totals[1] / totals[0] - 1:+.1%}; with unseen "
+        f"{totals[2] / totals[0] - 1:+.1%}"
+    )
+    return lines
+
+
 def _line(label: str, rows: list[ac.Observation], predicted: list[int]) -> str:
     parts = []
     for name, keep in (("traces", "sizes"), ("transcripts", "text"), ("all", None)):
@@ -95,6 +133,12 @@ def main() -> int:
     ap.add_argument("--recorded", default=os.environ.get("CSIM_RECORDED") or str(ROOT.parent / "shared" / "recorded"))
     ap.add_argument("--write", action="store_true", help="refresh sim/calibration/after_compaction_fit.json")
     ap.add_argument("--rows", action="store_true", help="print each compaction and its held-out predictions")
+    ap.add_argument(
+        "--replay",
+        action="store_true",
+        help="also replay each compacting trace under claude-code, with and without unseen_reattached_tokens set from "
+        "the model fitted on the other sessions, and print its prompt tokens against the recorded ones",
+    )
     ap.add_argument("--out", help="also write what is printed to this file, under the command that made it")
     args = ap.parse_args()
     printed: list[str] = []
@@ -139,8 +183,12 @@ def main() -> int:
                 f"  {o.session} #{o.compaction}: recorded {o.recorded:,} (base {o.base:,}, known {o.known:,}, "
                 f"left {o.left:,}); pre {o.pre_prompt:,}; {preds}"
             )
+    if args.replay:
+        for line in replay_traces(Path(args.recorded) / TRACES, rows):
+            say(line)
     if args.out:
         command = "python benchmarks/after_compaction.py" + (" --rows" if args.rows else "")
+        command += " --replay" if args.replay else ""
         Path(args.out).write_text("\n".join([f"`{command}`", "", "```", *printed, "```"]) + "\n", encoding="utf-8")
     if args.write:
         model = ac.Model(ac.BUNDLED_FORM, tuple(rows), fitted_on)

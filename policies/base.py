@@ -69,6 +69,11 @@ class SummaryRequest:
         input_marker: the text that stands for the messages an ``ends`` input leaves out.
         input_newest_tokens: keep only the newest whole pieces of the summariser's input (message texts, tool
             calls and results, labels) that fit in this many tokens (Codex-style trimming).
+        overflow_retries: how many times the client sends a summariser request the provider rejects as too long
+            again, on less of the conversation: each time the newest pieces kept are cut by what the provider said
+            was over (Claude Code's compact call: ``MAX_PTL_RETRIES`` = 3, ``truncateHeadForPTLRetry`` dropping
+            the oldest API rounds that cover the token gap; here whole pieces, not rounds). 0: a rejected
+            summariser request fails the compaction.
         clip_chars: per-message clip of the summariser's input.
         drop_tool_outputs: leave tool results out of the summariser's input (calls stay).
         max_tokens: the summariser call's output cap as the modelled client sets it (Claude Code's 20,000); the
@@ -88,6 +93,7 @@ class SummaryRequest:
     input_keep: Literal["newest", "ends"] = "newest"
     input_marker: str = "[… {n} messages omitted from summary input …]"
     input_newest_tokens: int | None = None
+    overflow_retries: int = 0
     clip_chars: int | None = None
     drop_tool_outputs: bool = False
     max_tokens: int | None = None

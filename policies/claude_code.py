@@ -84,6 +84,14 @@ class ClaudeCodeConfig:
         failure_breaker: auto-compact stops after this many consecutive failures (3; changelog 2.1.76).
         memory_text: the project's memory (CLAUDE.md, auto-memory) that Claude Code re-reads from disk after
             a compaction; empty by default because a replay has no disk (the recordings carry none).
+        unseen_reattached_tokens: about this many tokens of content re-attached after every full compaction that
+            the replayed recording cannot show, as one placeholder message after the files (0 by default). A
+            token-level trace has no text: no file contents, memory, plan or todo list to re-attach, so without it
+            the request after a compaction is the system prompt, the tools and the mock summary alone. On the
+            shared trace sample what followed the system prompt and tools there was 11K to 108K tokens, 33K by
+            the bundled post-compaction model (``sim/calibration/after_compaction_fit.json``, the ``constant``
+            form; ``benchmarks/results/after-compaction.md``), of which the mock summary is about 3.5K: replay a
+            trace with about 30,000 (``benchmarks/after_compaction.py --replay`` measures it held out).
     """
 
     buffer_tokens: int = field(default=13_000, metadata=TOKENS)
@@ -95,9 +103,16 @@ class ClaudeCodeConfig:
     restore_budget_tokens: int = field(default=50_000, metadata=TOKENS)
     failure_breaker: int = 3
     memory_text: str = ""
+    unseen_reattached_tokens: int = field(default=0, metadata=TOKENS)
 
     def __post_init__(self) -> None:
-        for name in ("buffer_tokens", "summary_reserve", "max_output_tokens", "restore_file_tokens"):
+        for name in (
+            "buffer_tokens",
+            "summary_reserve",
+            "max_output_tokens",
+            "restore_file_tokens",
+            "unseen_reattached_tokens",
+        ):
             if getattr(self, name) < 0:
                 raise InvalidConfig(f"{name}={getattr(self, name)!r} must be 0 or more")
         if self.restore_files < 0 or self.restore_budget_tokens < 0:
@@ -151,7 +166,18 @@ def reattached_files(messages: Sequence[Message], start: int, cfg: ClaudeCodeCon
             continue
         budget -= tokens
         out.append(Injected(f"Contents of {path} (re-attached after compaction):\n{text}", label=f"file:{path}"))
+    if cfg.unseen_reattached_tokens:
+        out.append(Injected(UNSEEN_HEAD + UNSEEN_FILLER * cfg.unseen_reattached_tokens, label="unseen"))
     return tuple(out)
+
+
+#: ``MAX_PTL_RETRIES`` in ``compact.ts``: the compact call sent again on less of the conversation when the provider
+#: rejects it as too long, up to 3 times (write-ups of the 2.1 source; :attr:`SummaryRequest.overflow_retries`).
+PTL_RETRIES = 3
+#: :attr:`ClaudeCodeConfig.unseen_reattached_tokens`' placeholder: a head, then one filler a token (cl100k_base,
+#: chars4), the filler of :func:`sim.formats.kv_trace.placeholder`.
+UNSEEN_HEAD = "[content re-attached after compaction that the recording does not show]"
+UNSEEN_FILLER = " pad"
 
 
 def _content_of(args: str | None) -> str | None:
@@ -191,7 +217,8 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
       at most 5,000 tokens (a bigger one as its path only) within 50,000 in all (estimated at chars/4). No
       raw message is kept: the summary stands for everything, the live turn included.
     * **Summary**: regenerated from the boundary on, so the previous summary is folded into the next; when the
-      conversation is too long for the compact call itself, its newest messages that fit are summarised.
+      conversation is too long for the compact call itself, its newest messages that fit are summarised, and a
+      compact call the provider rejects as too long is sent again on less, up to 3 times (``PTL_RETRIES``).
 
     Departures: the thrash guard (stop after three compactions that refill at once, 2.1.89), hooks, partial
     "summarize up to here", skills and plan re-injection are not modelled; a re-attached file is the newest
@@ -283,10 +310,12 @@ class ClaudeCode(Policy[ClaudeCodeConfig]):
                 wrapper=SUMMARY_WRAPPER,
                 max_tokens=self.config.summary_reserve,
                 input_newest_tokens=max(1, state.model.input_budget - self.config.buffer_tokens),
+                overflow_retries=PTL_RETRIES,
             ),
             # A conversation that jumped past the window in one step cannot be summarised whole: the compact
-            # call keeps the newest messages that fit (Claude Code retries a too-long compact call on less of
-            # the conversation; changelog 2.1.142 seeds the first attempt from the overflow's size).
+            # call keeps the newest messages that fit, and is sent again on less when the provider still rejects
+            # it (Claude Code's truncateHeadForPTLRetry, up to MAX_PTL_RETRIES; changelog 2.1.142 seeds the
+            # first attempt from the overflow's size).
         )
         # A conversation shorter than a summary and the files is left as it is (Claude Code would
         # summarise it anyway; the harness holds every compaction to shrinking the view).

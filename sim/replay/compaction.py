@@ -226,14 +226,27 @@ def summary_of(e: Engine, plan: Plan, before: View, after: View, cid: str, trigg
         fork = fits_window(fork_tokens, e.model, max_output=cap)
         if fork:
             input_tokens = fork_tokens
-    try:
-        wire.check_window(input_tokens, e.model, max_output=cap)
-    except PromptTooLong as exc:
-        e.overflows += 1
-        record_request(e, "summariser", input_tokens, 0, 0, error=f"prompt-too-long: {exc}", compaction_id=cid)
-        e.log.append(CompactionFailed(e.state.turn, trigger, f"summariser overflow: {exc}"))
-        e.state.failed_in_a_row += 1
-        return None
+    retries = 0 if fork else request.overflow_retries
+    while True:
+        try:
+            wire.check_window(input_tokens, e.model, max_output=cap)
+            break
+        except PromptTooLong as exc:
+            e.overflows += 1
+            record_request(e, "summariser", input_tokens, 0, 0, error=f"prompt-too-long: {exc}", compaction_id=cid)
+            if not retries:
+                e.log.append(CompactionFailed(e.state.turn, trigger, f"summariser overflow: {exc}"))
+                e.state.failed_in_a_row += 1
+                return None
+        # sent again on the newest pieces it held less what the provider said was over (at least one piece fewer:
+        # SummaryRequest.overflow_retries)
+        retries -= 1
+        over = input_tokens + cap - e.model.context_window
+        held = sum(e.tok.count(t) for t in given.pieces)
+        request = replace(request, input_newest_tokens=max(1, held - over))
+        given = summariser_input(request, before, after, e.requests, e.retention, e.tok.count)
+        asked = given.tokens(request, e.tok.count) + (e.tok.count(cfg.instruction) if cfg.instruction else 0)
+        input_tokens = e.measure.summariser_tokens(asked, before.summary is not None)
     msgs = e.ledger.messages
     goal = next((m.text for m in msgs if m.role == "user" and m.command is None), "")
     calls = [p.name or "tool" for i in given.span for p in msgs[i].parts if p.kind == "tool_call"]

@@ -22,6 +22,7 @@ from sim.core.conversation import Message, Part
 from sim.core.errors import InvalidConfig
 from sim.core.model import ModelConfig
 from sim.core.retention import SummariserConfig
+from sim.core.tokenizers import get_tokenizer
 from sim.replay.engine import RunConfig, run
 from tests.builders import (
     asst,
@@ -98,6 +99,21 @@ def test_memory_text_is_reinjected_first() -> None:
     assert plan.injected[0].label == "memory" and "Use tabs." in plan.injected[0].text
 
 
+def test_what_a_recording_cannot_show_comes_back_as_a_placeholder_of_its_size() -> None:
+    """``unseen_reattached_tokens`` re-attaches one placeholder after the files (a token trace has no files to
+    re-attach), about that many tokens by the run's tokenizer; by default nothing."""
+    cc = ClaudeCode(ClaudeCodeConfig(unseen_reattached_tokens=3_000))
+    plan = cc.decide(state_of(cc, _session(n_files=20, size=2_000), MODEL, context=170_000), "auto")
+    assert plan is not None and plan.injected is not None and plan.injected[-1].label == "unseen"
+    assert 3_000 <= get_tokenizer("cl100k_base").count(plan.injected[-1].text) <= 3_020
+    plain = ClaudeCode().decide(
+        state_of(ClaudeCode(), _session(n_files=20, size=2_000), MODEL, context=170_000), "auto"
+    )
+    assert plain is not None and all(x.label != "unseen" for x in plain.injected or ())
+    with pytest.raises(InvalidConfig, match="unseen_reattached_tokens"):
+        ClaudeCodeConfig(unseen_reattached_tokens=-1)
+
+
 @pytest.mark.parametrize("restore_files", [5, 0])
 def test_a_run_renders_summary_then_files_and_keeps_the_facts_of_the_files(restore_files: int) -> None:
     # A 24K window with the constants scaled down (as csim check scales them), so a short script compacts;
@@ -164,6 +180,29 @@ def test_reactive_compaction_retries_once_on_overflow() -> None:
     assert ClaudeCode().retry_on_overflow == 1
     plan = ClaudeCode().decide(state_of(ClaudeCode(), _session(), MODEL, context=10_000), "overflow")
     assert plan is not None and plan.summarize  # below the threshold by its estimate, the provider said no
+
+
+def test_a_compact_call_the_provider_rejects_is_sent_again_on_less(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A result that carries the view past the window leaves the fork no room: the compact call goes alone, with the
+    newest pieces that fit the window less the buffer, and its instruction on top overflows. Claude Code sends it
+    again on fewer of the oldest messages (``MAX_PTL_RETRIES`` = 3): the first request is rejected, the next one,
+    a piece shorter, is the summary; with no retries the compaction fails and the run overflows."""
+    small = ModelConfig(context_window=24_000, output_reserve=2_000)
+    cfg = ClaudeCodeConfig(buffer_tokens=100, summary_reserve=2_000)  # less room than the instruction takes
+    drafts = [sys("s"), user("task")] + [
+        d for i in range(60) for d in (asst(calls=[f"c{i}"]), tool(f"c{i}", f"part {i} " + "y " * 300))
+    ]
+    drafts += [asst(calls=["big"]), tool("big", "z " * 9_000), asst("ok")]
+    res = run(ClaudeCode(cfg), conv(*drafts), RunConfig(model=small))
+    calls = [r for r in res.rows if r["request_kind"] == "summariser"]
+    assert [bool(r["error"]) for r in calls] == [True, False] and calls[1]["context_tokens"] < calls[0][
+        "context_tokens"
+    ]
+    assert "prompt-too-long" in calls[0]["error"] and res.summary["finish_reason"] == "completed"
+    monkeypatch.setattr("policies.claude_code.PTL_RETRIES", 0)
+    res = run(ClaudeCode(cfg), conv(*drafts), RunConfig(model=small))
+    assert all(r["error"] for r in res.rows if r["request_kind"] == "summariser")
+    assert res.summary["finish_reason"] == "context-overflow"
 
 
 def test_microcompact_clears_old_results_of_compactable_tools_only() -> None:
