@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,7 @@ def replay_traces(folder: Path, rows: list[ac.Observation]) -> list[str]:
         f"claude-code replaying each trace, prompt tokens against the recorded (unseen: held-out left - {typical:,})",
     ]
     totals = [0, 0, 0]
+    errors: tuple[list[float], list[float]] = ([], [])
     for path in sorted(folder.glob("*.json")):
         for conv in read(path, "kv-trace").conversations:
             mine = [o for o in rows if o.session == conv.id]
@@ -104,13 +106,16 @@ def replay_traces(folder: Path, rows: list[ac.Observation]) -> list[str]:
                 sent.append(sum(r["context_tokens"] for r in result.rows if r["request_kind"] == "agent"))
                 ends.append(str(result.summary["finish_reason"]))
             totals = [totals[0] + recorded, totals[1] + sent[0], totals[2] + sent[1]]
+            for kept, n in zip(errors, sent, strict=True):
+                kept.append(abs(n / recorded - 1))
             lines.append(
                 f"  {conv.id}: recorded {recorded:,}; defaults {sent[0] / recorded - 1:+.1%} ({ends[0]}); unseen "
                 f"{unseen:,}: {sent[1] / recorded - 1:+.1%} ({ends[1]})"
             )
     lines.append(
         f"  all: recorded {totals[0]:,}; defaults {totals[1] / totals[0] - 1:+.1%}; with unseen "
-        f"{totals[2] / totals[0] - 1:+.1%}"
+        f"{totals[2] / totals[0] - 1:+.1%}; per session |error| median {statistics.median(errors[0]):.1%} and "
+        f"{statistics.median(errors[1]):.1%}"
     )
     return lines
 

@@ -126,6 +126,19 @@ def compaction_cuts(conv: Conversation) -> list[int]:
     return [i for i, m in enumerate(conv.messages) if i > 0 and "compact_boundary" in m.meta]
 
 
+def stand_ins(conv: Conversation) -> frozenset[int]:
+    """The messages a replay of the whole of ``conv`` leaves out: a token-level trace's placeholder for what its
+    client sent after a recorded compaction (``meta["sizes_only"]``): the importer sizes it as everything that
+    followed the system prompt and tools there, 11K to 108K tokens on the shared sample, the recorded client's own
+    compaction result. A replay compacts as its policy does; sent as a message, the placeholder would add that
+    result on top of the history it stood in for. A segment that opens with one (what ``csim fidelity`` and the
+    calibration replay after a recorded compaction) keeps it: it is that segment's start. A text recording's summary
+    message holds the summary's text and is sent."""
+    if not conv.meta.get("sizes_only"):
+        return frozenset()
+    return frozenset(i for i in compaction_cuts(conv) if conv.messages[i].meta.get("compact_summary"))
+
+
 def segments(conv: Conversation) -> list[Conversation]:
     """The conversation cut at its recorded compactions; each later segment starts with the summary message.
 
@@ -212,4 +225,5 @@ __all__ = [
     "opens_with_summary",
     "provider_of",
     "segments",
+    "stand_ins",
 ]

@@ -37,6 +37,7 @@ from sim.core.budgets import BudgetTracker
 from sim.core.cache import CacheUsage, NoCache, cache_model
 from sim.core.config import RunConfig
 from sim.core.conversation import Conversation, Fact, Message, Part
+from sim.core.counting import stand_ins
 from sim.core.errors import InvalidRequest, InvariantViolation, PromptTooLong
 from sim.core.identity import run_id
 from sim.core.invariants import Violation, check_view
@@ -159,7 +160,8 @@ class Engine:
         self.forks: list[tuple[Engine, int, Phase]] = []
         # The script being replayed (grows when step() is given messages), the next message to take, and how
         # a stepped run ended.
-        self._script: list[Message] = list(conversation.messages)
+        skipped = stand_ins(conversation)  # a trace's placeholders for a recorded compaction's result
+        self._script: list[Message] = [m for i, m in enumerate(conversation.messages) if i not in skipped]
         self.clock = RunClock(conversation, self._script, config.seed, self.tok.derived, self.measure.content_tokens)
         self._next = 0
         self._outcome: tuple[str, str | None] | None = None

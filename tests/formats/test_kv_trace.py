@@ -12,15 +12,19 @@ from typing import Any
 
 import pytest
 
+from policies import make_policy
 from sim.calibration.fit import replay_counts
 from sim.cli.main import main
 from sim.core.conversation import Conversation, Usage, validate
-from sim.core.counting import segments
+from sim.core.counting import compaction_cuts, segments, stand_ins
 from sim.core.errors import FormatError
+from sim.core.log import MessageAppended
+from sim.core.model import ModelConfig
 from sim.core.tokenizers import get_tokenizer
 from sim.formats import ImportResult, read
 from sim.formats.kv_trace import MAX_TOKENS, MIN_DROP, _arguments, placeholder
 from sim.replay.anchoring import anchors_for
+from sim.replay.engine import RunConfig, run
 from sim.sweep.results import load_results
 from tests.formats.conftest import recorded_root
 from tests.formats.test_formats_recorded import _round_trip
@@ -355,6 +359,25 @@ def test_hand_made_trace_field_by_field(tmp_path: Path) -> None:
         assert [r["context_tokens"] for r in rows] == [m.usage.input_tokens for m in _replies(conv)]
     assert [s.messages[0].id for s in segments(main_conv)] == ["system", "r4.summary"]
     _round_trip(tmp_path, result.conversations)
+
+
+def test_a_replay_leaves_out_the_placeholder_of_a_recorded_compaction(tmp_path: Path) -> None:
+    """A replay of the whole trace compacts as its policy does: the placeholder the importer sizes as all that
+    followed the system prompt and tools after the recorded compaction (the recorded client's own result) is not
+    sent on top of the history it stood for. A segment that opens with it, as csim fidelity replays what followed
+    the compaction, starts with it."""
+    main_conv, _ = read(_write(tmp_path, _trace()), "auto").conversations
+    [cut] = compaction_cuts(main_conv)
+    assert stand_ins(main_conv) == {cut} and main_conv.messages[cut].meta["compact_summary"]
+    result = run(make_policy("none"), main_conv, RunConfig(model=ModelConfig(context_window=1_000_000)))
+    sent = [ev.message.id for ev in result.log if isinstance(ev, MessageAppended)]
+    assert main_conv.messages[cut].id not in sent and len(sent) == len(main_conv.messages) - 1
+    agent = [r["context_tokens"] for r in result.rows if r["request_kind"] == "agent"]
+    assert agent[3] < agent[2] + 20 + main_conv.messages[cut].meta["tokens"]  # the history, then what came after
+    seg = segments(main_conv)[1]
+    assert stand_ins(seg) == frozenset() and seg.messages[0] is main_conv.messages[cut]
+    text = Conversation("t", main_conv.messages, meta={**main_conv.meta, "sizes_only": False})
+    assert stand_ins(text) == frozenset()  # a text recording's summary message holds its text, and is sent
 
 
 def test_the_provable_prefix_is_the_longest_any_earlier_request_began_with(tmp_path: Path) -> None:
