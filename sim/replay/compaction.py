@@ -234,7 +234,7 @@ def summary_of(e: Engine, plan: Plan, before: View, after: View, cid: str, trigg
         except PromptTooLong as exc:
             e.overflows += 1
             record_request(e, "summariser", input_tokens, 0, 0, error=f"prompt-too-long: {exc}", compaction_id=cid)
-            if not retries:
+            if retries <= 0:
                 e.log.append(CompactionFailed(e.state.turn, trigger, f"summariser overflow: {exc}"))
                 e.state.failed_in_a_row += 1
                 return None

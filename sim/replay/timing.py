@@ -23,6 +23,8 @@ class RunClock:
         self, conversation: Conversation, script: list[Message], seed: int, memo: Memo, output: Callable[[Message], int]
     ) -> None:
         self.conversation, self.script, self.seed, self._memo, self._output = conversation, script, seed, memo, output
+        # the script as the conversation gives it (a trace's stand-ins left out): its times are memoised per worker
+        self._given = len(script)
         self._times: tuple[float, ...] = ()  # when each script message is complete
         self.now = 0.0  # when the current request starts
         #: The script message at whose completion a compaction being made happens (None: when the request starts).
@@ -53,7 +55,7 @@ class RunClock:
     def _ensure(self, k: int) -> None:
         """Make sure the times reach script message ``k`` (computed once per worker and seed, lazily)."""
         if k >= len(self._times):
-            if len(self.script) == len(self.conversation.messages):  # the conversation's, once per worker and seed
+            if len(self.script) == self._given:  # the conversation's script, once per worker and seed
                 self._times = memoised(self._memo, self.conversation, ("times", self.seed), self._compute)
             else:  # stepped past the conversation: its times are a prefix of these
                 self._times = self._compute(self.conversation)
