@@ -105,6 +105,9 @@ def test_csim_fidelity_reports_where_the_policy_compacts(tmp_path: Path, capsys:
     assert "within one request of 1 of 1 automatic compactions" in out
     [summary] = json.loads((tmp_path / "fid" / "summary.json").read_text())
     assert summary["policy_trigger"]["within_one"] == 1 and summary["policy_trigger"]["window"] == 100_000
+    assert "more than that window holds" not in out
+    assert main([*args[:-1], "60000", "--policy", "claude-code"]) == 0  # the session sent 66,900: not its window
+    assert "the session sent a prompt of 66,900 tokens, more than that window holds" in capsys.readouterr().out
     assert main([*args, "--policy", "none"]) == 0
     assert "claude-code" not in capsys.readouterr().out  # a native recording has no policy of its own
     assert main([*args, "-P", "autocompact_pct=80"]) == 2

@@ -187,6 +187,12 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
             trig = s["policy_trigger"]
             if trig is not None and (trig["automatic"] or trig["unrecorded"]):
                 line += f"\n    {policy} on a {trig['window']:,}-token window: {_trigger_figures(trig, 'session')}"
+                largest = max((r["recorded"] for r in res.rows), default=0)
+                if largest > trig["window"]:
+                    line += (
+                        f" (the session sent a prompt of {largest:,} tokens, more than that window holds: give its "
+                        "window with --window)"
+                    )
             cache = s["cache"]
             if cache is not None:
                 w_err, c_err = cache["cache_write_relative_error"], cache["cost_relative_error"]
