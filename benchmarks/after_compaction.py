@@ -11,7 +11,7 @@ what the transcript shows (a trace shows nothing); ``transcripts unread`` predic
 files too, as for a trace (known = 0). ``--write`` refreshes the bundled
 ``sim/calibration/after_compaction_fit.json`` (the observations, the form, what they came from).
 
-    python benchmarks/after_compaction.py [--recorded ../shared/recorded] [--write] [--rows] [--out FILE]
+    python benchmarks/after_compaction.py [--recorded ../shared/recorded] [--write] [--rows] [--replay] [--out FILE]
 
 Nothing here is a test: it reads the shared recordings, which tests may not have.
 """
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from policies import make_policy  # noqa: E402
 from sim.calibration import after_compaction as ac  # noqa: E402
 from sim.calibration import files  # noqa: E402
-from sim.core.counting import agent_of  # noqa: E402
+from sim.core.counting import agent_of, compaction_cuts  # noqa: E402
 from sim.core.retention import load_model  # noqa: E402
 from sim.formats import read  # noqa: E402
 from sim.formats.datasets import sha256_of  # noqa: E402
@@ -84,7 +84,8 @@ def collect(recorded: Path, tmp: Path) -> tuple[list[ac.Observation], dict[str, 
 def replay_traces(folder: Path, rows: list[ac.Observation]) -> list[str]:
     """Each trace that compacts replayed whole under ``claude-code`` (usage-anchored, its defaults), and again with
     ``unseen_reattached_tokens`` = the bundled form's ``left`` fitted without the session less the mock summary's
-    typical length: the sum of the agent requests' prompt tokens against the recorded sum, per session and in all."""
+    typical length: the sum of the agent requests' prompt tokens against the recorded sum, per session and in all;
+    and how many of the recorded compactions the replay at the defaults compacted within one request of."""
     typical = load_model(None).summary_tokens
     lines = [
         "",
@@ -92,6 +93,7 @@ def replay_traces(folder: Path, rows: list[ac.Observation]) -> list[str]:
     ]
     totals = [0, 0, 0]
     errors: tuple[list[float], list[float]] = ([], [])
+    met = recorded_compactions = 0
     for path in sorted(folder.glob("*.json")):
         for conv in read(path, "kv-trace").conversations:
             mine = [o for o in rows if o.session == conv.id]
@@ -105,6 +107,11 @@ def replay_traces(folder: Path, rows: list[ac.Observation]) -> list[str]:
                 result = run(make_policy("claude-code", params), conv, RunConfig())
                 sent.append(sum(r["context_tokens"] for r in result.rows if r["request_kind"] == "agent"))
                 ends.append(str(result.summary["finish_reason"]))
+                if not params:
+                    ours = [c["turn"] for c in result.compactions if c["trigger"] in ("auto", "overflow")]
+                    theirs = [sum(m.role == "assistant" for m in conv.messages[:i]) for i in compaction_cuts(conv)]
+                    met += sum(1 for t in theirs if any(abs(t - o) <= 1 for o in ours))
+                    recorded_compactions += len(theirs)
             totals = [totals[0] + recorded, totals[1] + sent[0], totals[2] + sent[1]]
             for kept, n in zip(errors, sent, strict=True):
                 kept.append(abs(n / recorded - 1))
@@ -117,6 +124,7 @@ def replay_traces(folder: Path, rows: list[ac.Observation]) -> list[str]:
         f"{totals[2] / totals[0] - 1:+.1%}; per session |error| median {statistics.median(errors[0]):.1%} and "
         f"{statistics.median(errors[1]):.1%}"
     )
+    lines.append(f"  at the defaults, a compaction within one request of {met} of the {recorded_compactions} recorded")
     return lines
 
 

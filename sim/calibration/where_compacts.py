@@ -103,6 +103,7 @@ def check(
     docstring) on ``model`` (default: a 200K window). ``anchors``: the recording's, as
     :func:`sim.replay.anchoring.anchors_for` makes them (without, the messages are counted with ``calibration``)."""
     window = model or ModelConfig()
+    tokenizer = calibration.tokenizer if calibration is not None else "cl100k_base"
     segs = segments(conv)
     cuts = compaction_cuts(conv)
     out: list[TriggerCheck] = []
@@ -110,7 +111,6 @@ def check(
     for k, seg in enumerate(segs):
         ends = k < len(cuts)
         seg_anchors = anchors.for_segment(k) if anchors is not None else None
-        tokenizer = calibration.tokenizer if calibration is not None else "cl100k_base"
         config = replace(counting_config(tokenizer, calibration, anchors=seg_anchors, cache="off"), model=window)
         compactions = run(make_policy(policy, params), continued(seg) if ends else seg, config).compactions
         fired = next(
