@@ -25,6 +25,7 @@ import sys
 import tempfile
 import textwrap
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from tqdm import tqdm
@@ -83,6 +84,9 @@ def _compaction_rows(path: Path, fmt: str) -> list[tuple[str, str, int, str, int
 #: The ``autocompact_pct`` settings walked (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``): it only lowers the trigger, and at
 #: 93 and over it is the default's (180,000 x 0.93 > 167,000).
 PCTS = tuple(range(60, 94))
+#: The windows walked for the in-sample ceilings: ``claude-code``'s trigger is the window less 33,000 at its
+#: defaults, so these put it at every 1,000 tokens from 117,000 to 207,000, over every size the sample compacted at.
+WINDOWS = tuple(range(150_000, 240_001, 1_000))
 
 
 def _sessions(rec: Path, tmp: Path) -> list[tuple[str, Conversation, Anchors, Calibration | None]]:
@@ -122,6 +126,12 @@ def _request_section(rec: Path) -> list[str]:
             params = {} if pct is None else {"autocompact_pct": str(pct)}
             walked.append(
                 {c.id: where_compacts.check(c, "claude-code", params, None, cal, a) for _, c, a, cal in sessions}
+            )
+        by_window = []
+        for window in tqdm(WINDOWS, desc="trigger (in sample)", unit="setting", file=sys.stderr):
+            model = ModelConfig(context_window=window)
+            by_window.append(
+                {c.id: where_compacts.check(c, "claude-code", None, model, cal, a) for _, c, a, cal in sessions}
             )
     source = {c.id: src for src, c, _, _ in sessions}
 
@@ -170,8 +180,35 @@ def _request_section(rec: Path) -> list[str]:
     lines += [
         "",
         f"Held out, over both: within one request of {hits} of {total} automatic compactions ({hits / total:.0%}).",
+        "",
+        *_ceilings(by_window, source, total, within),
     ]
     return lines
+
+
+def _ceilings(
+    by_window: list[dict[str, list[where_compacts.TriggerCheck]]],
+    source: dict[str, str],
+    total: int,
+    within: Callable[[dict[str, list[where_compacts.TriggerCheck]], set[str]], int],
+) -> list[str]:
+    """What a trigger chosen on the answers reaches (in sample, not a setting to use): one trigger for every
+    session, and each session its own, walked over :data:`WINDOWS`."""
+    trigger = {j: w - (WINDOWS[0] - _trigger(WINDOWS[0])) for j, w in enumerate(WINDOWS)}
+    one = max(range(len(WINDOWS)), key=lambda j: (within(by_window[j], set(source)), -j))
+    own = {sid: max(range(len(WINDOWS)), key=lambda j: (within(by_window[j], {sid}), -j)) for sid in source}
+    reach_one = within(by_window[one], set(source))
+    reach_own = sum(within(by_window[own[sid]], {sid}) for sid in source)
+    return textwrap.wrap(
+        f"The ceiling, in sample (a trigger chosen on the very compactions it is scored on, walked from "
+        f"{trigger[0]:,} to {trigger[len(WINDOWS) - 1]:,} tokens by 1,000 through the window): one trigger for all "
+        f"the sessions, the best at {trigger[one]:,}, is within one request of {reach_one} of {total} "
+        f"({reach_one / total:.0%}); each session its own best trigger, {reach_own} of {total} "
+        f"({reach_own / total:.0%}). Neither reaches 90%: one session's compactions come at sizes further apart than "
+        "one trigger on the sizes a trace shows can follow, so the bar needs what a trace does not record (the tool "
+        "result each compaction replaced, the client's own estimate and its settings).",
+        width=110,
+    )
 
 
 def main() -> int:

@@ -22,7 +22,10 @@ What the shared sample says (``python benchmarks/after_compaction.py``): on the 
 that compact, ``left`` runs from 11K to 108K tokens and varies as much within a session as across them (trace_0003:
 53K, 39K, 44K, 97K, 72K, 94K, 108K, 101K). Held out, the first request after is off by a median of 25% at best (the
 session's previous ``left``, p90 62%) and a p90 of 59% at best (the requests since the last compaction, median 35%);
-the constant gives 34% and 60%; the target was 5% and 15%. On the two Claude Code transcripts the recorded summary
+the constant gives 34% and 60%; the target was 5% and 15%. Even predictions that see the answers miss it: the one
+number best for the very traces it is scored on gives 28% and 56%, and each compaction predicted with its own
+session's median ``left`` (itself included) 12% and 55%. What moves ``left`` changes from one compaction of a session
+to the next, and a trace does not record it. On the two Claude Code transcripts the recorded summary
 and the re-attached files leave about -900 tokens, and the constant held out (fitted on the other one) is within
 0.9%; predicting their summaries too, as for a trace, it is 6.3%. The bundled model (``after_compaction_fit.json``,
 :data:`BUNDLED_FORM`) is what ``csim fidelity`` reports as the predicted first request after each compaction,
