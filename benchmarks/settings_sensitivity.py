@@ -37,8 +37,9 @@ SESSIONS = (
     "claude-code/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
 )
 
-# The sessions peak at 170,648 and 191,173 prompt tokens under ``none`` (both overflow the 191,808-token input
-# budget of the default 200K window), with 4 and 6 user messages and 157 and 152 replies: a ratio of 0.4-0.8 of
+# The sessions peak at 191,948 and 192,388 prompt tokens under ``none`` (both overflow the 191,808-token input
+# budget of the default 200K window; a whole replay leaves Claude Code's own summary out), with 3 and 5 user
+# messages and 157 and 152 replies: a ratio of 0.4-0.8 of
 # the window (80K-160K tokens) and an absolute trigger of 60K-140K tokens are all passed, so each setting should
 # act at its own request. Counts of messages or events are set around the sessions' 344-358 messages.
 RATIOS = (0.4, 0.6, 0.8)
@@ -127,6 +128,13 @@ REASONS: dict[str, str] = {
         "every file under `shared/recorded` finds no browser call), so at every setting nothing is masked and the "
         "run is `none`'s"
     ),
+    "llamaindex-summary-buffer": (
+        "true property: the buffer is asked only at a run's start and end (a user turn's) and counts message content "
+        "at 4 characters a token (call arguments left out); at the user messages before the sessions' long live "
+        "turns (from message 108 of fa812bfe…, 78 to 338 of 258c7280…) no limit is passed, and those turns pass "
+        "the window before they end, so no setting compacts before the overflow. 0.3 compacted at Claude Code's "
+        "recorded summary while the replay sent it as a user message"
+    ),
 }
 
 #: What the table shows of settings that agree among themselves while others differ, and of earlier findings.
@@ -157,12 +165,8 @@ NOTES: dict[str, str] = {
     ),
     "hermes-agent": "0.5 and 0.75 agree: under a 512K window Hermes raises the threshold to at least 0.75 (PR #66249)",
     "letta": (
-        "force_proactive (0.9 of the window, 180,000) differs on 258c7280 only: fa812bfe jumps from 170,648 to past "
+        "force_proactive (0.9 of the window, 180,000) differs on 258c7280 only: fa812bfe jumps from 167,045 to past "
         "the window in one request, so both compact on the overflow"
-    ),
-    "llamaindex-summary-buffer": (
-        "0.5 and 0.75 never act: the buffer counts message content at 4 characters a token (call arguments left out) "
-        "and is asked only at a run's start and end, and neither limit is passed before the overflow"
     ),
     "mastra-observational-memory": (
         "10,000 and 30,000 agree: it observes only the messages before the live turn, and each earlier turn of these "

@@ -226,6 +226,12 @@ class JetBrainsSummary(Policy[JetBrainsSummaryConfig]):
     a hundred steps) the provider merges the two into the final assistant turn's opening message, which then
     starts with the checkpoint's text, not a thinking block: Anthropic rejects that request with thinking on. The
     study ran SWE-agent, one user message a run, on models without Anthropic's thinking.
+
+    Known deviation ``compaction-loop``: a summary held back inside a long live turn (the cut never passes its
+    user message) leaves a backlog of turns; once a later user message releases it, the oldest ``n`` are summarised
+    a query at a time, as the study's processor does, and each checkpoint leaves more than ``n + keep_last_m_turns``
+    turns unsummarised until the backlog is gone (on the shared session 258c7280, ``n`` = 21: three checkpoints on
+    consecutive queries, 99K to 46K tokens). The study's histories never hold one back.
     """
 
     TUNABLE = {
@@ -234,9 +240,13 @@ class JetBrainsSummary(Policy[JetBrainsSummaryConfig]):
     }
 
     Config = JetBrainsSummaryConfig
-    known_deviations = frozenset({"revert-resolution", "atomic-units"})
+    known_deviations = frozenset({"revert-resolution", "atomic-units", "compaction-loop"})
     deviation_reasons = {
         "revert-resolution": "the study's summary knows nothing of reverts: a kept revert can lose its change",
+        "compaction-loop": (
+            "a backlog of turns a live turn held back is summarised n at a time on consecutive queries once it is "
+            "released, each checkpoint leaving more than n + keep_last_m_turns turns unsummarised until it is gone"
+        ),
         "atomic-units": (
             "the checkpoint is an assistant message before the kept turns, so inside a long tool loop it merges with "
             "the first kept step into a message that starts with text (Anthropic rejects that with thinking on)"

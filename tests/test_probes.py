@@ -268,7 +268,10 @@ def test_memory_file_rules_are_probes_and_the_system_prompts_are_not() -> None:
     assert with_probes(traced) is traced
 
 
-def test_a_recorded_summary_that_restates_a_probe_carries_it() -> None:
+def test_a_recorded_summary_carries_a_probe_but_a_replay_does_not_send_it() -> None:
+    """The recording's own summary restates the path, so mining lists it as a carrier; but a replay compacts as its
+    policy does and leaves the recorded client's summary out (:func:`sim.core.counting.stand_ins`), so a policy that
+    masked the listing has lost the path: the recorded summary does not keep it for the policy."""
     base = _session(filler=4)
     k = base.index()["t2"] + 1
     summary = Message(
@@ -278,7 +281,8 @@ def test_a_recorded_summary_that_restates_a_probe_carries_it() -> None:
     f = _artifact(conv, PATH)
     assert f.source == "t0" and "sum" in f.carriers  # a summary carries, never establishes
     rows = [r for r in _judged(conv, "swe-agent-masking", n="2") if r["fact"] == f.id]
-    assert [r["visible"] for r in rows] == [True]  # the listing is masked, the summary is not
+    assert [r["visible"] for r in rows] == [False]  # the listing is masked, and the summary is not sent
+    assert [r["visible"] for r in _judged(conv, "none") if r["fact"] == f.id] == [True]
 
 
 _CHUNK_CHARS = st.sampled_from(list("abcxyzABCXYZ0123456789/._-@+~:?!,;()[]\"'`<>{}éß→"))

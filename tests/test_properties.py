@@ -58,6 +58,7 @@ from tests.policies.test_nexau import (
     pending_turns_resolved_one_by_one,
     texts_over_the_threshold,
 )
+from tests.policies.test_swe_agent import released_backlog
 
 WINDOW = 8_000
 EXAMPLES = 60
@@ -367,6 +368,8 @@ HAND_BUILT = {
     ("nexau-summary", "atomic-units"): large_results_after_thinking,
     ("nexau-tool-result-compaction", "atomic-units"): large_results_after_thinking,
     ("claude-code-microcompact", "compaction-loop"): lambda: _golden("claude-code-microcompact-refills-at-once"),
+    ("jetbrains-summary", "compaction-loop"): released_backlog,
+    ("jetbrains-hybrid", "compaction-loop"): released_backlog,
 }
 #: Parameters a hand-built case sets beyond the check's (a deviation of one mode only).
 HAND_BUILT_PARAMS = {

@@ -127,16 +127,21 @@ def compaction_cuts(conv: Conversation) -> list[int]:
 
 
 def stand_ins(conv: Conversation) -> frozenset[int]:
-    """The messages a replay of the whole of ``conv`` leaves out: a token-level trace's placeholder for what its
-    client sent after a recorded compaction (``meta["sizes_only"]``): the importer sizes it as everything that
-    followed the system prompt and tools there, 11K to 108K tokens on the shared sample, the recorded client's own
-    compaction result. A replay compacts as its policy does; sent as a message, the placeholder would add that
-    result on top of the history it stood in for. A segment that opens with one (what ``csim fidelity`` and the
-    calibration replay after a recorded compaction) keeps it: it is that segment's start. A text recording's summary
-    message holds the summary's text and is sent."""
-    if not conv.meta.get("sizes_only"):
-        return frozenset()
-    return frozenset(i for i in compaction_cuts(conv) if conv.messages[i].meta.get("compact_summary"))
+    """The messages a replay of the whole of ``conv`` leaves out: the results of the recorded client's own
+    compactions (``meta["compact_summary"]``) that follow the history they replaced. A replay compacts as its policy
+    does; sent as messages, they would put that client's compaction on top of the history it stood in for, and the
+    policy would keep what the client's summary kept (Claude Code's summary in a transcript, Codex's in a rollout)
+    or, for a token-level trace, carry its placeholder for everything the client sent after the system prompt and
+    tools there (11K to 108K tokens on the shared sample). A conversation or segment that opens with one (what
+    ``csim fidelity`` and the calibration replay after a recorded compaction, or a request body that was compacted
+    before it was sent) keeps it: it is where that replay starts."""
+    out = []
+    history = False
+    for i, m in enumerate(conv.messages):
+        if m.meta.get("compact_summary") and history:
+            out.append(i)
+        history = history or m.role != "system"
+    return frozenset(out)
 
 
 def segments(conv: Conversation) -> list[Conversation]:

@@ -160,7 +160,7 @@ class Engine:
         self.forks: list[tuple[Engine, int, Phase]] = []
         # The script being replayed (grows when step() is given messages), the next message to take, and how
         # a stepped run ended.
-        skipped = stand_ins(conversation)  # a trace's placeholders for a recorded compaction's result
+        skipped = stand_ins(conversation)  # the recorded client's own compaction results
         self._script: list[Message] = [m for i, m in enumerate(conversation.messages) if i not in skipped]
         self.clock = RunClock(conversation, self._script, config.seed, self.tok.derived, self.measure.content_tokens)
         self._next = 0

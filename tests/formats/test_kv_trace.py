@@ -394,8 +394,12 @@ def test_a_replay_leaves_out_the_placeholder_of_a_recorded_compaction(tmp_path: 
     assert agent[3] < agent[2] + 20 + main_conv.messages[cut].meta["tokens"]  # the history, then what came after
     seg = segments(main_conv)[1]
     assert stand_ins(seg) == frozenset() and seg.messages[0] is main_conv.messages[cut]
+    # a text recording's summary (Claude Code's, Codex's) is the recorded client's result too, wherever history
+    # precedes it; a conversation that opens with one (after its system prompt) starts there
     text = Conversation("t", main_conv.messages, meta={**main_conv.meta, "sizes_only": False})
-    assert stand_ins(text) == frozenset()  # a text recording's summary message holds its text, and is sent
+    assert stand_ins(text) == {cut}
+    opened = Conversation("o", (main_conv.messages[0], *main_conv.messages[cut:]), meta=dict(text.meta))
+    assert opened.messages[1].meta["compact_summary"] and stand_ins(opened) == frozenset()
 
 
 def test_the_provable_prefix_is_the_longest_any_earlier_request_began_with(tmp_path: Path) -> None:

@@ -268,6 +268,31 @@ def test_deviation_revert_resolution() -> None:
     assert "revert-resolution" in JetBrainsSummary.known_deviations
 
 
+def released_backlog(live_steps: int = 160, after: int = 4) -> Conversation:
+    """The problem, two turns, a user message opening a live turn of ``live_steps`` steps (it holds the summary
+    back at its user message), then a user message that releases the backlog and ``after`` more turns; one-line
+    outputs, so the whole fits a small window. The study's checkpoints then catch up ``n`` turns a query."""
+    msgs = list(swe_run(2 + live_steps, lines=1, final=False).messages)
+    d = [*msgs[:6], user("Now the second part.", id="live"), *msgs[6:], user("Carry on.", id="next")]
+    for i in range(2 + live_steps, 2 + live_steps + after):
+        d.append(asst(f"Thought {i}.", [call(f"c{i}", "bash", "{}")], id=f"a{i}"))
+        d.append(tool_msg(f"c{i}", output(i, 1), name="bash", id=f"o{i}"))
+    return conv(*d)
+
+
+def test_deviation_compaction_loop_a_released_backlog_is_summarised_n_turns_a_query() -> None:
+    """A live turn of many steps holds the summary back at its user message; the next user message releases the
+    backlog, and the oldest n turns are summarised on each of the following queries, each checkpoint leaving the
+    turns not yet summarised over n + m, until the backlog is gone: consecutive compactions the policy declares."""
+    pol = JetBrainsSummary(JetBrainsSummaryConfig(n=3, keep_last_m_turns=2))
+    res = run(pol, released_backlog(28, after=3), C4)
+    after = [int(x["turn"]) for x in res.compactions if int(x["turn"]) >= 30]
+    assert len(after) >= 3 and after == list(range(after[0], after[0] + len(after)))  # one query after another
+    loops = [v for v in res.violations if v.invariant == "compaction-loop"]
+    assert loops and "compaction-loop" in JetBrainsSummary.known_deviations
+    assert {v.invariant for v in res.violations} <= JetBrainsSummary.known_deviations
+
+
 # -- the hybrid ---------------------------------------------------------------------------------------------
 def test_hybrid_masks_between_summaries_and_summarises_43_turns() -> None:
     """Between summaries ``last_n_observations`` (n 10) elides all but the newest 10 outputs of the view
