@@ -202,7 +202,12 @@ FINDINGS = """What the first runs of this script found, and what was done (the t
   (`atomic-units`, then `provider-error`) as the real systems would: now declared, with hand-built cases in
   `tests/test_properties.py`. The runs above that end in `provider-error` are all of this kind (a cut inside the
   sessions' long live tool loops; each of those policies declares `atomic-units`), but `autogen-token-limited`'s,
-  whose middle-out pops split a call from its result (`tool-pairing`, declared too)."""
+  whose middle-out pops split a call from its result (`tool-pairing`, declared too).
+- Once a whole replay left Claude Code's recorded summary out (it had been sent as a user message, on top of the
+  history it replaced), the sessions' long live turns run on through it: `jetbrains-summary` and `jetbrains-hybrid`
+  at `n` = 21 then catch the backlog the live turn held back up `n` turns a query once the next user message comes,
+  each checkpoint leaving it over `n + keep_last_m_turns` (`compaction-loop` on 258c7280, twice): as the study's
+  processor would on that backlog, so declared, with a hand-built case (`tests/policies/test_swe_agent.py`)."""
 
 FIELDS = ("compactions", "at_requests", "peak_context_tokens", "total_cost_usd", "finish_reason")
 
