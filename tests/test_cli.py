@@ -117,6 +117,23 @@ def test_run_on_a_recorded_conversation(tmp_path: Path) -> None:
     assert res.manifest["spec"]["sources"][0]["format"] == "openai-chat" and len(res.runs) >= 1
 
 
+@pytest.mark.parametrize(
+    ("golden", "fmt"), [("claude_code.jsonl", "claude-code"), ("codex_rollout.jsonl", "codex-rollout")]
+)
+def test_a_run_says_the_recordings_own_compaction_is_left_out(
+    golden: str, fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recording that compacted (Claude Code's summary, Codex's ``compacted`` record) is replayed without its
+    summary, and the run says so, in its line and in the runs table."""
+    src = ROOT / "tests" / "golden" / "formats" / golden
+    args = ["run", "--policy", "none", "--conversation", str(src), "--format", fmt, "--out", str(tmp_path)]
+    assert main([*args, "--window", "1000000"]) == 0
+    out = capsys.readouterr().out
+    assert "note: the recording's own compaction is left out" in out and "the policy's" in out
+    runs = load_results(tmp_path).runs
+    assert runs["recorded_compactions_left_out"].tolist() == [1] and runs["compaction_count"].tolist() == [0]
+
+
 @pytest.mark.parametrize("what", ["policies", "scenarios", "formats", "tokenizers"])
 def test_list(what: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", what]) == 0

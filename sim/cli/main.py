@@ -106,6 +106,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         for line in declared_reasons(viols):
             print(f"  {line}")
+        left_out = r.get("recorded_compactions_left_out") or 0
+        if left_out:
+            ours = r["compaction_count"]
+            theirs = "compaction is" if left_out == 1 else f"{left_out} compactions are"
+            above = "the compaction above is" if ours == 1 else f"the {ours} compactions above are"
+            print(
+                f"  note: the recording's own {theirs} left out (the recorded client's result, not sent on top of "
+                f"the history it replaced); {above} the policy's"
+            )
         if isinstance(r["unpriced_models"], str) and r["unpriced_models"]:
             print(
                 f"  note: the price table does not know {r['unpriced_models']} (named by the recording); those "

@@ -81,6 +81,8 @@ SUMMARY_COLUMNS: dict[str, str] = {
     "cost_output_usd": "float64",
     "compaction_cost_usd": "float64",
     "compaction_count": "int64",
+    #: The recording's own compactions whose results a whole replay does not send (sim.core.counting.stand_ins).
+    "recorded_compactions_left_out": "int64",
     "overflows": "int64",
     "failed_turns": "int64",
     "facts_needed": "int64",

@@ -161,6 +161,7 @@ class Engine:
         # The script being replayed (grows when step() is given messages), the next message to take, and how
         # a stepped run ended.
         skipped = stand_ins(conversation)  # the recorded client's own compaction results
+        self.left_out = len(skipped)
         self._script: list[Message] = [m for i, m in enumerate(conversation.messages) if i not in skipped]
         self.clock = RunClock(conversation, self._script, config.seed, self.tok.derived, self.measure.content_tokens)
         self._next = 0
@@ -536,6 +537,7 @@ class Engine:
             failed_turns=len(self.failed_turns),
             violations=self.violations,
             messages=len(self.ledger.messages),
+            left_out=self.left_out,
         )
 
     def _sync(self, k: int, phase: Phase) -> Plan | None:

@@ -61,9 +61,12 @@ def run_result(
     failed_turns: int,
     violations: list[Violation],
     messages: int,
+    left_out: int = 0,
 ) -> RunResult:
     """The result of a finished run: its rows from the log, the compactions with their costs, and the summary
-    (``unreached``: needs a stopped run never judged, counted as lost; see :meth:`Retention.unreached`)."""
+    (``unreached``: needs a stopped run never judged, counted as lost; see :meth:`Retention.unreached`;
+    ``left_out``: the recorded compactions whose results the replay did not send,
+    :func:`sim.core.counting.stand_ins`)."""
     rows, compactions = request_rows(log), compaction_rows(log)  # the log is the record
     parts = billing.cost_parts(rows)  # uncached input, cache reads, cache writes, output (USD)
     compactions = billing.compaction_costs(log, compactions, cached)
@@ -98,6 +101,7 @@ def run_result(
         "compaction_cost_usd": round(sum(c["cost_usd"] for c in compactions), 10),
         "compactions": compactions,
         "compaction_count": len(compactions),
+        "recorded_compactions_left_out": left_out,
         "overflows": overflows,
         "failed_turns": failed_turns,
         "facts_needed": needed,
