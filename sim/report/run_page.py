@@ -47,7 +47,15 @@ def overview(results: Results, run_key: str) -> pd.DataFrame:
         ),
         ("prompt read from cache", "n/a" if pd.isna(r["cache_hit_share"]) else f"{100 * r['cache_hit_share']:.1f}%"),
         ("compactions' cost", f"{r['compaction_cost_usd']:,.4f} USD (summariser calls and cache rewrites)"),
-        ("compactions", f"{r['compaction_count']}"),
+        (
+            "compactions",
+            f"{r['compaction_count']}"
+            + (
+                f" (the policy's; the recording's own {int(r['recorded_compactions_left_out'])} left out)"
+                if r.get("recorded_compactions_left_out", 0) > 0
+                else ""
+            ),
+        ),
         ("overflows", f"{r['overflows']}"),
         (
             "retention",
