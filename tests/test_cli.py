@@ -130,8 +130,13 @@ def test_a_run_says_the_recordings_own_compaction_is_left_out(
     assert main([*args, "--window", "1000000"]) == 0
     out = capsys.readouterr().out
     assert "note: the recording's own compaction is left out" in out and "the policy's" in out
-    runs = load_results(tmp_path).runs
+    res = load_results(tmp_path)
+    runs = res.runs
     assert runs["recorded_compactions_left_out"].tolist() == [1] and runs["compaction_count"].tolist() == [0]
+    from sim.report import run_page
+
+    page = run_page.overview(res, runs["run_key"].iloc[0]).set_index("what")["value"]
+    assert page["compactions"] == "0 (the policy's; the recording's own 1 left out)"
 
 
 @pytest.mark.parametrize("what", ["policies", "scenarios", "formats", "tokenizers"])
