@@ -189,3 +189,24 @@ def test_a_manifest_of_the_wrong_shape_is_one_line(copy: Path, text: str, capsys
     assert main(["compare", str(copy)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"csim: error: {copy / 'manifest.json'}: ") and err.count("\n") == 1
+
+
+def test_a_part_an_older_csim_wrote_without_a_column_reads_with_it_null(copy: Path) -> None:
+    """A results folder is kept and read again by later versions: a part written before a column existed reads with
+    that column null (an integer column becomes nullable there), beside parts that have it."""
+    import gzip
+    import hashlib
+
+    part = sorted(finished_parts(copy))[0]
+    f = part / "runs.json.gz"
+    table = json.loads(gzip.decompress(f.read_bytes()))
+    del table["recorded_compactions_left_out"]
+    data = gzip.compress(json.dumps(table).encode(), mtime=0)
+    f.write_bytes(data)
+    listing = json.loads((part / "part.json").read_text())
+    listing["tables"]["runs"].update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+    (part / "part.json").write_text(json.dumps(listing))
+    runs = load_results(copy).runs
+    column = runs["recorded_compactions_left_out"]
+    assert str(column.dtype) == "Int64" and column.isna().sum() == len(table["run_key"]) and column.notna().any()
+    assert runs["compaction_count"].dtype == "int64"  # the others as they were

@@ -275,7 +275,10 @@ def test_a_recorded_summary_carries_a_probe_but_a_replay_does_not_send_it() -> N
     base = _session(filler=4)
     k = base.index()["t2"] + 1
     summary = Message(
-        "sum", "user", (Part("text", f"Summary so far: the crash is in {PATH}."),), meta={"compact_summary": True}
+        "sum",
+        "user",
+        (Part("text", f"Summary so far: the crash is in {PATH}."),),
+        meta={"compact_summary": True, "compact_boundary": {"trigger": "auto"}},
     )
     conv = with_probes(replace(base, messages=(*base.messages[:k], summary, *base.messages[k:])))
     f = _artifact(conv, PATH)

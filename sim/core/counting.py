@@ -128,20 +128,23 @@ def compaction_cuts(conv: Conversation) -> list[int]:
 
 def stand_ins(conv: Conversation) -> frozenset[int]:
     """The messages a replay of the whole of ``conv`` leaves out: the results of the recorded client's own
-    compactions (``meta["compact_summary"]``) that follow the history they replaced. A replay compacts as its policy
-    does; sent as messages, they would put that client's compaction on top of the history it stood in for, and the
-    policy would keep what the client's summary kept (Claude Code's summary in a transcript, Codex's in a rollout)
-    or, for a token-level trace, carry its placeholder for everything the client sent after the system prompt and
-    tools there (11K to 108K tokens on the shared sample). A conversation or segment that opens with one (what
-    ``csim fidelity`` and the calibration replay after a recorded compaction, or a request body that was compacted
-    before it was sent) keeps it: it is where that replay starts."""
-    out = []
-    history = False
-    for i, m in enumerate(conv.messages):
-        if m.meta.get("compact_summary") and history:
-            out.append(i)
-        history = history or m.role != "system"
-    return frozenset(out)
+    compactions that follow the history they replaced, the summaries (``meta["compact_summary"]``) the importer found
+    as a recorded compaction: at a ``compact_boundary`` (:func:`compaction_cuts`: Claude Code's summary, a token-level
+    trace's placeholder for everything the client sent after the system prompt and tools there, 11K to 108K tokens on
+    the shared sample) or listed in the conversation's ``meta["compactions"]`` (Codex's ``compacted`` record). A
+    replay compacts as its policy does; sent as messages, they would put that client's compaction on top of the
+    history it stood in for, and the policy would keep what the client's summary kept. A conversation or segment that
+    opens with one, after its system prompt at most (what ``csim fidelity`` and the calibration replay after a
+    recorded compaction), keeps it: it is where that replay starts. So does a request body's compaction item (the
+    Responses API's): what precedes it there is what the compaction kept (the user messages), not what it
+    replaced."""
+    listed = conv.meta.get("compactions")
+    at = set(compaction_cuts(conv))
+    if isinstance(listed, list):
+        at.update(c["index"] for c in listed if isinstance(c, dict) and isinstance(c.get("index"), int))
+    msgs = conv.messages
+    first = next((i for i, m in enumerate(msgs) if m.role != "system"), len(msgs))  # history starts here
+    return frozenset(i for i in at if first < i < len(msgs) and msgs[i].meta.get("compact_summary"))
 
 
 def segments(conv: Conversation) -> list[Conversation]:

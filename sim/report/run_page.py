@@ -29,6 +29,8 @@ def overview(results: Results, run_key: str) -> pd.DataFrame:
     """The run's identity and headline numbers as two columns (what, value)."""
     r = run_row(results, run_key)
     recall = "n/a" if pd.isna(r["retention_recall"]) else f"{100 * r['retention_recall']:.1f}%"
+    left_out = r.get("recorded_compactions_left_out")  # null in results an older csim wrote
+    left_out = 0 if left_out is None or pd.isna(left_out) else int(left_out)
     rows = [
         ("configuration", r["config"]),
         ("policy parameters", r["params"]),
@@ -50,11 +52,7 @@ def overview(results: Results, run_key: str) -> pd.DataFrame:
         (
             "compactions",
             f"{r['compaction_count']}"
-            + (
-                f" (the policy's; the recording's own {int(r['recorded_compactions_left_out'])} left out)"
-                if r.get("recorded_compactions_left_out", 0) > 0
-                else ""
-            ),
+            + (f" (the policy's; the recording's own {left_out} left out)" if left_out else ""),
         ),
         ("overflows", f"{r['overflows']}"),
         (

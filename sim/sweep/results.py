@@ -61,16 +61,31 @@ class Results:
 
 
 # -- building the frames -------------------------------------------------------------------------------
+#: The dtype a column of an integer dtype takes where it has nulls: a part written before the column existed has
+#: none of its values (:func:`sim.sweep.parts.decode_table`), and numpy's int64 cannot hold a null.
+NULLABLE = {"int64": "Int64"}
+
+
+def _array(values: Sequence[Any], dtype: str) -> Any:
+    """``values`` as a pandas array of ``dtype``, or of its nullable dtype where a value is missing."""
+    if dtype in NULLABLE and any(v is None for v in values):
+        return pd.array(values, dtype=NULLABLE[dtype])
+    return pd.array(values, dtype=dtype)
+
+
 def typed(rows: Sequence[Mapping[str, Any]] | Columns | pd.DataFrame, columns: Mapping[str, str]) -> pd.DataFrame:
     """A frame with exactly ``columns`` in order and their dtypes, even when there are no rows: from rows (one
-    mapping per row), a table's columns as :mod:`sim.sweep.parts` reads them, or a frame."""
+    mapping per row), a table's columns as :mod:`sim.sweep.parts` reads them, or a frame. An integer column with
+    missing values (results an older csim wrote, before the column existed) is nullable (:data:`NULLABLE`)."""
     if isinstance(rows, pd.DataFrame):
-        return rows.reindex(columns=list(columns)).astype(dict(columns)).reset_index(drop=True)
+        frame = rows.reindex(columns=list(columns))
+        dtypes = {c: NULLABLE[d] if d in NULLABLE and frame[c].isna().any() else d for c, d in columns.items()}
+        return frame.astype(dtypes).reset_index(drop=True)
     if isinstance(rows, dict):
         n = len(next(iter(rows.values()), []))
-        return pd.DataFrame({c: pd.array(rows.get(c, [None] * n), dtype=d) for c, d in columns.items()})
+        return pd.DataFrame({c: _array(rows.get(c, [None] * n), d) for c, d in columns.items()})
     # Column by column, each built at its dtype: a third of the time of a frame of dicts then astype.
-    return pd.DataFrame({c: pd.array([r.get(c) for r in rows], dtype=d) for c, d in columns.items()})
+    return pd.DataFrame({c: _array([r.get(c) for r in rows], d) for c, d in columns.items()})
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:

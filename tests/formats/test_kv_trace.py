@@ -15,7 +15,7 @@ import pytest
 from policies import make_policy
 from sim.calibration.fit import replay_counts
 from sim.cli.main import main
-from sim.core.conversation import Conversation, Usage, validate
+from sim.core.conversation import Conversation, Message, Usage, validate
 from sim.core.counting import compaction_cuts, segments, stand_ins
 from sim.core.errors import FormatError
 from sim.core.log import MessageAppended
@@ -394,12 +394,20 @@ def test_a_replay_leaves_out_the_placeholder_of_a_recorded_compaction(tmp_path: 
     assert agent[3] < agent[2] + 20 + main_conv.messages[cut].meta["tokens"]  # the history, then what came after
     seg = segments(main_conv)[1]
     assert stand_ins(seg) == frozenset() and seg.messages[0] is main_conv.messages[cut]
-    # a text recording's summary (Claude Code's, Codex's) is the recorded client's result too, wherever history
-    # precedes it; a conversation that opens with one (after its system prompt) starts there
+    # a text recording's summary at a recorded compaction (Claude Code's, Codex's) is the recorded client's result
+    # too; a conversation that opens with one (after its system prompt) starts there
     text = Conversation("t", main_conv.messages, meta={**main_conv.meta, "sizes_only": False})
     assert stand_ins(text) == {cut}
     opened = Conversation("o", (main_conv.messages[0], *main_conv.messages[cut:]), meta=dict(text.meta))
     assert opened.messages[1].meta["compact_summary"] and stand_ins(opened) == frozenset()
+    # a Responses body's compaction item follows the user messages the compaction kept, not what it replaced: sent
+    summary = main_conv.messages[cut]
+    item = Message(summary.id, "user", summary.parts, meta={"compact_summary": True})
+    unlisted = {k: v for k, v in text.meta.items() if k != "compactions"}
+    body = Conversation("b", (*main_conv.messages[:cut], item, *main_conv.messages[cut + 1 :]), meta=unlisted)
+    assert stand_ins(body) == frozenset()
+    codex = Conversation("c", body.messages, meta={**unlisted, "compactions": [{"index": cut, "line": 9}]})
+    assert stand_ins(codex) == {cut}  # a rollout's compacted record, listed by the importer
 
 
 def test_the_provable_prefix_is_the_longest_any_earlier_request_began_with(tmp_path: Path) -> None:
