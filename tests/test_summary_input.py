@@ -9,23 +9,11 @@ from hypothesis import strategies as st
 from policies.base import SummaryRequest
 from sim.core.conversation import Fact
 from sim.core.view import View
-from sim.replay.summary_input import SEPARATOR, _capped, _Transcript
+from sim.replay.summary_input import _capped
 
 # A small alphabet, so that a fact's text often appears in blocks other than its own (a re-read).
 _PIECE = st.text(alphabet="abc \n", min_size=0, max_size=12)
 _BLOCK = st.lists(_PIECE, min_size=1, max_size=4)
-
-
-def _transcript(blocks: list[list[str]]) -> _Transcript:
-    pieces: list[str] = []
-    owners: list[int] = []
-    for j, parts in enumerate(blocks):
-        if j:
-            pieces.append("\n\n")
-            owners.append(SEPARATOR)
-        pieces.extend(parts)
-        owners.extend([j] * len(parts))
-    return _Transcript(["".join(b) for b in blocks], blocks, pieces, owners)
 
 
 @settings(max_examples=400)  # cheap examples; a cut inside a piece over a fact's text needs a few hundred
@@ -43,19 +31,16 @@ def test_the_candidates_kept_are_those_the_capped_transcript_holds(
     max_chars: int | None,
     newest: int | None,
 ) -> None:
-    """A candidate found in a block that every piece of survives is kept without a search; any other only where
-    its text is in what is left: the same set as searching the capped transcript for each one."""
-    t = _transcript(blocks)
-    candidates, found_in = [], {}
+    """A candidate is kept where its text is in what the caps leave of the transcript, the pieces sent (a cap of 0
+    characters once kept them against the whole transcript: ``body[-0:]``)."""
+    texts = ["".join(b) for b in blocks]
+    pieces = [x for j, b in enumerate(blocks) for x in ([*b] if j == 0 else ["\n\n", *b])]
+    candidates = []
     for n, (j, at, length) in enumerate(picks):
-        j %= len(blocks)
-        text = t.texts[j][at : at + length]
-        if not text:
-            continue
-        fid = f"f{n}"
-        candidates.append(Fact(fid, "artifact", text, f"m{j}"))
-        found_in[fid] = j
+        text = texts[j % len(blocks)][at : at + length]
+        if text:
+            candidates.append(Fact(f"f{n}", "artifact", text, f"m{j % len(blocks)}"))
     request = SummaryRequest(input_keep=keep, input_max_chars=max_chars, input_newest_tokens=newest)  # type: ignore[arg-type]
-    pieces, kept = _capped(request, t, list(candidates), found_in, View(), len)
+    pieces, kept = _capped(request, texts, blocks, pieces, list(candidates), View(), len)
     body = "".join(pieces)
     assert [f.id for f in kept] == [f.id for f in candidates if f.text in body]

@@ -75,8 +75,6 @@ def summariser_input(
     texts: list[str] = []
     blocks: list[list[str]] = []  # each message's pieces, for keeping whole messages (input_keep "ends")
     pieces: list[str] = []
-    owners: list[int] = []  # beside each piece, the block it belongs to (SEPARATOR for the blank lines)
-    found_in: dict[str, int] = {}  # a candidate's id -> the block whose text holds it
     copy_of = retention.reactions.copy_of
     for i in span:
         parts = _shown_pieces(requests, messages[i], i, after, request)
@@ -85,38 +83,17 @@ def summariser_input(
         t = "".join(parts)
         if texts:
             pieces.append("\n\n")
-            owners.append(SEPARATOR)
         pieces.extend(parts)
-        owners.extend([len(blocks)] * len(parts))
+        texts.append(t)
+        blocks.append(parts)
         mid = messages[i].id
         for f in retention.by_source.get(copy_of.get(mid, mid), ()):  # a reactive copy's too
             if f.id not in seen and f.id not in retention.lost_on_entry and f.text in t:
                 candidates.append(f)
                 seen.add(f.id)
-                found_in[f.id] = len(blocks)
-        texts.append(t)
-        blocks.append(parts)
     previous = before.summary.text if before.summary is not None else ""
-    transcript = _Transcript(texts, blocks, pieces, owners)
-    pieces, candidates = _capped(request, transcript, candidates, found_in, before, count)
+    pieces, candidates = _capped(request, texts, blocks, pieces, candidates, before, count)
     return SummariserInput(span, tuple(pieces), tuple(candidates), previous)
-
-
-#: The owner of a piece that belongs to no block: a blank line between two, the "ends" cut's marker.
-SEPARATOR = -1
-#: The owner of a block's piece the tail cut shortened: that block is no longer whole.
-PARTIAL = -2
-
-
-@dataclass(frozen=True)
-class _Transcript:
-    """A transcript before its caps: each block's (message's) text and pieces, and every piece in order with the
-    block it belongs to."""
-
-    texts: list[str]
-    blocks: list[list[str]]
-    pieces: list[str]
-    owners: list[int]
 
 
 def _shown_pieces(
@@ -138,16 +115,14 @@ def _shown_pieces(
 
 def _capped(
     request: SummaryRequest,
-    transcript: _Transcript,
+    texts: list[str],
+    blocks: list[list[str]],
+    pieces: list[str],
     candidates: list[Fact],
-    found_in: dict[str, int],
     before: View,
     count: Callable[[str], int],
 ) -> tuple[list[str], list[Fact]]:
-    """The transcript's pieces under the request's caps, and the candidates it still holds: those the previous
-    summary kept, those found in a block every piece of which is still there, and the rest whose text the capped
-    transcript holds (searched, one at a time: a re-read may hold it)."""
-    texts, blocks, pieces, owners = transcript.texts, transcript.blocks, transcript.pieces, transcript.owners
+    """The transcript's pieces under the request's caps, and the candidates it still holds."""
     kept_before = before.summary.facts if before.summary is not None else frozenset()
     previous = before.summary.text if before.summary is not None else ""
     body = "\n\n".join(texts)
@@ -158,23 +133,11 @@ def _capped(
         if kept_blocks is not None:
             head, omitted, tail = kept_blocks
             marker = request.input_marker.replace("{n}", str(omitted))
-            blocks_all = list(range(len(blocks)))
-            order = [*range(head), SEPARATOR, *range(len(blocks) - tail, len(blocks))] if omitted else blocks_all
-            pieces, owners = [], []
-            for n, j in enumerate(order):
-                part = [marker] if j == SEPARATOR else blocks[j]
-                if n:
-                    pieces.append("\n\n")
-                    owners.append(SEPARATOR)
-                pieces.extend(part)
-                owners.extend([j] * len(part))
+            chosen = [*blocks[:head], [marker], *blocks[len(blocks) - tail :]] if omitted else blocks
+            pieces = [x for j, b in enumerate(chosen) for x in ([*b] if j == 0 else ["\n\n", *b])]
             body, cut = "".join(pieces), True
     elif request.input_max_chars is not None and len(body) > request.input_max_chars:
-        tail_cut = tail_pieces(pieces, request.input_max_chars)  # the newest characters (none at a cap of 0)
-        owners = owners[len(owners) - len(tail_cut) :]
-        if tail_cut and len(tail_cut[0]) < len(pieces[len(pieces) - len(tail_cut)]):
-            owners[0] = PARTIAL
-        pieces, cut = tail_cut, True
+        pieces, cut = tail_pieces(pieces, request.input_max_chars), True  # the newest characters (none at a cap of 0)
         body = "".join(pieces)
     if request.input_newest_tokens is not None:
         budget, k = request.input_newest_tokens, len(pieces)
@@ -182,16 +145,10 @@ def _capped(
             k -= 1
             budget -= count(pieces[k])
         if k:
-            pieces, owners = pieces[k:], owners[k:]
+            pieces = pieces[k:]
             body, cut = "".join(pieces), True
     if cut:
-        held: dict[int, int] = {}
-        for j in owners:
-            held[j] = held.get(j, 0) + 1
-        whole = {j for j, n in held.items() if j >= 0 and n == len(blocks[j])}
-        candidates = [
-            f for f in candidates if f.id in kept_before or found_in.get(f.id, PARTIAL) in whole or f.text in body
-        ]
+        candidates = [f for f in candidates if f.id in kept_before or f.text in body]
     return pieces, candidates
 
 
