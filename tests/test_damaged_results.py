@@ -210,3 +210,12 @@ def test_a_part_an_older_csim_wrote_without_a_column_reads_with_it_null(copy: Pa
     column = runs["recorded_compactions_left_out"]
     assert str(column.dtype) == "Int64" and column.isna().sum() == len(table["run_key"]) and column.notna().any()
     assert runs["compaction_count"].dtype == "int64"  # the others as they were
+
+
+def test_a_missing_flag_reads_as_unknown_not_false() -> None:
+    """numpy's bool would read a missing value as False (a fact not visible, a request not billed): nullable."""
+    from sim.sweep.results import typed
+
+    frame = typed({"billed": [None, True]}, {"billed": "bool", "visible": "bool"})
+    assert frame["billed"].isna().tolist() == [True, False] and frame["visible"].isna().all()
+    assert typed({"billed": [False, True]}, {"billed": "bool"})["billed"].dtype == bool

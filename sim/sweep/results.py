@@ -61,9 +61,9 @@ class Results:
 
 
 # -- building the frames -------------------------------------------------------------------------------
-#: The dtype a column of an integer dtype takes where it has nulls: a part written before the column existed has
-#: none of its values (:func:`sim.sweep.parts.decode_table`), and numpy's int64 cannot hold a null.
-NULLABLE = {"int64": "Int64"}
+#: The dtype an integer or boolean column takes where it has nulls: a part written before the column existed has
+#: none of its values (:func:`sim.sweep.parts.decode_table`), and numpy's int64 and bool cannot hold a null.
+NULLABLE = {"int64": "Int64", "bool": "boolean"}
 
 
 def _array(values: Sequence[Any], dtype: str) -> Any:
@@ -75,8 +75,9 @@ def _array(values: Sequence[Any], dtype: str) -> Any:
 
 def typed(rows: Sequence[Mapping[str, Any]] | Columns | pd.DataFrame, columns: Mapping[str, str]) -> pd.DataFrame:
     """A frame with exactly ``columns`` in order and their dtypes, even when there are no rows: from rows (one
-    mapping per row), a table's columns as :mod:`sim.sweep.parts` reads them, or a frame. An integer column with
-    missing values (results an older csim wrote, before the column existed) is nullable (:data:`NULLABLE`)."""
+    mapping per row), a table's columns as :mod:`sim.sweep.parts` reads them, or a frame. An integer or boolean
+    column with missing values (results an older csim wrote, before the column existed) is nullable
+    (:data:`NULLABLE`): a missing flag reads as unknown, not as False."""
     if isinstance(rows, pd.DataFrame):
         frame = rows.reindex(columns=list(columns))
         dtypes = {c: NULLABLE[d] if d in NULLABLE and frame[c].isna().any() else d for c, d in columns.items()}
