@@ -194,14 +194,15 @@ def _ceilings(
 ) -> list[str]:
     """What a trigger chosen on the answers reaches (in sample, not a setting to use): one trigger for every
     session, and each session its own, walked over :data:`WINDOWS`."""
-    trigger = {j: w - (WINDOWS[0] - _trigger(WINDOWS[0])) for j, w in enumerate(WINDOWS)}
+    reserve = WINDOWS[0] - _trigger(WINDOWS[0])  # the trigger is the window less this, at every window walked
+    trigger = [w - reserve for w in WINDOWS]
     one = max(range(len(WINDOWS)), key=lambda j: (within(by_window[j], set(source)), -j))
     own = {sid: max(range(len(WINDOWS)), key=lambda j: (within(by_window[j], {sid}), -j)) for sid in source}
     reach_one = within(by_window[one], set(source))
     reach_own = sum(within(by_window[own[sid]], {sid}) for sid in source)
     return textwrap.wrap(
         f"The ceiling, in sample (a trigger chosen on the very compactions it is scored on, walked from "
-        f"{trigger[0]:,} to {trigger[len(WINDOWS) - 1]:,} tokens by 1,000 through the window): one trigger for all "
+        f"{trigger[0]:,} to {trigger[-1]:,} tokens by 1,000 through the window): one trigger for all "
         f"the sessions, the best at {trigger[one]:,}, is within one request of {reach_one} of {total} "
         f"({reach_one / total:.0%}); each session its own best trigger, {reach_own} of {total} "
         f"({reach_own / total:.0%}). Neither reaches 90%: one session's compactions come at sizes further apart than "

@@ -127,17 +127,16 @@ def compaction_cuts(conv: Conversation) -> list[int]:
 
 
 def stand_ins(conv: Conversation) -> frozenset[int]:
-    """The messages a replay of the whole of ``conv`` leaves out: the results of the recorded client's own
-    compactions that follow the history they replaced, the summaries (``meta["compact_summary"]``) the importer found
-    as a recorded compaction: at a ``compact_boundary`` (:func:`compaction_cuts`: Claude Code's summary, a token-level
-    trace's placeholder for everything the client sent after the system prompt and tools there, 11K to 108K tokens on
-    the shared sample) or listed in the conversation's ``meta["compactions"]`` (Codex's ``compacted`` record). A
-    replay compacts as its policy does; sent as messages, they would put that client's compaction on top of the
-    history it stood in for, and the policy would keep what the client's summary kept. A conversation or segment that
-    opens with one, after its system prompt at most (what ``csim fidelity`` and the calibration replay after a
-    recorded compaction), keeps it: it is where that replay starts. So does a request body's compaction item (the
-    Responses API's): what precedes it there is what the compaction kept (the user messages), not what it
-    replaced."""
+    """The messages a replay of the whole of ``conv`` leaves out: the recorded client's own compaction results.
+
+    Those are the summaries (``meta["compact_summary"]``) the importer found as a recorded compaction, at a
+    ``compact_boundary`` (:func:`compaction_cuts`: Claude Code's summary; a token-level trace's placeholder for
+    everything its client sent after the system prompt and tools, 11K to 108K tokens on the shared sample) or listed
+    in ``meta["compactions"]`` (Codex's ``compacted`` record), with history before them. A replay compacts as its
+    policy does: sent, such a result would sit on top of the history it replaced, and every policy would keep what
+    the client's summary kept. One a conversation opens with (after its system prompt at most) stays: a segment that
+    ``csim fidelity`` or the calibration replays from a recorded compaction starts there. So does a Responses
+    request body's compaction item, which follows the user messages that compaction kept, not what it replaced."""
     listed = conv.meta.get("compactions")
     at = set(compaction_cuts(conv))
     if isinstance(listed, list):

@@ -23,7 +23,8 @@ class RunClock:
         self, conversation: Conversation, script: list[Message], seed: int, memo: Memo, output: Callable[[Message], int]
     ) -> None:
         self.conversation, self.script, self.seed, self._memo, self._output = conversation, script, seed, memo, output
-        # the script as the conversation gives it (a trace's stand-ins left out): its times are memoised per worker
+        # the script as the conversation gives it (its recorded compactions' results left out, counting.stand_ins):
+        # its times are memoised per worker
         self._given = len(script)
         self._times: tuple[float, ...] = ()  # when each script message is complete
         self.now = 0.0  # when the current request starts
